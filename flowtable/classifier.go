@@ -1,0 +1,211 @@
+package flowtable
+
+import (
+	"sort"
+)
+
+// Rule is a flow installed in a table, with its counters.
+type Rule struct {
+	*Flow
+	Stats RuleStats
+	seq   uint64 // insertion order, for a stable tie-break among equal priorities
+}
+
+// classifier is a tuple-space-search classifier (OVS lib/classifier.c in
+// spirit): rules are grouped by mask into subtables, each a hash table over
+// the masked key; subtables are visited in order of their highest priority,
+// and the search stops as soon as no remaining subtable can beat the best
+// rule found.
+type classifier struct {
+	subtables []*subtable // sorted by maxPriority, descending
+	byMask    map[Key]*subtable
+	n         int
+}
+
+type subtable struct {
+	mask        Key
+	words       []uint8 // indexes of the nonzero words of mask
+	buckets     map[uint64][]*Rule
+	maxPriority int
+	n           int
+}
+
+func newClassifier() *classifier {
+	return &classifier{byMask: map[Key]*subtable{}}
+}
+
+func newSubtable(mask *Key) *subtable {
+	st := &subtable{mask: *mask, buckets: map[uint64][]*Rule{}, maxPriority: -1}
+	for i := 0; i < KeyWords; i++ {
+		if mask.Word(i) != 0 {
+			st.words = append(st.words, uint8(i))
+		}
+	}
+	return st
+}
+
+// hash mixes the masked words of k (k may be a key or an already masked
+// match value).
+func (st *subtable) hash(k *Key) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, w := range st.words {
+		x := k.Word(int(w)) & st.mask.Word(int(w))
+		h ^= x
+		h *= 0xff51afd7ed558ccd
+		h ^= h >> 32
+	}
+	return h
+}
+
+func (st *subtable) equal(k *Key, r *Rule) bool {
+	for _, w := range st.words {
+		if k.Word(int(w))&st.mask.Word(int(w)) != r.Match.Value.Word(int(w)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *classifier) insert(r *Rule) {
+	st := c.byMask[r.Match.Mask]
+	if st == nil {
+		st = newSubtable(&r.Match.Mask)
+		c.byMask[r.Match.Mask] = st
+		c.subtables = append(c.subtables, st)
+	}
+	h := st.hash(&r.Match.Value)
+	b := st.buckets[h]
+	// Keep each bucket sorted by priority (descending), then insertion.
+	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
+	b = append(b, nil)
+	copy(b[i+1:], b[i:])
+	b[i] = r
+	st.buckets[h] = b
+	st.n++
+	c.n++
+	if int(r.Priority) > st.maxPriority {
+		st.maxPriority = int(r.Priority)
+		c.sortSubtables()
+	}
+}
+
+func (c *classifier) remove(r *Rule) {
+	st := c.byMask[r.Match.Mask]
+	if st == nil {
+		return
+	}
+	h := st.hash(&r.Match.Value)
+	b := st.buckets[h]
+	for i, x := range b {
+		if x == r {
+			b = append(b[:i], b[i+1:]...)
+			break
+		}
+	}
+	if len(b) == 0 {
+		delete(st.buckets, h)
+	} else {
+		st.buckets[h] = b
+	}
+	st.n--
+	c.n--
+	if st.n == 0 {
+		delete(c.byMask, st.mask)
+		for i, x := range c.subtables {
+			if x == st {
+				c.subtables = append(c.subtables[:i], c.subtables[i+1:]...)
+				break
+			}
+		}
+		return
+	}
+	if int(r.Priority) == st.maxPriority {
+		st.maxPriority = -1
+		for _, b := range st.buckets {
+			if p := int(b[0].Priority); p > st.maxPriority {
+				st.maxPriority = p
+			}
+		}
+		c.sortSubtables()
+	}
+}
+
+func (c *classifier) sortSubtables() {
+	sort.SliceStable(c.subtables, func(i, j int) bool {
+		return c.subtables[i].maxPriority > c.subtables[j].maxPriority
+	})
+}
+
+// lookup returns the highest-priority rule matching k, or nil. If wc is
+// not nil, the masks of the subtables it had to look into are ORed into
+// it: the bits of the key the result depends on.
+func (c *classifier) lookup(k *Key, wc *Key) *Rule {
+	var best *Rule
+	for _, st := range c.subtables {
+		if best != nil && st.maxPriority <= int(best.Priority) {
+			break
+		}
+		if wc != nil {
+			for _, w := range st.words {
+				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
+			}
+		}
+		for _, r := range st.buckets[st.hash(k)] {
+			if st.equal(k, r) {
+				if best == nil || r.Priority > best.Priority ||
+					(r.Priority == best.Priority && r.seq < best.seq) {
+					best = r
+				}
+				break // bucket is sorted: the first equal rule is its best
+			}
+		}
+	}
+	return best
+}
+
+// lookupAll appends every rule matching k with priority above minPriority.
+func (c *classifier) lookupAll(k *Key, minPriority int, wc *Key, out []*Rule) []*Rule {
+	for _, st := range c.subtables {
+		if st.maxPriority <= minPriority {
+			break
+		}
+		if wc != nil {
+			for _, w := range st.words {
+				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
+			}
+		}
+		for _, r := range st.buckets[st.hash(k)] {
+			if int(r.Priority) > minPriority && st.equal(k, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// find returns the rule with exactly this match and priority.
+func (c *classifier) find(m *Match, priority uint16) *Rule {
+	st := c.byMask[m.Mask]
+	if st == nil {
+		return nil
+	}
+	for _, r := range st.buckets[st.hash(&m.Value)] {
+		if r.Priority == priority && r.Match.Value == m.Value {
+			return r
+		}
+	}
+	return nil
+}
+
+// each calls fn for every rule (in no particular order) until fn returns false.
+func (c *classifier) each(fn func(*Rule) bool) {
+	for _, st := range c.subtables {
+		for _, b := range st.buckets {
+			for _, r := range b {
+				if !fn(r) {
+					return
+				}
+			}
+		}
+	}
+}

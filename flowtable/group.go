@@ -1,0 +1,184 @@
+package flowtable
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// GroupType is the OpenFlow group type.
+type GroupType uint8
+
+const (
+	GroupAll GroupType = iota
+	GroupSelect
+	GroupIndirect
+	GroupFastFailover
+)
+
+func (t GroupType) String() string {
+	return [...]string{"all", "select", "indirect", "ff"}[t]
+}
+
+// Bucket is one bucket of a group.
+type Bucket struct {
+	ID         uint32
+	Weight     uint16
+	WatchPort  uint32
+	WatchGroup uint32
+	Actions    []Action
+}
+
+// GroupEntry is a group table entry.
+type GroupEntry struct {
+	ID      uint32
+	Type    GroupType
+	Buckets []Bucket
+	Packets atomic.Uint64
+	Bytes   atomic.Uint64
+}
+
+// GroupAllID is OFPG_ALL (delete every group).
+const GroupAllID = 0xfffffffc
+
+// AddGroup adds a group; it fails if the id exists.
+func (p *Pipeline) AddGroup(g *GroupEntry) error {
+	if err := validateGroup(g); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.groups[g.ID]; ok {
+		return fmt.Errorf("group %d already exists", g.ID)
+	}
+	p.groups[g.ID] = g
+	p.Generation.Add(1)
+	return nil
+}
+
+// ModifyGroup replaces an existing group.
+func (p *Pipeline) ModifyGroup(g *GroupEntry) error {
+	if err := validateGroup(g); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.groups[g.ID]; !ok {
+		return fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup)
+	}
+	p.groups[g.ID] = g
+	p.Generation.Add(1)
+	return nil
+}
+
+// DeleteGroup deletes a group (GroupAllID: all) and the flows that use it,
+// as OpenFlow requires.
+func (p *Pipeline) DeleteGroup(id uint32) {
+	p.mu.Lock()
+	var ids []uint32
+	if id == GroupAllID {
+		for gid := range p.groups {
+			ids = append(ids, gid)
+		}
+		p.groups = map[uint32]*GroupEntry{}
+	} else if _, ok := p.groups[id]; ok {
+		delete(p.groups, id)
+		ids = append(ids, id)
+	}
+	p.Generation.Add(1)
+	p.mu.Unlock()
+	for _, gid := range ids {
+		ff := AllFlows()
+		ff.OutGroup = gid
+		p.DeleteFlows(&ff)
+	}
+}
+
+// Groups returns the groups ordered by id.
+func (p *Pipeline) Groups() []*GroupEntry {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]*GroupEntry, 0, len(p.groups))
+	for _, g := range p.groups {
+		out = append(out, g)
+	}
+	sortGroups(out)
+	return out
+}
+
+func sortGroups(gs []*GroupEntry) {
+	for i := 1; i < len(gs); i++ {
+		for j := i; j > 0 && gs[j].ID < gs[j-1].ID; j-- {
+			gs[j], gs[j-1] = gs[j-1], gs[j]
+		}
+	}
+}
+
+func validateGroup(g *GroupEntry) error {
+	if g.ID > 0xffffff00 {
+		return fmt.Errorf("group id %#x is reserved", g.ID)
+	}
+	if g.Type == GroupIndirect && len(g.Buckets) != 1 {
+		return fmt.Errorf("group %d: an indirect group needs exactly one bucket", g.ID)
+	}
+	return nil
+}
+
+// MACTable is NORMAL's learning table: (VLAN, MAC) -> port, with aging.
+type MACTable struct {
+	mu      sync.Mutex
+	entries map[macKey]macEntry
+	aging   time.Duration
+}
+
+type macKey struct {
+	vlan uint16
+	mac  [6]byte
+}
+
+type macEntry struct {
+	port uint32
+	seen time.Time
+}
+
+// NewMACTable returns a table whose entries expire after aging.
+func NewMACTable(aging time.Duration) *MACTable {
+	return &MACTable{entries: map[macKey]macEntry{}, aging: aging}
+}
+
+// Learn records that mac on vlan was seen on port.
+func (t *MACTable) Learn(vlan uint16, mac [6]byte, port uint32, now time.Time) {
+	if mac[0]&1 != 0 {
+		return // never learn multicast sources
+	}
+	t.mu.Lock()
+	t.entries[macKey{vlan, mac}] = macEntry{port, now}
+	t.mu.Unlock()
+}
+
+// Lookup returns the port of mac on vlan if known and fresh.
+func (t *MACTable) Lookup(vlan uint16, mac [6]byte, now time.Time) (uint32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.entries[macKey{vlan, mac}]
+	if !ok {
+		return 0, false
+	}
+	if now.Sub(e.seen) > t.aging {
+		delete(t.entries, macKey{vlan, mac})
+		return 0, false
+	}
+	return e.port, true
+}
+
+// Flush forgets every entry (or those on port, when port != PortNone).
+func (t *MACTable) Flush(port uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, e := range t.entries {
+		if port == PortNone || e.port == port {
+			delete(t.entries, k)
+		}
+	}
+}

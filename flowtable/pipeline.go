@@ -1,0 +1,795 @@
+package flowtable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"sort"
+)
+
+// Conntrack is what the pipeline needs from a connection tracker. The
+// conntrack package implements it (through a small adapter), so this
+// package stays free of conntrack internals.
+type Conntrack interface {
+	// Execute runs ct() on pkt. It must set pkt.Key's ct_state, ct_zone,
+	// ct_mark, ct_label and original-tuple fields; for NAT it rewrites
+	// pkt.Frame and calls pkt.Rebase.
+	Execute(pkt *Packet, req *CTRequest)
+}
+
+// CTRequest is a resolved ct() action.
+type CTRequest struct {
+	Zone      uint16
+	Commit    bool
+	Force     bool
+	Alg       uint16
+	SetMark   bool
+	Mark      uint32
+	MarkMask  uint32
+	SetLabel  bool
+	Label     [16]byte
+	LabelMask [16]byte
+	NAT       *NAT
+}
+
+// Sink receives what the pipeline decides to do with a packet. Frames are
+// committed (all header changes written) before each call and are only
+// valid during it.
+type Sink interface {
+	Output(port uint32, pkt *Packet)
+	PacketIn(pkt *Packet, pi *PacketIn)
+}
+
+// PacketIn describes a packet sent to the controllers.
+type PacketIn struct {
+	Reason       uint8 // OFPR_*: 0 no_match, 1 action, 2 invalid_ttl
+	Table        uint8
+	Cookie       uint64
+	MaxLen       uint16
+	ControllerID uint16
+	UserData     []byte
+	Pause        bool
+}
+
+// Packet-in reasons.
+const (
+	ReasonNoMatch    = 0
+	ReasonAction     = 1
+	ReasonInvalidTTL = 2
+)
+
+// TraceEventKind says what a trace event records.
+type TraceEventKind uint8
+
+const (
+	TraceLookup TraceEventKind = iota // a table lookup (Rule nil: miss)
+	TraceAction                       // an action executed
+	TraceNote                         // a remark (resubmit depth, drop reason, ...)
+	TraceOutput                       // a packet output to a port
+)
+
+// TraceEvent is one step of a packet walk.
+type TraceEvent struct {
+	Kind   TraceEventKind
+	Depth  int
+	Table  uint8
+	Rule   *Rule
+	Action Action
+	Before Key // the key before the action (TraceAction)
+	After  Key // the key after the action (TraceAction)
+	Port   uint32
+	Msg    string
+}
+
+// Trace collects the events of one packet walk (ovs-appctl ofproto/trace).
+type Trace struct {
+	Events []TraceEvent
+	Final  Key
+}
+
+// Result summarizes a pipeline run.
+type Result struct {
+	Outputs   int
+	PacketIns int
+	// Mask is the set of key bits the decision depended on (the megaflow
+	// mask of OVS).
+	Mask Key
+}
+
+type xlate struct {
+	p         *Pipeline
+	pkt       *Packet
+	sink      Sink
+	tr        *Trace
+	depth     int
+	res       *Result
+	actionSet []Action
+	learned   []*Flow
+	exit      bool
+	table     uint8
+	cookie    uint64
+	conjBuf   [16]*Rule
+}
+
+var seed = maphash.MakeSeed()
+
+// Run sends pkt through the pipeline from table 0. pkt must have been
+// extracted (Packet.Extract) with its in_port set. tr may be nil.
+func (p *Pipeline) Run(pkt *Packet, sink Sink, tr *Trace) Result {
+	return p.RunFrom(pkt, 0, sink, tr)
+}
+
+// RunFrom is Run starting at table (packet-out to TABLE, resume).
+func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Result {
+	var res Result
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, res: &res}
+	p.mu.RLock()
+	x.runTable(table)
+	if !x.exit && len(x.actionSet) > 0 {
+		x.execute(sortActionSet(x.actionSet))
+	}
+	p.mu.RUnlock()
+	if tr != nil {
+		tr.Final = pkt.Key
+	}
+	for _, f := range x.learned {
+		p.addLearned(f)
+	}
+	return res
+}
+
+func (p *Pipeline) addLearned(f *Flow) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.addLocked(f)
+}
+
+func (x *xlate) note(format string, args ...any) {
+	if x.tr != nil {
+		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceNote, Depth: x.depth, Msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+func (x *xlate) orMask(f *Field) {
+	m := f.slotMask()
+	x.res.Mask.Or(&m)
+}
+
+// lookup finds the best rule in table t for the packet, with conjunctive
+// match semantics (ovs-fields(7) "Conjunctive Match Fields").
+func (x *xlate) lookup(id uint8) *Rule {
+	t := x.p.tables[id]
+	if t == nil {
+		return nil
+	}
+	k := &x.pkt.Key
+	hard := t.hard.lookup(k, &x.res.Mask)
+	if t.soft.n == 0 {
+		return hard
+	}
+	hardPri := -1
+	if hard != nil {
+		hardPri = int(hard.Priority)
+	}
+	soft := t.soft.lookupAll(k, hardPri, &x.res.Mask, x.conjBuf[:0])
+	if len(soft) == 0 {
+		return hard
+	}
+	sort.Slice(soft, func(i, j int) bool { return soft[i].Priority > soft[j].Priority })
+	for i := 0; i < len(soft); {
+		j := i
+		for j < len(soft) && soft[j].Priority == soft[i].Priority {
+			j++
+		}
+		if r := x.trySoftLevel(t, soft[i:j]); r != nil {
+			return r
+		}
+		i = j
+	}
+	return hard
+}
+
+// trySoftLevel checks the conjunctions of one priority level; for each one
+// whose clauses are all matched it looks up conj_id=ID among hard flows.
+func (x *xlate) trySoftLevel(t *table, level []*Rule) *Rule {
+	type conjState struct {
+		id   uint32
+		n    uint8
+		seen uint64
+	}
+	var stack [8]conjState
+	states := stack[:0]
+	for _, r := range level {
+		for _, a := range r.Actions {
+			c, ok := a.(*Conjunction)
+			if !ok {
+				continue
+			}
+			found := false
+			for i := range states {
+				if states[i].id == c.ID && states[i].n == c.NClauses {
+					states[i].seen |= 1 << (c.Clause - 1)
+					found = true
+					break
+				}
+			}
+			if !found {
+				states = append(states, conjState{id: c.ID, n: c.NClauses, seen: 1 << (c.Clause - 1)})
+			}
+		}
+	}
+	k := &x.pkt.Key
+	for _, s := range states {
+		all := uint64(1)<<s.n - 1
+		if s.n == 64 {
+			all = ^uint64(0)
+		}
+		if s.seen != all {
+			continue
+		}
+		saved := k.ConjID()
+		k.SetConjID(s.id)
+		r := t.hard.lookup(k, &x.res.Mask)
+		k.SetConjID(saved)
+		if r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+func (x *xlate) runTable(id uint8) {
+	if x.depth >= x.p.MaxResubmitDepth {
+		x.note("over max translation depth %d, dropping", x.p.MaxResubmitDepth)
+		x.exit = true
+		return
+	}
+	x.depth++
+	defer func() { x.depth-- }()
+	r := x.lookup(id)
+	if x.tr != nil {
+		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceLookup, Depth: x.depth, Table: id, Rule: r, Before: x.pkt.Key})
+	}
+	if r == nil {
+		// OpenFlow 1.3 table miss without a miss flow: drop.
+		x.note("no match: drop")
+		return
+	}
+	r.Stats.Packets.Add(1)
+	r.Stats.Bytes.Add(uint64(len(x.pkt.Frame)))
+	savedTable, savedCookie := x.table, x.cookie
+	x.table, x.cookie = id, r.Cookie
+	x.execute(r.Actions)
+	x.table, x.cookie = savedTable, savedCookie
+}
+
+func (x *xlate) execute(acts []Action) {
+	for _, a := range acts {
+		if x.exit {
+			return
+		}
+		ev := -1
+		if x.tr != nil {
+			ev = len(x.tr.Events)
+			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
+		}
+		x.do(a)
+		if ev >= 0 {
+			// Nested lookups (resubmit, goto, ct) show their own changes.
+			x.tr.Events[ev].After = x.tr.Events[ev].Before
+			if !isNesting(a) {
+				x.tr.Events[ev].After = x.pkt.Key
+			}
+		}
+	}
+}
+
+func (x *xlate) do(a Action) {
+	k := &x.pkt.Key
+	switch a := a.(type) {
+	case *Output:
+		x.output(a.Port, a.MaxLen)
+	case *OutputReg:
+		x.orMaskRange(a.Src)
+		x.output(uint32(readRange(k, a.Src)), a.MaxLen)
+	case *Controller:
+		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData, Pause: a.Pause})
+		if a.Pause {
+			x.exit = true
+		}
+	case *Enqueue:
+		x.output(a.Port, 0)
+	case *Resubmit:
+		table := a.Table
+		if table == TableNone {
+			table = x.table
+		}
+		savedPort := k.InPort()
+		if a.InPort != PortInPort {
+			k.SetInPort(a.InPort)
+		}
+		x.runTable(table)
+		k.SetInPort(savedPort)
+	case *GotoTable:
+		x.runTable(a.Table)
+	case *WriteMetadata:
+		m := k.Metadata()
+		FieldMetadata.SetUint64(k, m&^a.Mask|a.Value&a.Mask)
+	case *ClearActions:
+		x.actionSet = x.actionSet[:0]
+	case *WriteActions:
+		x.actionSet = mergeActionSet(x.actionSet, a.Actions)
+	case *Meter:
+		// Meters are not enforced in the slow path.
+	case *SetField:
+		setFieldMasked(k, a.Field, a.Value, a.Mask)
+	case *Move:
+		x.orMaskRange(a.Src)
+		v := readRangeBytes(k, a.Src)
+		writeRangeBytes(k, a.Dst, v)
+	case *DecTTL:
+		if !k.IsIPAny() {
+			return
+		}
+		x.orMask(FieldIPTTL)
+		ttl := k.NwTTL()
+		if ttl <= 1 {
+			x.note("dec_ttl: TTL %d expired, sending to controller (invalid_ttl)", ttl)
+			x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
+			x.exit = true
+			return
+		}
+		k.setU8(offNwTTL, ttl-1)
+	case *PushVLAN:
+		x.pushVLAN(a.EthType)
+	case *PopVLAN:
+		x.popVLAN()
+	case *CT:
+		x.conntrack(a)
+	case *CTClear:
+		clearCt(k)
+	case *Conjunction:
+		// Never executed: conjunctive flows do not match by themselves.
+	case *Group:
+		x.group(a.ID)
+	case *Note, *SetQueue, *PopQueue, *FinTimeout:
+		// No effect on forwarding.
+	case *Exit:
+		x.exit = true
+	case *Learn:
+		if f := x.learn(a); f != nil {
+			x.learned = append(x.learned, f)
+		}
+	}
+}
+
+func isNesting(a Action) bool {
+	switch a.(type) {
+	case *Resubmit, *GotoTable, *CT, *Group:
+		return true
+	}
+	return false
+}
+
+func (x *xlate) orMaskRange(r FieldRange) {
+	if r.Field != nil && r.Field.Resolved() {
+		x.orMask(r.Field)
+	}
+}
+
+func (x *xlate) output(port uint32, maxLen uint16) {
+	k := &x.pkt.Key
+	in := k.InPort()
+	switch port {
+	case PortInPort:
+		x.emit(in)
+	case PortNormal:
+		x.normal()
+	case PortFlood, PortAll:
+		x.flood(port)
+	case PortController:
+		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen})
+	case PortTable:
+		x.note("output to TABLE is only valid in packet-out")
+	case PortNone:
+		x.note("output to port NONE: drop")
+	default:
+		if port == in {
+			x.note("skipping output to input port %d", port)
+			return
+		}
+		x.emit(port)
+	}
+}
+
+func (x *xlate) emit(port uint32) {
+	x.pkt.Commit()
+	x.res.Outputs++
+	if x.tr != nil {
+		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: port})
+	}
+	if x.sink != nil {
+		x.sink.Output(port, x.pkt)
+	}
+}
+
+func (x *xlate) packetIn(pi *PacketIn) {
+	pi.Table, pi.Cookie = x.table, x.cookie
+	x.pkt.Commit()
+	x.res.PacketIns++
+	if x.tr != nil {
+		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: PortController,
+			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie)})
+	}
+	if x.sink != nil {
+		x.sink.PacketIn(x.pkt, pi)
+	}
+}
+
+func (x *xlate) ports() []uint32 {
+	if x.p.Ports == nil {
+		return nil
+	}
+	return x.p.Ports.PortNumbers()
+}
+
+func (x *xlate) flood(which uint32) {
+	ps := x.ports()
+	if ps == nil {
+		x.emit(which) // no port list: the sink sees the reserved port
+		return
+	}
+	in := x.pkt.Key.InPort()
+	for _, p := range ps {
+		if p != in {
+			x.emit(p)
+		}
+	}
+}
+
+// normal is the NORMAL action: a MAC-learning L2 switch per VLAN.
+func (x *xlate) normal() {
+	k := &x.pkt.Key
+	x.orMask(FieldInPort)
+	x.orMask(FieldEthSrc)
+	x.orMask(FieldEthDst)
+	x.orMask(FieldVlanTCI)
+	vlan := k.VlanTCI() & VlanVIDMask
+	now := x.p.Now()
+	x.p.MACs.Learn(vlan, k.EthSrc(), k.InPort(), now)
+	dst := k.EthDst()
+	if dst[0]&1 == 0 {
+		if port, ok := x.p.MACs.Lookup(vlan, dst, now); ok {
+			if port == k.InPort() {
+				x.note("NORMAL: learned port of %x is the input port, dropping", dst)
+				return
+			}
+			x.note("NORMAL: forwarding to learned port %d", port)
+			x.emit(port)
+			return
+		}
+	}
+	x.note("NORMAL: no learned MAC for destination, flooding")
+	x.flood(PortFlood)
+}
+
+func (x *xlate) group(id uint32) {
+	g := x.p.groups[id]
+	if g == nil {
+		x.note("group %d does not exist: drop", id)
+		return
+	}
+	g.Packets.Add(1)
+	g.Bytes.Add(uint64(len(x.pkt.Frame)))
+	switch g.Type {
+	case GroupAll:
+		saved := x.pkt.Key
+		for i := range g.Buckets {
+			x.pkt.Key = saved
+			x.execute(g.Buckets[i].Actions)
+		}
+		x.pkt.Key = saved
+	case GroupIndirect:
+		if len(g.Buckets) > 0 {
+			x.execute(g.Buckets[0].Actions)
+		}
+	case GroupFastFailover:
+		if len(g.Buckets) > 0 {
+			x.execute(g.Buckets[0].Actions)
+		}
+	case GroupSelect:
+		if b := x.selectBucket(g); b != nil {
+			saved := x.pkt.Key
+			x.execute(b.Actions)
+			if !x.exit {
+				x.pkt.Key = saved
+			}
+		}
+	}
+}
+
+// selectBucket picks a bucket by a hash of the L3/L4 5-tuple, weighted.
+func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
+	k := &x.pkt.Key
+	var total uint64
+	for i := range g.Buckets {
+		total += uint64(g.Buckets[i].Weight)
+	}
+	if total == 0 {
+		return nil
+	}
+	for _, f := range []*Field{FieldIPv4Src, FieldIPv4Dst, FieldIPProto, FieldTCPSrc, FieldTCPDst, FieldEthType} {
+		x.orMask(f)
+	}
+	var buf [16]byte
+	binary.BigEndian.PutUint32(buf[0:], k.NwSrc())
+	binary.BigEndian.PutUint32(buf[4:], k.NwDst())
+	binary.BigEndian.PutUint16(buf[8:], k.TpSrc())
+	binary.BigEndian.PutUint16(buf[10:], k.TpDst())
+	buf[12] = k.NwProto()
+	h := maphash.Bytes(seed, buf[:13]) % total
+	for i := range g.Buckets {
+		w := uint64(g.Buckets[i].Weight)
+		if h < w {
+			return &g.Buckets[i]
+		}
+		h -= w
+	}
+	return &g.Buckets[len(g.Buckets)-1]
+}
+
+func (x *xlate) conntrack(a *CT) {
+	k := &x.pkt.Key
+	req := CTRequest{Zone: a.Zone, Commit: a.Commit, Force: a.Force, Alg: a.Alg, NAT: a.NAT}
+	if a.ZoneSrc.Field != nil {
+		x.orMaskRange(a.ZoneSrc)
+		req.Zone = uint16(readRange(k, a.ZoneSrc))
+	}
+	for _, e := range a.Exec {
+		sf, ok := e.(*SetField)
+		if !ok {
+			continue
+		}
+		switch sf.Field {
+		case FieldCtMark:
+			req.SetMark = true
+			m, v := uint32(bytesToU64(sf.Mask)), uint32(bytesToU64(sf.Value))
+			req.Mark = req.Mark&^m | v&m
+			req.MarkMask |= m
+		case FieldCtLabel:
+			req.SetLabel = true
+			for i := 0; i < 16; i++ {
+				req.Label[i] = req.Label[i]&^sf.Mask[i] | sf.Value[i]&sf.Mask[i]
+				req.LabelMask[i] |= sf.Mask[i]
+			}
+		}
+	}
+	// Conntrack reads the 5-tuple, the zone and the current ct state.
+	for _, f := range []*Field{FieldEthType, FieldIPv4Src, FieldIPv4Dst, FieldIPProto, FieldTCPSrc, FieldTCPDst, FieldIPFrag} {
+		x.orMask(f)
+	}
+	saved := *x.pkt
+	x.pkt.Commit()
+	if x.p.Conntrack != nil {
+		x.p.Conntrack.Execute(x.pkt, &req)
+	} else {
+		clearCt(k)
+		k.SetCtState(CtStateTrk | CtStateInv)
+		k.SetCtZone(req.Zone)
+		x.note("ct: no connection tracker configured, packet is +trk+inv")
+	}
+	if a.Table == TableNone {
+		// Without table= the packet keeps its old ct state (ovs-actions(7)).
+		copy(k[offCtZone:offCtTpDst+2], saved.Key[offCtZone:offCtTpDst+2])
+		return
+	}
+	x.note("ct: recirculating to table %d with ct_state=%#x", a.Table, k.CtState())
+	x.runTable(a.Table)
+	// The rest of the action list continues with the state before ct().
+	x.pkt.Key, x.pkt.base = saved.Key, saved.base
+}
+
+func clearCt(k *Key) {
+	for i := offCtZone; i < offCtTpDst+2; i++ {
+		k[i] = 0
+	}
+	k[offCtNwProto] = 0
+	for i := offCtIPv6Src; i < offCtIPv6Dst+16; i++ {
+		k[i] = 0
+	}
+}
+
+func (x *xlate) pushVLAN(ethType uint16) {
+	p := x.pkt
+	if len(p.Frame) < 14 {
+		return
+	}
+	p.Commit()
+	tci := p.Key.VlanTCI() &^ VlanCFI
+	f := append(p.Frame, 0, 0, 0, 0) // may reallocate: outside the hot path
+	copy(f[16:], f[12:len(f)-4])
+	binary.BigEndian.PutUint16(f[12:], ethType)
+	binary.BigEndian.PutUint16(f[14:], tci)
+	p.Frame = f
+	if p.L3 >= 0 {
+		p.L3 += 4
+	}
+	if p.L4 >= 0 {
+		p.L4 += 4
+	}
+	p.Key.setU16(offVlanTCI, tci|VlanCFI)
+	p.base = p.Key
+}
+
+func (x *xlate) popVLAN() {
+	p := x.pkt
+	if p.Key.VlanTCI()&VlanCFI == 0 || len(p.Frame) < 18 {
+		return
+	}
+	p.Commit()
+	copy(p.Frame[12:], p.Frame[16:])
+	p.Frame = p.Frame[:len(p.Frame)-4]
+	if p.L3 >= 0 {
+		p.L3 -= 4
+	}
+	if p.L4 >= 0 {
+		p.L4 -= 4
+	}
+	p.Key.setU16(offVlanTCI, 0)
+	p.base = p.Key
+}
+
+// learn builds the flow a learn() action adds.
+func (x *xlate) learn(l *Learn) *Flow {
+	k := &x.pkt.Key
+	f := &Flow{Table: l.Table, Priority: l.Priority, Cookie: l.Cookie,
+		IdleTimeout: l.IdleTimeout, HardTimeout: l.HardTimeout}
+	for _, s := range l.Specs {
+		var v []byte
+		if s.Imm != nil {
+			v = s.Imm
+		} else {
+			x.orMaskRange(s.Src)
+			v = readRangeBytes(k, s.Src)
+		}
+		switch s.Kind {
+		case LearnMatch:
+			val, mask := placeRange(s.Dst, v)
+			cur, curMask := f.Match.FieldValue(s.Dst.Field)
+			for i := range val {
+				val[i] = cur[i]&^mask[i] | val[i]&mask[i]
+				mask[i] |= curMask[i]
+			}
+			f.Match.Set(s.Dst.Field, val, mask)
+		case LearnLoad:
+			val, mask := placeRange(s.Dst, v)
+			f.Actions = append(f.Actions, &SetField{Field: s.Dst.Field, Value: val, Mask: mask, Raw: RawLoad})
+		case LearnOutput:
+			f.Actions = append(f.Actions, &Output{Port: uint32(bytesToU64(v))})
+		}
+	}
+	return f
+}
+
+// Bit-range helpers over the key. A range's value is big-endian bytes of
+// (NBits+7)/8, right-aligned.
+
+func readRange(k *Key, r FieldRange) uint64 {
+	if !r.Field.Wide() && r.NBits <= 64 {
+		v := r.Field.Uint64(k) >> uint(r.Ofs)
+		if r.NBits < 64 {
+			v &= 1<<uint(r.NBits) - 1
+		}
+		return v
+	}
+	return bytesToU64(readRangeBytes(k, r))
+}
+
+func readRangeBytes(k *Key, r FieldRange) []byte {
+	full := r.Field.Value(k)
+	out := make([]byte, (r.NBits+7)/8)
+	for i := 0; i < r.NBits; i++ {
+		if getBit(full, r.Ofs+i) {
+			setBit(out, i)
+		}
+	}
+	return out
+}
+
+func writeRangeBytes(k *Key, r FieldRange, v []byte) {
+	val, mask := placeRange(r, v)
+	setFieldMasked(k, r.Field, val, mask)
+}
+
+// placeRange positions an (NBits)-bit value at r.Ofs within the field.
+func placeRange(r FieldRange, v []byte) (val, mask []byte) {
+	n := r.Field.Bytes
+	val, mask = make([]byte, n), make([]byte, n)
+	for i := 0; i < r.NBits; i++ {
+		setBit(mask, r.Ofs+i)
+		if getBit(v, i) {
+			setBit(val, r.Ofs+i)
+		}
+	}
+	return val, mask
+}
+
+func getBit(b []byte, i int) bool {
+	idx := len(b) - 1 - i/8
+	return idx >= 0 && b[idx]&(1<<uint(i%8)) != 0
+}
+
+func setBit(b []byte, i int) {
+	idx := len(b) - 1 - i/8
+	if idx >= 0 {
+		b[idx] |= 1 << uint(i%8)
+	}
+}
+
+// setFieldMasked sets the mask bits of field f to value.
+func setFieldMasked(k *Key, f *Field, value, mask []byte) {
+	if !f.Wide() {
+		m, v := bytesToU64(mask), bytesToU64(value)
+		cur := f.Uint64(k)
+		f.SetUint64(k, cur&^m|v&m)
+		return
+	}
+	cur := k[f.Off : f.Off+f.Size]
+	for i := range cur {
+		cur[i] = cur[i]&^mask[i] | value[i]&mask[i]
+	}
+}
+
+// sortActionSet orders an action set for execution (OpenFlow 1.3 §5.10).
+func sortActionSet(acts []Action) []Action {
+	rank := func(a Action) int {
+		switch a.(type) {
+		case *CT, *CTClear:
+			return 0
+		case *PopVLAN:
+			return 1
+		case *PushVLAN:
+			return 2
+		case *DecTTL:
+			return 3
+		case *SetField, *Move:
+			return 4
+		case *SetQueue:
+			return 5
+		case *Group:
+			return 6
+		case *Output, *OutputReg, *Controller, *Enqueue:
+			return 7
+		}
+		return 4
+	}
+	sort.SliceStable(acts, func(i, j int) bool { return rank(acts[i]) < rank(acts[j]) })
+	return acts
+}
+
+// mergeActionSet adds acts to the set: one action of each kind, set-fields
+// one per field (OpenFlow write_actions semantics).
+func mergeActionSet(set, acts []Action) []Action {
+	for _, a := range acts {
+		replaced := false
+		for i, s := range set {
+			if sameSetSlot(s, a) {
+				set[i] = a
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			set = append(set, a)
+		}
+	}
+	return set
+}
+
+func sameSetSlot(a, b Action) bool {
+	if sa, ok := a.(*SetField); ok {
+		sb, ok := b.(*SetField)
+		return ok && sa.Field == sb.Field
+	}
+	return a.Name() == b.Name()
+}

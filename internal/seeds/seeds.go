@@ -1,0 +1,26 @@
+// Package seeds embeds the seed pipelines: Antrea's worker 1 and worker 2
+// flow tables from the seed documents (see testdata/README.md), so that the
+// demo and the tests of every package use the same flows.
+package seeds
+
+import (
+	_ "embed"
+	"path/filepath"
+	"runtime"
+)
+
+// Worker1 is worker 1's pipeline (ovs-ofctl add-flows format).
+//
+//go:embed testdata/worker1.flows
+var Worker1 string
+
+// Worker2 is worker 2's pipeline.
+//
+//go:embed testdata/worker2.flows
+var Worker2 string
+
+// Dir returns the directory holding the seed files and their goldens.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "testdata")
+}

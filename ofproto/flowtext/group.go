@@ -1,0 +1,188 @@
+package flowtext
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/govs-project/govs/flowtable"
+)
+
+// ParseGroup parses a group in ovs-ofctl add-group syntax:
+// group_id=5,type=select,bucket=bucket_id:0,weight:100,actions=...,bucket=...
+func ParseGroup(s string, o *ParseOptions) (*flowtable.GroupEntry, error) {
+	if o == nil {
+		o = &ParseOptions{}
+	}
+	g := &flowtable.GroupEntry{Type: flowtable.GroupAll}
+	// Split at each "bucket=" (buckets hold commas of their own).
+	parts := splitBuckets(s)
+	head := parts[0]
+	sc := scanner{s: head.text, base: head.pos}
+	haveID, haveType := false, false
+	for {
+		e, ok := sc.next()
+		if !ok {
+			break
+		}
+		switch e.key {
+		case "group_id":
+			if e.value == "all" {
+				g.ID = flowtable.GroupAllID
+			} else {
+				id, err := parseNum(e.value, 32)
+				if err != nil {
+					return nil, errAt(e.valPos, "group_id", "%v", err)
+				}
+				g.ID = uint32(id)
+			}
+			haveID = true
+		case "type":
+			switch e.value {
+			case "all":
+				g.Type = flowtable.GroupAll
+			case "select":
+				g.Type = flowtable.GroupSelect
+			case "indirect":
+				g.Type = flowtable.GroupIndirect
+			case "ff", "fast_failover":
+				g.Type = flowtable.GroupFastFailover
+			default:
+				return nil, errAt(e.valPos, "type", "%q: unknown group type (all, select, indirect, ff)", e.value)
+			}
+			haveType = true
+		case "selection_method", "selection_method_param", "fields":
+			// Accepted for compatibility; govs selects by a 5-tuple hash.
+		default:
+			return nil, errAt(e.keyPos, e.key, "unknown group keyword %q", e.key)
+		}
+	}
+	if !haveID {
+		return nil, errAt(0, "group_id", "must specify a group_id")
+	}
+	if !haveType {
+		return nil, errAt(0, "type", "must specify a group type")
+	}
+	for i, b := range parts[1:] {
+		bk, err := parseBucket(b.text, b.pos, o, uint32(i))
+		if err != nil {
+			return nil, err
+		}
+		g.Buckets = append(g.Buckets, *bk)
+	}
+	return g, nil
+}
+
+type textPart struct {
+	text string
+	pos  int
+}
+
+func splitBuckets(s string) []textPart {
+	var out []textPart
+	start := 0
+	for {
+		i := indexBucket(s[start:])
+		if i < 0 {
+			out = append(out, textPart{s[start:], start})
+			return out
+		}
+		out = append(out, textPart{s[start : start+i], start})
+		start += i + len("bucket=")
+	}
+}
+
+// indexBucket finds "bucket=" at depth 0 not inside parentheses.
+func indexBucket(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		}
+		if depth == 0 && strings.HasPrefix(s[i:], "bucket=") && (i == 0 || s[i-1] == ',' || s[i-1] == ' ') {
+			return i
+		}
+	}
+	return -1
+}
+
+func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (*flowtable.Bucket, error) {
+	b := &flowtable.Bucket{ID: defaultID, Weight: 1, WatchPort: flowtable.PortNone, WatchGroup: GroupAny}
+	s = strings.TrimRight(s, ", ")
+	rest := s
+	pos := base
+	for rest != "" {
+		rest = strings.TrimLeft(rest, ", ")
+		k, v, _ := strings.Cut(strings.SplitN(rest, ",", 2)[0], ":")
+		var err error
+		var x uint64
+		switch {
+		case strings.HasPrefix(rest, "actions="):
+			acts, err := parseActions(rest[len("actions="):], pos+len("actions="), o, nil)
+			if err != nil {
+				return nil, err
+			}
+			b.Actions = acts
+			return b, nil
+		case k == "bucket_id":
+			x, err = parseNum(v, 32)
+			b.ID = uint32(x)
+		case k == "weight":
+			x, err = parseNum(v, 16)
+			b.Weight = uint16(x)
+		case k == "watch_port":
+			var p uint32
+			p, err = parsePortName(v, o.Ports)
+			b.WatchPort = p
+		case k == "watch_group":
+			x, err = parseNum(v, 32)
+			b.WatchGroup = uint32(x)
+		default:
+			// A bucket may list its actions without "actions=".
+			acts, err := parseActions(rest, pos, o, nil)
+			if err != nil {
+				return nil, err
+			}
+			b.Actions = acts
+			return b, nil
+		}
+		if err != nil {
+			return nil, errAt(pos, k, "%v", err)
+		}
+		n := strings.IndexByte(rest, ',')
+		if n < 0 {
+			break
+		}
+		pos += n + 1
+		rest = rest[n+1:]
+	}
+	return b, nil
+}
+
+// FormatGroup prints a group as ovs-ofctl dump-groups does (OpenFlow 1.5
+// style, with bucket ids; older versions omit them).
+func FormatGroup(g *flowtable.GroupEntry, o *PrintOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group_id=%d,type=%s", g.ID, g.Type)
+	for _, bk := range g.Buckets {
+		b.WriteString(",bucket=")
+		var parts []string
+		if o.version() >= OF15 {
+			parts = append(parts, fmt.Sprintf("bucket_id:%d", bk.ID))
+		}
+		if g.Type == flowtable.GroupSelect {
+			parts = append(parts, fmt.Sprintf("weight:%d", bk.Weight))
+		}
+		if bk.WatchPort != flowtable.PortNone {
+			parts = append(parts, "watch_port:"+portString(bk.WatchPort, o))
+		}
+		if bk.WatchGroup != GroupAny {
+			parts = append(parts, fmt.Sprintf("watch_group:%d", bk.WatchGroup))
+		}
+		parts = append(parts, "actions="+ActionsString(bk.Actions, o))
+		b.WriteString(strings.Join(parts, ","))
+	}
+	return b.String()
+}
