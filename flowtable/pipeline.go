@@ -91,10 +91,21 @@ type Trace struct {
 type Result struct {
 	Outputs   int
 	PacketIns int
-	// Mask is the set of key bits the decision depended on (the megaflow
-	// mask of OVS).
-	Mask Key
+	// Masks[i] is the set of key bits the decisions of segment i depended
+	// on (the megaflow mask of OVS). Segment 0 is the packet as received;
+	// each ct(table=N) recirculation starts a new segment, looked up again
+	// with its new ct state. Segments past len(Masks) share the last mask.
+	Masks [MaxSegments]Key
+	// Segments is the number of segments the packet went through.
+	Segments int
 }
+
+// MaxSegments is the number of recirculation segments whose masks a Result
+// keeps apart.
+const MaxSegments = 4
+
+// Mask returns the megaflow mask of the first segment.
+func (r *Result) Mask() *Key { return &r.Masks[0] }
 
 type xlate struct {
 	p         *Pipeline
@@ -106,6 +117,7 @@ type xlate struct {
 	actionSet []Action
 	learned   []*Flow
 	exit      bool
+	mask      *Key // the current segment's megaflow mask
 	table     uint8
 	cookie    uint64
 	conjBuf   [16]*Rule
@@ -123,13 +135,15 @@ func (p *Pipeline) Run(pkt *Packet, sink Sink, tr *Trace) Result {
 func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Result {
 	var res Result
 	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, res: &res}
+	res.Segments = 1
+	x.mask = &res.Masks[0]
 	p.mu.RLock()
 	x.runTable(table)
 	if !x.exit && len(x.actionSet) > 0 {
 		x.execute(sortActionSet(x.actionSet))
 	}
 	p.mu.RUnlock()
-	if tr != nil {
+	if tr != nil && res.Outputs+res.PacketIns == 0 {
 		tr.Final = pkt.Key
 	}
 	for _, f := range x.learned {
@@ -152,7 +166,7 @@ func (x *xlate) note(format string, args ...any) {
 
 func (x *xlate) orMask(f *Field) {
 	m := f.slotMask()
-	x.res.Mask.Or(&m)
+	x.mask.Or(&m)
 }
 
 // lookup finds the best rule in table t for the packet, with conjunctive
@@ -163,7 +177,7 @@ func (x *xlate) lookup(id uint8) *Rule {
 		return nil
 	}
 	k := &x.pkt.Key
-	hard := t.hard.lookup(k, &x.res.Mask)
+	hard := t.hard.lookup(k, x.mask)
 	if t.soft.n == 0 {
 		return hard
 	}
@@ -171,7 +185,7 @@ func (x *xlate) lookup(id uint8) *Rule {
 	if hard != nil {
 		hardPri = int(hard.Priority)
 	}
-	soft := t.soft.lookupAll(k, hardPri, &x.res.Mask, x.conjBuf[:0])
+	soft := t.soft.lookupAll(k, hardPri, x.mask, x.conjBuf[:0])
 	if len(soft) == 0 {
 		return hard
 	}
@@ -229,7 +243,7 @@ func (x *xlate) trySoftLevel(t *table, level []*Rule) *Rule {
 		}
 		saved := k.ConjID()
 		k.SetConjID(s.id)
-		r := t.hard.lookup(k, &x.res.Mask)
+		r := t.hard.lookup(k, x.mask)
 		k.SetConjID(saved)
 		if r != nil {
 			return r
@@ -406,6 +420,7 @@ func (x *xlate) emit(port uint32) {
 	x.pkt.Commit()
 	x.res.Outputs++
 	if x.tr != nil {
+		x.tr.Final = x.pkt.Key
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: port})
 	}
 	if x.sink != nil {
@@ -418,6 +433,7 @@ func (x *xlate) packetIn(pi *PacketIn) {
 	x.pkt.Commit()
 	x.res.PacketIns++
 	if x.tr != nil {
+		x.tr.Final = x.pkt.Key
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: PortController,
 			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie)})
 	}
@@ -584,7 +600,13 @@ func (x *xlate) conntrack(a *CT) {
 		return
 	}
 	x.note("ct: recirculating to table %d with ct_state=%#x", a.Table, k.CtState())
+	savedMask := x.mask
+	if x.res.Segments < MaxSegments {
+		x.mask = &x.res.Masks[x.res.Segments]
+	}
+	x.res.Segments++
 	x.runTable(a.Table)
+	x.mask = savedMask
 	// The rest of the action list continues with the state before ct().
 	x.pkt.Key, x.pkt.base = saved.Key, saved.base
 }

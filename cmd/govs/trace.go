@@ -90,9 +90,12 @@ func Trace(p *flowtable.Pipeline, key flowtable.Key, o *flowtext.PrintOptions) (
 	b.WriteString(flowtext.FormatTrace(&tr, o))
 	fmt.Fprintf(&b, "\nFinal flow: %s\n", flowtext.KeyString(&tr.Final, o))
 	var mask flowtable.Match
-	mask.Mask = res.Mask
-	mask.Value = key.Masked(&res.Mask)
+	mask.Mask = *res.Mask()
+	mask.Value = key.Masked(&mask.Mask)
 	fmt.Fprintf(&b, "Megaflow: %s\n", flowtext.MatchString(&mask, flowtable.DefaultPriority, o))
+	if res.Segments > 1 {
+		fmt.Fprintf(&b, "Recirculations: %d (ct(table=N) segments, each cached on its own)\n", res.Segments-1)
+	}
 	if len(sink.outputs) == 0 {
 		b.WriteString("Datapath actions: drop\n")
 	} else {

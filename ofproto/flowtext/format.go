@@ -121,7 +121,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldCtState); msk != 0 {
 		b.WriteString("ct_state=")
-		if msk&0xff == 0xff && msk>>8 == 0 {
+		if msk == 0xff || msk == 0xffffffff {
 			if val == 0 {
 				b.WriteString("0")
 			} else {

@@ -1,0 +1,545 @@
+// Package afpacket attaches the datapath to an existing Linux interface (a
+// veth end, a NIC) with an AF_PACKET socket, the way OVS's netdev-linux
+// "system" ports do in the userspace datapath. Frames are received through a
+// TPACKET_V3 mmap ring (whole blocks of frames per wakeup, no copy) and sent
+// with sendmmsg (one system call per batch).
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
+	"golang.org/x/sys/unix"
+)
+
+// Config tunes a port. The zero value is a good default for a veth port.
+type Config struct {
+	// BlockSize is the size of one ring block in bytes, a multiple of the
+	// page size. A block also bounds the largest frame the ring can hold.
+	// Default 128 KiB.
+	BlockSize int
+	// BlockCount is the number of blocks in the ring. Default 32 (4 MiB).
+	BlockCount int
+	// BlockTimeout is how long the kernel keeps a partly filled block
+	// before handing it over anyway (retire_blk_tov). It is the latency a
+	// lone frame can see. Default 1 ms, the smallest the kernel takes.
+	BlockTimeout time.Duration
+	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
+	// that long, so the loop can do housekeeping. 0 blocks until frames
+	// arrive or the port is closed.
+	ReadTimeout time.Duration
+	// NoPromisc leaves the interface out of promiscuous mode. A switch
+	// port normally wants frames to every MAC, so promiscuous is default.
+	NoPromisc bool
+	// KeepVLANStripped leaves a VLAN tag the kernel stripped out of the
+	// frame (it is still reported in port.Meta). By default it is put back
+	// so the frame is exactly what was on the wire.
+	KeepVLANStripped bool
+	// TxBatch is the most frames one sendmmsg carries. Default 64.
+	TxBatch int
+	// TxRing sends through a PACKET_TX_RING (copy into shared slots, one
+	// send(2) per batch) instead of sendmmsg. TxRingFrames slots, default
+	// 256.
+	TxRing       bool
+	TxRingFrames int
+}
+
+const (
+	defaultBlockSize    = 128 << 10
+	defaultBlockCount   = 32
+	defaultBlockTimeout = time.Millisecond
+	defaultTxBatch      = 64
+	defaultTxRingFrames = 256
+	// nominalFrameSize only satisfies the ring request's consistency
+	// check: TPACKET_V3 packs frames of any size into blocks.
+	nominalFrameSize = 2048
+	// txFullWait bounds one wait for socket buffer space in WriteBatch.
+	txFullWait = 100 * time.Millisecond
+)
+
+// Port is an AF_PACKET port bound to one interface. It implements
+// port.Port.
+type Port struct {
+	name    string
+	ifindex int
+	mac     net.HardwareAddr
+	mtu     int
+	cfg     Config
+
+	fd     int // AF_PACKET socket
+	wakeFd int // eventfd that Close writes to wake a blocked poll
+
+	closed atomic.Bool
+	rxMu   sync.Mutex // held by ReadBatch/Release: guards ring
+	txMu   sync.Mutex // held by WriteBatch: guards msgs/iovs
+	statMu sync.Mutex // guards kernelDrops and the fd for PACKET_STATISTICS
+
+	ring    ring
+	tx      txRing // used when cfg.TxRing
+	rxPoll  [2]unix.PollFd
+	timeout int // poll timeout in ms, -1 for none
+
+	mmap     []byte // rx ring then tx ring, as mapped
+	msgs     []mmsghdr
+	iovs     []unix.Iovec
+	txLens   []int // frame length of msgs[i], for byte counters
+	maxFrame int
+
+	rxPackets, rxBytes, rxErrors, rxLengthErrors atomic.Uint64
+	txPackets, txBytes, txDropped, txErrors      atomic.Uint64
+	kernelDrops                                  uint64
+}
+
+var _ port.Port = (*Port)(nil)
+
+// mmsghdr is struct mmsghdr for sendmmsg(2).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   [4]byte
+}
+
+// Open attaches to the interface called name in the caller's network
+// namespace (the namespace of the OS thread, so a test may call it inside
+// a namespace with runtime.LockOSThread + setns).
+func Open(name string, cfg Config) (*Port, error) {
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = defaultBlockSize
+	}
+	if cfg.BlockCount == 0 {
+		cfg.BlockCount = defaultBlockCount
+	}
+	if cfg.BlockTimeout == 0 {
+		cfg.BlockTimeout = defaultBlockTimeout
+	}
+	if cfg.TxBatch <= 0 {
+		cfg.TxBatch = defaultTxBatch
+	}
+	pageSize := unix.Getpagesize()
+	if cfg.BlockSize <= 0 || cfg.BlockSize%pageSize != 0 || cfg.BlockSize%nominalFrameSize != 0 {
+		return nil, fmt.Errorf("afpacket %s: block size %d must be a positive multiple of the page size %d and of %d",
+			name, cfg.BlockSize, pageSize, nominalFrameSize)
+	}
+	if cfg.BlockCount < 1 {
+		return nil, fmt.Errorf("afpacket %s: block count %d must be at least 1", name, cfg.BlockCount)
+	}
+
+	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1}
+	if err := p.open(); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// open sets up the socket and ring; on error the caller releases what
+// was acquired.
+func (p *Port) open() error {
+	name, cfg := p.name, p.cfg
+	pageSize := unix.Getpagesize()
+	var err error
+
+	// Protocol 0 receives nothing until bind, so no frame lands in the
+	// plain socket queue before the ring exists.
+	p.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("afpacket %s: socket: %w", name, err)
+	}
+	if p.ifindex, err = ifioctl.Index(p.fd, name); err != nil {
+		return fmt.Errorf("afpacket: %w", err)
+	}
+	if p.mac, err = ifioctl.HardwareAddr(p.fd, name); err != nil {
+		return fmt.Errorf("afpacket: %w", err)
+	}
+	if p.mtu, err = ifioctl.MTU(p.fd, name); err != nil {
+		return fmt.Errorf("afpacket: %w", err)
+	}
+	p.maxFrame = port.MaxFrameLen(p.mtu)
+
+	if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+		return fmt.Errorf("afpacket %s: PACKET_VERSION TPACKET_V3: %w", name, err)
+	}
+	// Frames this socket sends come back as PACKET_OUTGOING copies unless
+	// told otherwise; the ring walk also skips them on older kernels.
+	if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil &&
+		!errors.Is(err, unix.ENOPROTOOPT) {
+		return fmt.Errorf("afpacket %s: PACKET_IGNORE_OUTGOING: %w", name, err)
+	}
+	if cfg.TxRing {
+		// Skip a malformed TX slot instead of stopping the whole ring.
+		// The kernel takes this only before any ring exists.
+		if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_LOSS, 1); err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_LOSS: %w", name, err)
+		}
+	}
+	req := unix.TpacketReq3{
+		Block_size:     uint32(cfg.BlockSize),
+		Block_nr:       uint32(cfg.BlockCount),
+		Frame_size:     nominalFrameSize,
+		Frame_nr:       uint32(cfg.BlockSize / nominalFrameSize * cfg.BlockCount),
+		Retire_blk_tov: uint32(max(1, cfg.BlockTimeout.Milliseconds())),
+	}
+	if err := unix.SetsockoptTpacketReq3(p.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		return fmt.Errorf("afpacket %s: PACKET_RX_RING %d x %d bytes: %w", name, cfg.BlockCount, cfg.BlockSize, err)
+	}
+	rxSize, txSize := cfg.BlockSize*cfg.BlockCount, 0
+	if cfg.TxRing {
+		if cfg.TxRingFrames <= 0 {
+			cfg.TxRingFrames = defaultTxRingFrames
+		}
+		fs, bs, bn := txRingGeometry(p.maxFrame, cfg.TxRingFrames, pageSize)
+		treq := unix.TpacketReq3{Block_size: uint32(bs), Block_nr: uint32(bn), Frame_size: uint32(fs), Frame_nr: uint32(bs / fs * bn)}
+		if err := unix.SetsockoptTpacketReq3(p.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &treq); err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_TX_RING %d x %d bytes: %w", name, bn, bs, err)
+		}
+		txSize = bs * bn
+		p.tx = txRing{blockSize: bs, frameSize: fs, perBlock: bs / fs, nr: bs / fs * bn}
+	}
+	// One mapping holds the RX ring followed by the TX ring.
+	mem, err := unix.Mmap(p.fd, 0, rxSize+txSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("afpacket %s: mmap ring: %w", name, err)
+	}
+	p.ring = ring{mem: mem[:rxSize:rxSize], blockSize: cfg.BlockSize, blockNr: cfg.BlockCount,
+		maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped}
+	p.mmap = mem
+	if cfg.TxRing {
+		p.tx.mem = mem[rxSize:]
+	}
+
+	if !cfg.NoPromisc {
+		// A membership, unlike IFF_PROMISC, is dropped by the kernel when
+		// the socket closes, even if the process dies.
+		mreq := unix.PacketMreq{Ifindex: int32(p.ifindex), Type: unix.PACKET_MR_PROMISC}
+		if err := unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_MR_PROMISC: %w", name, err)
+		}
+	}
+	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: p.ifindex}
+	if err := unix.Bind(p.fd, &sll); err != nil {
+		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, p.ifindex, err)
+	}
+
+	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("afpacket %s: eventfd: %w", name, err)
+	}
+	p.rxPoll = [2]unix.PollFd{
+		{Fd: int32(p.fd), Events: unix.POLLIN},
+		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+	}
+	p.timeout = -1
+	if cfg.ReadTimeout > 0 {
+		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	}
+
+	p.msgs = make([]mmsghdr, cfg.TxBatch)
+	p.iovs = make([]unix.Iovec, cfg.TxBatch)
+	p.txLens = make([]int, cfg.TxBatch)
+	for i := range p.msgs {
+		p.msgs[i].hdr.Iov = &p.iovs[i]
+		p.msgs[i].hdr.Iovlen = 1
+	}
+	return nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// Name returns the interface name.
+func (p *Port) Name() string { return p.name }
+
+// Ifindex returns the interface index the socket is bound to.
+func (p *Port) Ifindex() int { return p.ifindex }
+
+// HardwareAddr returns the interface MAC read at Open.
+func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
+
+// MTU returns the interface MTU read at Open.
+func (p *Port) MTU() int { return p.mtu }
+
+// ReadBatch implements port.Port. Frames point into the ring.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+	}
+	if len(b.Frames) == 0 {
+		return 0, fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
+	}
+	p.ring.release()
+	var c rxCounts
+	n := 0
+	for {
+		n = p.ring.fill(b, n, &c)
+		if n > 0 {
+			break
+		}
+		if p.ring.relN > 0 {
+			// Every frame of the walked blocks was dropped: give them
+			// back and look at the next block before sleeping.
+			p.ring.release()
+			continue
+		}
+		ready, err := p.wait()
+		if err != nil {
+			p.count(&c)
+			return 0, err
+		}
+		if !ready {
+			break // read timeout
+		}
+	}
+	p.count(&c)
+	return n, nil
+}
+
+func (p *Port) count(c *rxCounts) {
+	if c.packets != 0 {
+		p.rxPackets.Add(c.packets)
+		p.rxBytes.Add(c.bytes)
+	}
+	if c.errors != 0 {
+		p.rxErrors.Add(c.errors)
+		p.rxLengthErrors.Add(c.lengthErrors)
+	}
+}
+
+// wait polls the socket and the wake eventfd. It returns false on timeout.
+func (p *Port) wait() (bool, error) {
+	for {
+		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
+		n, err := unix.Poll(p.rxPoll[:], p.timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("afpacket %s: poll: %w", p.name, err)
+		}
+		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
+			return false, fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+		}
+		if n == 0 {
+			return false, nil
+		}
+		if ev := p.rxPoll[0].Revents; ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
+			// A pending socket error (e.g. ENETDOWN after the interface
+			// went down) is reported once and cleared by SO_ERROR.
+			serr, gerr := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			if gerr == nil && serr != 0 {
+				return false, fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
+			}
+			if ev&unix.POLLNVAL != 0 {
+				return false, fmt.Errorf("afpacket %s: poll: invalid socket", p.name)
+			}
+		}
+		return true, nil
+	}
+}
+
+// Release implements port.Port.
+func (p *Port) Release() {
+	p.rxMu.Lock()
+	if !p.closed.Load() {
+		p.ring.release()
+	}
+	p.rxMu.Unlock()
+}
+
+// WriteBatch implements port.Port with sendmmsg(2) on the bound socket, or
+// through the TX ring when Config.TxRing is set.
+func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("afpacket %s: write: %w", p.name, port.ErrClosed)
+	}
+	if p.tx.mem != nil {
+		return p.writeRing(frames)
+	}
+	done := 0
+	for done < len(frames) {
+		// Gather up to TxBatch valid frames; bad lengths are dropped here.
+		k := 0
+		var dropped uint64
+		for done < len(frames) && k < len(p.msgs) {
+			f := frames[done]
+			done++
+			if !port.LengthOK(len(f), p.maxFrame) {
+				dropped++
+				continue
+			}
+			p.iovs[k].Base = &f[0]
+			p.iovs[k].Len = uint64(len(f))
+			p.txLens[k] = len(f)
+			k++
+		}
+		if dropped != 0 {
+			p.txDropped.Add(dropped)
+		}
+		sent, err := p.sendAll(k)
+		if err != nil {
+			// done counted frames up to the end of this chunk; the ones
+			// from sent on were not transmitted.
+			p.clearIovs(k)
+			return done - (k - sent), err
+		}
+	}
+	p.clearIovs(len(p.msgs))
+	return done, nil
+}
+
+// clearIovs drops the references to the caller's frames so they can be
+// garbage collected.
+func (p *Port) clearIovs(k int) {
+	for i := range min(k, len(p.iovs)) {
+		p.iovs[i].Base = nil
+	}
+}
+
+// sendAll transmits msgs[:k], waiting for buffer space if needed. Frames
+// the kernel refuses individually (ENOBUFS, EMSGSIZE) are dropped and
+// counted; other errors stop the batch. It returns how many of the k
+// frames were handled.
+func (p *Port) sendAll(k int) (int, error) {
+	i := 0
+	var pkts, bytes uint64
+	defer func() {
+		p.txPackets.Add(pkts)
+		p.txBytes.Add(bytes)
+	}()
+	for i < k {
+		r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(p.fd),
+			uintptr(unsafe.Pointer(&p.msgs[i])), uintptr(k-i), unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			for j := i; j < i+int(r); j++ {
+				bytes += uint64(p.txLens[j])
+			}
+			pkts += uint64(r)
+			i += int(r)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			if err := p.waitWritable(); err != nil {
+				return i, err
+			}
+		case unix.ENOBUFS, unix.EMSGSIZE:
+			// This frame cannot go now (no qdisc room, or longer than the
+			// device takes); drop it like a full NIC queue would.
+			p.txDropped.Add(1)
+			i++
+		default:
+			p.txErrors.Add(uint64(k - i))
+			return i, fmt.Errorf("afpacket %s: sendmmsg: %w", p.name, errno)
+		}
+	}
+	return i, nil
+}
+
+func (p *Port) waitWritable() error {
+	fds := [2]unix.PollFd{
+		{Fd: int32(p.fd), Events: unix.POLLOUT},
+		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+	}
+	for {
+		_, err := unix.Poll(fds[:], int(txFullWait.Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("afpacket %s: poll for write: %w", p.name, err)
+		}
+		if fds[1].Revents != 0 || p.closed.Load() {
+			return fmt.Errorf("afpacket %s: write: %w", p.name, port.ErrClosed)
+		}
+		return nil
+	}
+}
+
+// Stats implements port.Port. RxDropped comes from PACKET_STATISTICS,
+// which the kernel resets on every read, so it is accumulated here.
+func (p *Port) Stats() port.Stats {
+	p.statMu.Lock()
+	if !p.closed.Load() {
+		p.pollKernelStats()
+	}
+	drops := p.kernelDrops
+	p.statMu.Unlock()
+	return port.Stats{
+		RxPackets:      p.rxPackets.Load(),
+		RxBytes:        p.rxBytes.Load(),
+		RxDropped:      drops,
+		RxErrors:       p.rxErrors.Load(),
+		RxLengthErrors: p.rxLengthErrors.Load(),
+		TxPackets:      p.txPackets.Load(),
+		TxBytes:        p.txBytes.Load(),
+		TxDropped:      p.txDropped.Load(),
+		TxErrors:       p.txErrors.Load(),
+	}
+}
+
+// pollKernelStats folds the kernel's drop counter into kernelDrops. The
+// caller holds statMu.
+func (p *Port) pollKernelStats() {
+	var st unix.TpacketStatsV3
+	l := uint32(unsafe.Sizeof(st))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(p.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	if errno == 0 {
+		p.kernelDrops += uint64(st.Drops)
+	}
+}
+
+// Close implements port.Port: it wakes a blocked ReadBatch, waits for it
+// and any WriteBatch to return, then frees the ring and the socket.
+func (p *Port) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1) // eventfd adds this host-order counter
+	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+		return fmt.Errorf("afpacket %s: wake reader: %w", p.name, err)
+	}
+	p.rxMu.Lock()
+	p.txMu.Lock()
+	p.statMu.Lock()
+	p.pollKernelStats()
+	err := p.release()
+	p.statMu.Unlock()
+	p.txMu.Unlock()
+	p.rxMu.Unlock()
+	return err
+}
+
+// release frees the ring, socket and eventfd; safe on a half-opened port.
+func (p *Port) release() error {
+	var errs []error
+	if p.mmap != nil {
+		if err := unix.Munmap(p.mmap); err != nil {
+			errs = append(errs, fmt.Errorf("afpacket %s: munmap: %w", p.name, err))
+		}
+		p.mmap, p.ring.mem, p.tx.mem = nil, nil, nil
+	}
+	if p.fd >= 0 {
+		if err := unix.Close(p.fd); err != nil {
+			errs = append(errs, fmt.Errorf("afpacket %s: close socket: %w", p.name, err))
+		}
+		p.fd = -1
+	}
+	if p.wakeFd >= 0 {
+		if err := unix.Close(p.wakeFd); err != nil {
+			errs = append(errs, fmt.Errorf("afpacket %s: close eventfd: %w", p.name, err))
+		}
+		p.wakeFd = -1
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,240 @@
+package afpacket
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govs-project/govs/datapath/port"
+	"golang.org/x/sys/unix"
+)
+
+// Offsets inside the TPACKET_V3 structures of <linux/if_packet.h>. The ring
+// is shared with the kernel, so fields are read in host byte order.
+const (
+	// struct tpacket_block_desc: version, offset_to_priv, then
+	// struct tpacket_hdr_v1.
+	bdBlockStatus      = 8
+	bdNumPkts          = 12
+	bdOffsetToFirstPkt = 16
+	bdHeaderLen        = 48 // version .. ts_last_pkt, rounded like the kernel
+
+	// struct tpacket3_hdr.
+	hdrNextOffset = 0
+	hdrSnaplen    = 12
+	hdrLen        = 16
+	hdrStatus     = 20
+	hdrMac        = 24
+	hdrRxHash     = 28
+	hdrVLANTCI    = 32
+	hdrVLANTPID   = 36
+	// struct sockaddr_ll follows the header at TPACKET_ALIGN(sizeof(tpacket3_hdr)).
+	hdrSockaddrLL = unix.SizeofTpacket3Hdr
+	sllPkttype    = hdrSockaddrLL + 10
+	// hdrFixedLen is what the kernel writes before the frame's headroom:
+	// the header plus the sockaddr_ll. Re-inserting a VLAN tag may use the
+	// bytes between this and tp_mac, never the header itself.
+	hdrFixedLen = hdrSockaddrLL + unix.SizeofSockaddrLinklayer
+)
+
+// ring walks the blocks of a TPACKET_V3 receive ring. A block belongs to
+// the kernel until its status has TP_STATUS_USER; then it holds num_pkts
+// frames chained by tp_next_offset, and goes back to the kernel when its
+// status is set to TP_STATUS_KERNEL again. Frames handed to the loop point
+// into the block, so a block is only given back at the start of the next
+// read (or on Release), when the loop is done with the previous batch.
+type ring struct {
+	mem       []byte // the whole mmap'ed ring
+	blockSize int
+	blockNr   int
+
+	cur     int  // block the walk is in, or waits for
+	inBlock bool // cur is owned by us and partly consumed
+	pktLeft int  // frames of cur not yet handed out
+	next    int  // ring offset of the next frame header of cur
+
+	// Blocks fully walked by the last read, waiting to be given back:
+	// relN blocks starting at relFirst (consecutive, modulo blockNr).
+	relFirst int
+	relN     int
+
+	maxFrame  int  // longest frame accepted (port.MaxFrameLen of the MTU)
+	reinsertV bool // put stripped VLAN tags back into the frame
+}
+
+// rxCounts accumulates one read's counters; the port adds them to its
+// atomics once per batch rather than once per frame.
+type rxCounts struct {
+	packets, bytes, lengthErrors, errors uint64
+}
+
+func (r *ring) blockStatus(i int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&r.mem[i*r.blockSize+bdBlockStatus]))
+}
+
+// ready reports whether the block the walk waits for is ours to read.
+func (r *ring) ready() bool {
+	return r.inBlock || atomic.LoadUint32(r.blockStatus(r.cur))&unix.TP_STATUS_USER != 0
+}
+
+// release gives the blocks walked by the last read back to the kernel.
+func (r *ring) release() {
+	for ; r.relN > 0; r.relN-- {
+		atomic.StoreUint32(r.blockStatus(r.relFirst), unix.TP_STATUS_KERNEL)
+		r.relFirst++
+		if r.relFirst == r.blockNr {
+			r.relFirst = 0
+		}
+	}
+}
+
+// finishBlock marks the current block as walked and moves to the next one.
+func (r *ring) finishBlock() {
+	if r.relN == 0 {
+		r.relFirst = r.cur
+	}
+	r.relN++
+	r.inBlock = false
+	r.pktLeft = 0
+	r.cur++
+	if r.cur == r.blockNr {
+		r.cur = 0
+	}
+}
+
+// fill hands out frames from ready blocks into b.Frames[n:] without
+// blocking and returns the new count. It never reads outside the ring: a
+// block whose offsets do not add up is counted as one error and skipped.
+func (r *ring) fill(b *port.Batch, n int, c *rxCounts) int {
+	for n < len(b.Frames) {
+		if !r.inBlock {
+			// The walk may only reach a block that is not waiting to be
+			// released, or it would hand out frames twice.
+			if r.relN == r.blockNr || !r.ready() {
+				return n
+			}
+			start := r.cur * r.blockSize
+			blk := r.mem[start : start+r.blockSize]
+			r.pktLeft = int(binary.NativeEndian.Uint32(blk[bdNumPkts:]))
+			first := int(binary.NativeEndian.Uint32(blk[bdOffsetToFirstPkt:]))
+			if first < bdHeaderLen || first >= r.blockSize {
+				c.errors++
+				r.finishBlock()
+				continue
+			}
+			r.next = start + first
+			r.inBlock = true
+		}
+		for r.pktLeft > 0 && n < len(b.Frames) {
+			hdr := r.next
+			ok, nextOff := r.frame(hdr, b, n, c)
+			if ok {
+				n++
+			}
+			r.pktLeft--
+			if r.pktLeft == 0 {
+				break
+			}
+			if nextOff == 0 {
+				// The chain ends before num_pkts: a corrupt block.
+				c.errors++
+				r.pktLeft = 0
+				break
+			}
+			r.next = hdr + nextOff
+		}
+		if r.pktLeft == 0 {
+			r.finishBlock()
+		}
+	}
+	return n
+}
+
+// frame decodes the frame header at ring offset hdr into slot n of b. It
+// reports whether the frame was handed out and the offset of the next
+// header relative to this one (0 when it would leave the block).
+func (r *ring) frame(hdr int, b *port.Batch, n int, c *rxCounts) (bool, int) {
+	blockEnd := (r.cur + 1) * r.blockSize
+	if hdr < 0 || hdr+hdrFixedLen > blockEnd {
+		return false, 0
+	}
+	h := r.mem[hdr:blockEnd]
+	nextOff := int(binary.NativeEndian.Uint32(h[hdrNextOffset:]))
+	if nextOff < hdrFixedLen || nextOff >= len(h) {
+		nextOff = 0
+	}
+	if h[sllPkttype] == unix.PACKET_OUTGOING {
+		// Our own transmissions (kernels without PACKET_IGNORE_OUTGOING).
+		return false, nextOff
+	}
+	snaplen := int(binary.NativeEndian.Uint32(h[hdrSnaplen:]))
+	wireLen := int(binary.NativeEndian.Uint32(h[hdrLen:]))
+	mac := int(binary.NativeEndian.Uint16(h[hdrMac:]))
+	status := binary.NativeEndian.Uint32(h[hdrStatus:])
+	if mac < hdrFixedLen || mac+snaplen > len(h) {
+		c.errors++
+		return false, nextOff
+	}
+	if snaplen < wireLen {
+		// The kernel truncated the frame to fit the block: forwarding a
+		// partial frame would corrupt it, so it is a length error.
+		c.lengthErrors++
+		c.errors++
+		return false, nextOff
+	}
+
+	m := &b.Meta[n]
+	*m = port.Meta{RxHash: binary.NativeEndian.Uint32(h[hdrRxHash:])}
+	if status&unix.TP_STATUS_CSUMNOTREADY != 0 {
+		m.Flags |= port.FlagCsumNotReady
+	}
+	if status&unix.TP_STATUS_CSUM_VALID != 0 {
+		m.Flags |= port.FlagCsumValid
+	}
+	frame := h[mac : mac+snaplen]
+
+	tci := binary.NativeEndian.Uint32(h[hdrVLANTCI:])
+	// Like OVS, a zero TCI without TP_STATUS_VLAN_VALID means no tag
+	// (kernels before 3.0 had no such bit).
+	if tci != 0 || status&unix.TP_STATUS_VLAN_VALID != 0 {
+		tpid := uint16(unix.ETH_P_8021Q)
+		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			tpid = binary.NativeEndian.Uint16(h[hdrVLANTPID:])
+		}
+		m.VLANTPID, m.VLANTCI, m.Flags = tpid, uint16(tci), m.Flags|port.FlagVLAN
+		if r.reinsertV && len(frame) >= port.EthHeaderLen {
+			frame = insertVLAN(h, mac, snaplen, tpid, uint16(tci), b, n)
+		}
+	}
+
+	if !port.LengthOK(len(frame), r.maxFrame) {
+		c.lengthErrors++
+		c.errors++
+		return false, nextOff
+	}
+	b.Frames[n] = frame
+	c.packets++
+	c.bytes += uint64(len(frame))
+	return true, nextOff
+}
+
+// insertVLAN puts the tag the kernel moved into the frame header back
+// after the source MAC. The kernel leaves at least 14 bytes of headroom
+// between the sockaddr_ll and tp_mac, so this normally moves the two MACs
+// 4 bytes towards the header in place; if the headroom is too small the
+// frame is copied into the batch's own buffer instead.
+func insertVLAN(h []byte, mac, snaplen int, tpid, tci uint16, b *port.Batch, n int) []byte {
+	var out []byte
+	if mac-port.VLANHeaderLen >= hdrFixedLen {
+		start := mac - port.VLANHeaderLen
+		copy(h[start:start+12], h[mac:mac+12])
+		out = h[start : mac+snaplen]
+	} else {
+		out = b.Buffer(n, snaplen+port.VLANHeaderLen)
+		copy(out[:12], h[mac:mac+12])
+		copy(out[16:], h[mac+12:mac+snaplen])
+	}
+	binary.BigEndian.PutUint16(out[12:], tpid)
+	binary.BigEndian.PutUint16(out[14:], tci)
+	return out
+}

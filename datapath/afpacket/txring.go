@@ -1,0 +1,130 @@
+package afpacket
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/govs-project/govs/datapath/port"
+	"golang.org/x/sys/unix"
+)
+
+// txRing is a PACKET_TX_RING: fixed-size frame slots the kernel sends when
+// their tp_status is TP_STATUS_SEND_REQUEST and send(2) kicks it; it sets
+// the slot back to TP_STATUS_AVAILABLE once the frame left. Frame data
+// starts at txDataOff (tp_hdrlen - sizeof(sockaddr_ll), the kernel's
+// default when PACKET_TX_HAS_OFF is off).
+type txRing struct {
+	mem       []byte // the TX part of the socket's mmap
+	blockSize int
+	frameSize int
+	perBlock  int // frames per block
+	nr        int // frames in the ring
+	cur       int // next slot to fill
+}
+
+const txDataOff = unix.SizeofTpacket3Hdr // 48
+
+// txRingGeometry picks slot and block sizes for frames up to maxFrame
+// bytes: power-of-two slots so they pack blocks exactly.
+func txRingGeometry(maxFrame, frames, pageSize int) (frameSize, blockSize, blockNr int) {
+	frameSize = 256
+	for frameSize < txDataOff+maxFrame {
+		frameSize *= 2
+	}
+	blockSize = max(pageSize, frameSize)
+	perBlock := blockSize / frameSize
+	blockNr = max(1, (frames+perBlock-1)/perBlock)
+	return frameSize, blockSize, blockNr
+}
+
+func (t *txRing) slot(i int) []byte {
+	off := (i/t.perBlock)*t.blockSize + (i%t.perBlock)*t.frameSize
+	return t.mem[off : off+t.frameSize]
+}
+
+func (t *txRing) status(s []byte) *uint32 {
+	return (*uint32)(unsafe.Pointer(&s[hdrStatus]))
+}
+
+// writeRing implements WriteBatch on the TX ring: copy each frame into the
+// next free slot, mark it, and kick the kernel once per batch (or when the
+// ring is full).
+func (p *Port) writeRing(frames [][]byte) (int, error) {
+	t := &p.tx
+	var pkts, bytes, dropped uint64
+	defer func() {
+		p.txPackets.Add(pkts)
+		p.txBytes.Add(bytes)
+		p.txDropped.Add(dropped)
+	}()
+	queued := 0 // frames marked but not yet kicked
+	var queuedBytes uint64
+	for i := 0; i < len(frames); {
+		f := frames[i]
+		if !port.LengthOK(len(f), p.maxFrame) {
+			dropped++
+			i++
+			continue
+		}
+		s := t.slot(t.cur)
+		st := atomic.LoadUint32(t.status(s))
+		if st == unix.TP_STATUS_WRONG_FORMAT {
+			// The kernel refused what we put there earlier (PACKET_LOSS
+			// makes it skip such slots); reuse it.
+			p.txErrors.Add(1)
+			st = unix.TP_STATUS_AVAILABLE
+		}
+		if st != unix.TP_STATUS_AVAILABLE {
+			// Ring full: send what is queued, wait for the kernel to
+			// free slots, retry the same frame.
+			if err := p.kickTx(); err != nil {
+				return i, err
+			}
+			pkts, bytes = pkts+uint64(queued), bytes+queuedBytes
+			queued, queuedBytes = 0, 0
+			if atomic.LoadUint32(t.status(s)) != unix.TP_STATUS_AVAILABLE {
+				if err := p.waitWritable(); err != nil {
+					return i, err
+				}
+			}
+			continue
+		}
+		copy(s[txDataOff:], f)
+		binary.NativeEndian.PutUint32(s[hdrNextOffset:], 0) // V3 TX requires 0
+		binary.NativeEndian.PutUint32(s[hdrLen:], uint32(len(f)))
+		binary.NativeEndian.PutUint32(s[hdrSnaplen:], uint32(len(f)))
+		atomic.StoreUint32(t.status(s), unix.TP_STATUS_SEND_REQUEST)
+		queued++
+		queuedBytes += uint64(len(f))
+		t.cur++
+		if t.cur == t.nr {
+			t.cur = 0
+		}
+		i++
+	}
+	if queued > 0 {
+		if err := p.kickTx(); err != nil {
+			return len(frames) - queued, err
+		}
+		pkts, bytes = pkts+uint64(queued), bytes+queuedBytes
+	}
+	return len(frames), nil
+}
+
+// kickTx asks the kernel to send every slot marked TP_STATUS_SEND_REQUEST.
+func (p *Port) kickTx() error {
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0, unix.EAGAIN, unix.ENOBUFS:
+			// EAGAIN/ENOBUFS: the kernel keeps the unsent slots marked
+			// and takes them on the next kick.
+			return nil
+		case unix.EINTR:
+		default:
+			return fmt.Errorf("afpacket %s: send tx ring: %w", p.name, errno)
+		}
+	}
+}

@@ -1,0 +1,403 @@
+// Package netnstest creates throwaway network namespaces, veth pairs and raw
+// sockets for datapath tests. Everything gets a unique name and is removed in
+// t.Cleanup, also when the test fails. It needs root and iproute2's `ip`.
+package netnstest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// UniqueName returns prefix followed by 8 random hex digits. Interface
+// names must stay below 16 bytes, so prefix should be at most 7 bytes.
+func UniqueName(prefix string) string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on Linux
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// RequireRoot fails the test (not skips: the suite runs as root in CI) when
+// the process cannot manage namespaces.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("this test needs root (network namespaces, veth, AF_PACKET)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Fatalf("this test needs iproute2's ip: %v", err)
+	}
+}
+
+// Run runs a command and returns its combined output, or an error that
+// includes the output.
+func Run(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// MustRun is Run that fails the test on error.
+func MustRun(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := Run(name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// NS is a named network namespace (/run/netns/<Name>). A nil *NS stands
+// for the namespace the test process runs in.
+type NS struct {
+	Name string
+}
+
+// NewNS creates a namespace with a unique name, brings its loopback up
+// and deletes it in t.Cleanup.
+func NewNS(t testing.TB) *NS {
+	t.Helper()
+	RequireRoot(t)
+	ns := &NS{Name: UniqueName("govs-test-")}
+	MustRun(t, "ip", "netns", "add", ns.Name)
+	t.Cleanup(func() {
+		if out, err := Run("ip", "netns", "del", ns.Name); err != nil {
+			t.Errorf("cleanup: %v (%s)", err, out)
+		}
+	})
+	ns.MustExec(t, "ip", "link", "set", "lo", "up")
+	return ns
+}
+
+// Command returns args prefixed with `ip netns exec <name>` (or unchanged
+// for the nil namespace).
+func (ns *NS) Command(args ...string) []string {
+	if ns == nil {
+		return args
+	}
+	return append([]string{"ip", "netns", "exec", ns.Name}, args...)
+}
+
+// Exec runs a command inside the namespace.
+func (ns *NS) Exec(args ...string) (string, error) {
+	full := ns.Command(args...)
+	return Run(full[0], full[1:]...)
+}
+
+// MustExec is Exec that fails the test on error.
+func (ns *NS) MustExec(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := ns.Exec(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// String names the namespace for messages.
+func (ns *NS) String() string {
+	if ns == nil {
+		return "current netns"
+	}
+	return "netns " + ns.Name
+}
+
+// Do runs fn on a fresh OS thread switched into the namespace. Sockets and
+// devices fn opens stay in that namespace and can be used from any
+// goroutine afterwards. The thread is never switched back: it is locked and
+// discarded when fn returns, so no other goroutine ever runs in the wrong
+// namespace.
+func (ns *NS) Do(fn func() error) error {
+	if ns == nil {
+		return fn()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // no Unlock: the thread dies with the goroutine
+		fd, err := unix.Open(filepath.Join("/run/netns", ns.Name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("open %s: %w", ns, err)
+			return
+		}
+		err = unix.Setns(fd, unix.CLONE_NEWNET)
+		unix.Close(fd)
+		if err != nil {
+			errc <- fmt.Errorf("setns %s: %w", ns, err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// VethOptions configure NewVeth. Zero values leave the kernel's choice.
+type VethOptions struct {
+	HostMAC, PeerMAC   net.HardwareAddr
+	HostAddr, PeerAddr string // CIDR, e.g. "10.99.0.1/24"
+	MTU                int    // both ends
+	// KeepIPv6 leaves IPv6 enabled; by default it is disabled on both ends
+	// before they go up, so no router/neighbour solicitations or MLD
+	// reports show up in tests that count frames.
+	KeepIPv6 bool
+	// KeepOffloads leaves checksum/segmentation offloads on; by default
+	// they are turned off with ethtool (if present) so AF_PACKET sees
+	// frames with final checksums and no larger than the MTU.
+	KeepOffloads bool
+}
+
+// Veth is a veth pair: Host lives in HostNS, Peer in PeerNS.
+type Veth struct {
+	Host, Peer     string
+	HostNS, PeerNS *NS
+}
+
+// NewVeth creates a veth pair with unique names, the host end in hostNS
+// (nil: the test's namespace) and the peer end in peerNS, applies opts,
+// brings both ends up and removes the pair in t.Cleanup.
+func NewVeth(t testing.TB, hostNS, peerNS *NS, opts VethOptions) *Veth {
+	t.Helper()
+	RequireRoot(t)
+	v := &Veth{Host: UniqueName("gvh"), Peer: UniqueName("gvp"), HostNS: hostNS, PeerNS: peerNS}
+	args := []string{"ip", "link", "add", v.Host}
+	if hostNS != nil {
+		args = append(args, "netns", hostNS.Name)
+	}
+	args = append(args, "type", "veth", "peer", "name", v.Peer)
+	if peerNS != nil {
+		args = append(args, "netns", peerNS.Name)
+	}
+	MustRun(t, args[0], args[1:]...)
+	t.Cleanup(func() {
+		// Deleting one end removes both; the namespace may already be
+		// gone, which took the pair with it.
+		if _, err := hostNS.Exec("ip", "link", "del", v.Host); err != nil && !linkGone(err) {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	for _, end := range []struct {
+		ns         *NS
+		name, addr string
+		mac        net.HardwareAddr
+	}{{hostNS, v.Host, opts.HostAddr, opts.HostMAC}, {peerNS, v.Peer, opts.PeerAddr, opts.PeerMAC}} {
+		if !opts.KeepIPv6 {
+			DisableIPv6(t, end.ns, end.name)
+		}
+		if end.mac != nil {
+			end.ns.MustExec(t, "ip", "link", "set", end.name, "address", end.mac.String())
+		}
+		if opts.MTU != 0 {
+			end.ns.MustExec(t, "ip", "link", "set", end.name, "mtu", fmt.Sprint(opts.MTU))
+		}
+		if end.addr != "" {
+			end.ns.MustExec(t, "ip", "addr", "add", end.addr, "dev", end.name)
+		}
+		if !opts.KeepOffloads {
+			DisableOffloads(t, end.ns, end.name)
+		}
+		end.ns.MustExec(t, "ip", "link", "set", end.name, "up")
+	}
+	return v
+}
+
+func linkGone(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Cannot find device") || strings.Contains(s, "does not exist")
+}
+
+// DisableIPv6 turns IPv6 off on one interface (a no-op when the kernel has
+// no IPv6).
+func DisableIPv6(t testing.TB, ns *NS, ifname string) {
+	t.Helper()
+	path := filepath.Join("/proc/sys/net/ipv6/conf", ifname, "disable_ipv6")
+	err := ns.Do(func() error {
+		// /proc/sys/net follows the namespace of the thread that opens it.
+		err := os.WriteFile(path, []byte("1"), 0)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("disable IPv6 on %s in %s: %v", ifname, ns, err)
+	}
+}
+
+// DisableOffloads turns off checksum and segmentation offloads with
+// ethtool when it is installed, so frames cross the veth complete.
+func DisableOffloads(t testing.TB, ns *NS, ifname string) {
+	t.Helper()
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		return
+	}
+	// Some features are fixed on some kernels; ethtool then exits non-zero
+	// although the others changed, so only a missing device is fatal.
+	if _, err := ns.Exec("ethtool", "-K", ifname, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"); err != nil && linkGone(err) {
+		t.Fatal(err)
+	}
+}
+
+// Link is the part of `ip -j -d link show` tests look at.
+type Link struct {
+	Ifindex     int      `json:"ifindex"`
+	Name        string   `json:"ifname"`
+	Flags       []string `json:"flags"`
+	MTU         int      `json:"mtu"`
+	OperState   string   `json:"operstate"`
+	Address     string   `json:"address"`
+	Promiscuity int      `json:"promiscuity"`
+	LinkInfo    struct {
+		Kind string `json:"info_kind"`
+		Data struct {
+			Type       string `json:"type"`
+			PI         bool   `json:"pi"`
+			VnetHdr    bool   `json:"vnet_hdr"`
+			Persist    bool   `json:"persist"`
+			MultiQueue bool   `json:"multi_queue"`
+		} `json:"info_data"`
+	} `json:"linkinfo"`
+}
+
+// HasFlag reports whether the link has an IFF_* flag as `ip` prints it
+// ("UP", "PROMISC", "LOWER_UP", ...).
+func (l *Link) HasFlag(f string) bool {
+	for _, x := range l.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// LinkShow returns the link's details, or an error wrapping os.ErrNotExist
+// when there is no such link.
+func LinkShow(ns *NS, ifname string) (*Link, error) {
+	out, err := ns.Exec("ip", "-j", "-d", "link", "show", "dev", ifname)
+	if err != nil {
+		if linkGone(err) {
+			return nil, fmt.Errorf("link %s in %s: %w", ifname, ns, os.ErrNotExist)
+		}
+		return nil, err
+	}
+	var links []Link
+	if err := json.Unmarshal([]byte(out), &links); err != nil {
+		return nil, fmt.Errorf("parse ip -j link show %s: %w", ifname, err)
+	}
+	if len(links) != 1 {
+		return nil, fmt.Errorf("ip -j link show %s: %d links", ifname, len(links))
+	}
+	return &links[0], nil
+}
+
+// RawSocket is a plain AF_PACKET socket (no ring, one frame per system
+// call) bound to one interface: an independent peer to check ports against.
+type RawSocket struct {
+	fd int
+}
+
+// NewRawSocket opens a raw socket on ifname inside ns and closes it in
+// t.Cleanup. It does not see its own transmissions.
+func NewRawSocket(t testing.TB, ns *NS, ifname string) *RawSocket {
+	t.Helper()
+	s := RawSocket{fd: -1}
+	err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socket: %w", err)
+		}
+		s.fd = fd
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+			return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
+		}
+		proto := uint16(unix.ETH_P_ALL)
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto<<8 | proto>>8, Ifindex: ifi.Index})
+	})
+	if s.fd >= 0 {
+		t.Cleanup(func() { unix.Close(s.fd) })
+	}
+	if err != nil {
+		t.Fatalf("raw socket on %s in %s: %v", ifname, ns, err)
+	}
+	return &s
+}
+
+// Send transmits one complete Ethernet frame.
+func (s *RawSocket) Send(frame []byte) error {
+	if _, err := unix.Write(s.fd, frame); err != nil {
+		return fmt.Errorf("raw send %d bytes: %w", len(frame), err)
+	}
+	return nil
+}
+
+// Recv waits up to timeout for one frame and copies it into buf. It
+// returns os.ErrDeadlineExceeded (wrapped) on timeout.
+func (s *RawSocket) Recv(buf []byte, timeout time.Duration) (int, error) {
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, fmt.Errorf("raw recv: %w", os.ErrDeadlineExceeded)
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("raw recv poll: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		n, _, err = unix.Recvfrom(s.fd, buf, unix.MSG_DONTWAIT)
+		if err == unix.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("raw recv: %w", err)
+		}
+		return n, nil
+	}
+}
+
+// RecvMatch receives frames until match accepts one, returning it, or
+// fails after timeout. Other frames are ignored.
+func (s *RawSocket) RecvMatch(timeout time.Duration, match func([]byte) bool) ([]byte, error) {
+	deadline := time.Now().Add(timeout)
+	buf := make([]byte, 65536)
+	for {
+		n, err := s.Recv(buf, time.Until(deadline))
+		if err != nil {
+			return nil, err
+		}
+		if match(buf[:n]) {
+			return append([]byte(nil), buf[:n]...), nil
+		}
+	}
+}
+
+// FD is the socket's file descriptor (for benchmarks that drive it
+// directly).
+func (s *RawSocket) FD() int { return s.fd }

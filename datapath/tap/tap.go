@@ -1,0 +1,320 @@
+// Package tap creates TAP devices, the kernel side of OVS "internal" ports
+// in the userspace datapath (a bridge's LOCAL port, Antrea's antrea-gw0):
+// frames the switch writes to the TAP enter the host stack as if received on
+// that interface, and frames the host sends out of it are read by the switch.
+package tap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
+	"golang.org/x/sys/unix"
+)
+
+// Config describes the TAP device to create.
+type Config struct {
+	// Name is the interface name; empty lets the kernel pick tap%d.
+	Name string
+	// MAC is set on the device when not nil (the kernel picks a random one
+	// otherwise). OVS gives internal ports the bridge's MAC.
+	MAC net.HardwareAddr
+	// MTU is set when not 0 (the kernel default is 1500).
+	MTU int
+	// LeaveDown keeps the interface administratively down; by default it
+	// is brought up.
+	LeaveDown bool
+	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
+	// that long; 0 blocks until a frame arrives or the port is closed.
+	ReadTimeout time.Duration
+}
+
+// Port is an open TAP device. It implements port.Port. The device exists
+// as long as the Port is open: it is not persistent.
+type Port struct {
+	name    string
+	ifindex int
+	mac     net.HardwareAddr
+	mtu     int
+
+	fd     int // /dev/net/tun file attached to the device
+	wakeFd int // eventfd Close writes to wake a blocked poll
+
+	closed atomic.Bool
+	rxMu   sync.Mutex
+	txMu   sync.Mutex
+
+	rxPoll   [2]unix.PollFd
+	timeout  int
+	maxFrame int
+
+	rxPackets, rxBytes, rxErrors, rxLengthErrors atomic.Uint64
+	txPackets, txBytes, txDropped, txErrors      atomic.Uint64
+}
+
+var _ port.Port = (*Port)(nil)
+
+// Create creates a TAP device in the caller's network namespace (that of
+// the OS thread) and configures it.
+func Create(cfg Config) (*Port, error) {
+	p := &Port{fd: -1, wakeFd: -1}
+	if err := p.create(cfg); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Port) create(cfg Config) error {
+	var err error
+	p.fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("tap %s: open /dev/net/tun: %w", cfg.Name, err)
+	}
+	// IFF_NO_PI: frames are plain Ethernet, without the 4-byte packet
+	// information header.
+	p.name, err = ifioctl.TunSetIff(p.fd, cfg.Name, unix.IFF_TAP|unix.IFF_NO_PI)
+	if err != nil {
+		return fmt.Errorf("tap: %w", err)
+	}
+	// A device someone made persistent before would outlive us; make sure
+	// it goes away when the file closes.
+	if err := unix.IoctlSetInt(p.fd, unix.TUNSETPERSIST, 0); err != nil {
+		return fmt.Errorf("tap %s: TUNSETPERSIST 0: %w", p.name, err)
+	}
+
+	ctl, err := ifioctl.ControlSocket()
+	if err != nil {
+		return fmt.Errorf("tap %s: %w", p.name, err)
+	}
+	defer unix.Close(ctl)
+	if cfg.MAC != nil {
+		if err := ifioctl.SetHardwareAddr(ctl, p.name, cfg.MAC); err != nil {
+			return fmt.Errorf("tap: %w", err)
+		}
+	}
+	if cfg.MTU != 0 {
+		if err := ifioctl.SetMTU(ctl, p.name, cfg.MTU); err != nil {
+			return fmt.Errorf("tap: %w", err)
+		}
+	}
+	if !cfg.LeaveDown {
+		if err := ifioctl.SetUp(ctl, p.name, true); err != nil {
+			return fmt.Errorf("tap: %w", err)
+		}
+	}
+	if p.ifindex, err = ifioctl.Index(ctl, p.name); err != nil {
+		return fmt.Errorf("tap: %w", err)
+	}
+	if p.mac, err = ifioctl.HardwareAddr(ctl, p.name); err != nil {
+		return fmt.Errorf("tap: %w", err)
+	}
+	if p.mtu, err = ifioctl.MTU(ctl, p.name); err != nil {
+		return fmt.Errorf("tap: %w", err)
+	}
+	p.maxFrame = port.MaxFrameLen(p.mtu)
+
+	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("tap %s: eventfd: %w", p.name, err)
+	}
+	p.rxPoll = [2]unix.PollFd{
+		{Fd: int32(p.fd), Events: unix.POLLIN},
+		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+	}
+	p.timeout = -1
+	if cfg.ReadTimeout > 0 {
+		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	}
+	return nil
+}
+
+// Name returns the interface name (the one the kernel chose if Config.Name
+// was empty).
+func (p *Port) Name() string { return p.name }
+
+// Ifindex returns the interface index.
+func (p *Port) Ifindex() int { return p.ifindex }
+
+// HardwareAddr returns the device MAC.
+func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
+
+// MTU returns the device MTU set at creation.
+func (p *Port) MTU() int { return p.mtu }
+
+// ReadBatch implements port.Port. A TAP delivers one frame per read(2), so
+// this reads until the device has nothing more or the batch is full,
+// sleeping in poll(2) only when the first read finds nothing. Frames are
+// copied into b's reusable buffers.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("tap %s: read: %w", p.name, port.ErrClosed)
+	}
+	n := 0
+	var pkts, bytes, lenErrs uint64
+	defer func() {
+		if pkts != 0 {
+			p.rxPackets.Add(pkts)
+			p.rxBytes.Add(bytes)
+		}
+		if lenErrs != 0 {
+			p.rxErrors.Add(lenErrs)
+			p.rxLengthErrors.Add(lenErrs)
+		}
+	}()
+	for n < len(b.Frames) {
+		// One byte more than the longest frame allowed tells an
+		// oversized frame (read truncates it) from a maximal one.
+		buf := b.Buffer(n, p.maxFrame+1)
+		r, err := unix.Read(p.fd, buf)
+		switch {
+		case err == nil:
+			if !port.LengthOK(r, p.maxFrame) {
+				lenErrs++
+				continue
+			}
+			b.Frames[n] = buf[:r]
+			b.Meta[n] = port.Meta{}
+			n++
+			pkts++
+			bytes += uint64(r)
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			if n > 0 {
+				return n, nil
+			}
+			ready, err := p.wait()
+			if err != nil || !ready {
+				return 0, err
+			}
+		default:
+			p.rxErrors.Add(1)
+			return n, fmt.Errorf("tap %s: read: %w", p.name, err)
+		}
+	}
+	return n, nil
+}
+
+// wait polls the device and the wake eventfd; false means timeout.
+func (p *Port) wait() (bool, error) {
+	for {
+		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
+		n, err := unix.Poll(p.rxPoll[:], p.timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("tap %s: poll: %w", p.name, err)
+		}
+		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
+			return false, fmt.Errorf("tap %s: read: %w", p.name, port.ErrClosed)
+		}
+		return n > 0, nil
+	}
+}
+
+// Release implements port.Port; TAP frames live in the batch's own
+// buffers, so there is nothing to give back.
+func (p *Port) Release() {}
+
+// WriteBatch implements port.Port with one write(2) per frame (the TAP
+// character device has no batched write). A frame written to the TAP is
+// received by the host stack on this interface.
+func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("tap %s: write: %w", p.name, port.ErrClosed)
+	}
+	var pkts, bytes, dropped uint64
+	defer func() {
+		p.txPackets.Add(pkts)
+		p.txBytes.Add(bytes)
+		p.txDropped.Add(dropped)
+	}()
+	for i := 0; i < len(frames); {
+		f := frames[i]
+		if !port.LengthOK(len(f), p.maxFrame) {
+			dropped++
+			i++
+			continue
+		}
+		_, err := unix.Write(p.fd, f)
+		switch err {
+		case nil:
+			pkts++
+			bytes += uint64(len(f))
+			i++
+		case unix.EINTR:
+		case unix.EIO, unix.EINVAL, unix.ENOMEM, unix.ENOBUFS:
+			// EIO: the interface is down; EINVAL: the kernel refused
+			// this frame; the others: no memory now. Drop this frame,
+			// like a link that is down or full.
+			dropped++
+			i++
+		default:
+			p.txErrors.Add(uint64(len(frames) - i))
+			return i, fmt.Errorf("tap %s: write: %w", p.name, err)
+		}
+	}
+	return len(frames), nil
+}
+
+// Stats implements port.Port. Frames the kernel dropped because the
+// switch did not read fast enough show up in the device's own tx_dropped
+// counter (ip -s link), not here.
+func (p *Port) Stats() port.Stats {
+	return port.Stats{
+		RxPackets:      p.rxPackets.Load(),
+		RxBytes:        p.rxBytes.Load(),
+		RxErrors:       p.rxErrors.Load(),
+		RxLengthErrors: p.rxLengthErrors.Load(),
+		TxPackets:      p.txPackets.Load(),
+		TxBytes:        p.txBytes.Load(),
+		TxDropped:      p.txDropped.Load(),
+		TxErrors:       p.txErrors.Load(),
+	}
+}
+
+// Close implements port.Port. Closing the file deletes the device.
+func (p *Port) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+		return fmt.Errorf("tap %s: wake reader: %w", p.name, err)
+	}
+	p.rxMu.Lock()
+	p.txMu.Lock()
+	err := p.release()
+	p.txMu.Unlock()
+	p.rxMu.Unlock()
+	return err
+}
+
+func (p *Port) release() error {
+	var errs []error
+	if p.fd >= 0 {
+		if err := unix.Close(p.fd); err != nil {
+			errs = append(errs, fmt.Errorf("tap %s: close: %w", p.name, err))
+		}
+		p.fd = -1
+	}
+	if p.wakeFd >= 0 {
+		if err := unix.Close(p.wakeFd); err != nil {
+			errs = append(errs, fmt.Errorf("tap %s: close eventfd: %w", p.name, err))
+		}
+		p.wakeFd = -1
+	}
+	return errors.Join(errs...)
+}
