@@ -1,0 +1,440 @@
+package conntrack
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// Timeout classes (OVS' CT_TM_*), indexes into Tracker.timeouts.
+const (
+	tmTCPFirst = iota
+	tmTCPOpening
+	tmTCPEstablished
+	tmTCPClosing
+	tmTCPFinWait
+	tmTCPClosed
+	tmOtherFirst
+	tmOtherMultiple
+	tmOtherBidir
+	tmICMPFirst
+	tmICMPReply
+	nTimeouts
+)
+
+// Results of a connection update, as in OVS.
+type updateRes uint8
+
+const (
+	updInvalid  updateRes = iota
+	updValid              // established
+	updNew                // the old connection is over, start a new one
+	updValidNew           // valid, but the connection is not established yet
+)
+
+// Tracker is a connection tracker: all zones, all connections. It is safe for
+// concurrent use by any number of goroutines.
+type Tracker struct {
+	shards    [nShards]shard
+	seed      uint64
+	tick      int64
+	timeouts  [nTimeouts]int64
+	seqCheck  bool
+	verifyCs  bool
+	clock     Clock
+	count     atomic.Int64
+	maxConns  atomic.Int64
+	defLimit  atomic.Int64 // default per-zone limit, 0 none
+	zoneLimit [65536]atomic.Int32
+	zoneCount [65536]atomic.Int32
+
+	stats struct {
+		invalid, full, natFail, fragments atomic.Uint64
+	}
+}
+
+// New returns an empty tracker.
+func New(cfg Config) *Tracker {
+	t := &Tracker{
+		seed:     cfg.Seed,
+		seqCheck: !cfg.NoTCPSeqCheck,
+		verifyCs: cfg.VerifyChecksums,
+		clock:    cfg.Clock,
+		tick:     int64(cfg.SweepTick),
+	}
+	if t.seed == 0 {
+		t.seed = rand.Uint64() | 1
+	}
+	if t.clock == nil {
+		t.clock = MonotonicClock
+	}
+	if t.tick <= 0 {
+		t.tick = int64(250 * time.Millisecond)
+	}
+	max := cfg.MaxConns
+	if max <= 0 {
+		max = DefaultMaxConns
+	}
+	t.maxConns.Store(int64(max))
+	def := DefaultTimeouts()
+	to := cfg.Timeouts
+	pick := func(v, d time.Duration) int64 {
+		if v > 0 {
+			return int64(v)
+		}
+		return int64(d)
+	}
+	t.timeouts = [nTimeouts]int64{
+		tmTCPFirst:       pick(to.TCPSynSent, def.TCPSynSent),
+		tmTCPOpening:     pick(to.TCPSynRecv, def.TCPSynRecv),
+		tmTCPEstablished: pick(to.TCPEstablished, def.TCPEstablished),
+		tmTCPClosing:     pick(to.TCPFinWait, def.TCPFinWait),
+		tmTCPFinWait:     pick(to.TCPTimeWait, def.TCPTimeWait),
+		tmTCPClosed:      pick(to.TCPClose, def.TCPClose),
+		tmOtherFirst:     pick(to.UDPFirst, def.UDPFirst),
+		tmOtherMultiple:  pick(to.UDPSingle, def.UDPSingle),
+		tmOtherBidir:     pick(to.UDPMultiple, def.UDPMultiple),
+		tmICMPFirst:      pick(to.ICMPFirst, def.ICMPFirst),
+		tmICMPReply:      pick(to.ICMPReply, def.ICMPReply),
+	}
+	for i := range t.shards {
+		t.shards[i].init()
+	}
+	return t
+}
+
+// Now returns the tracker clock's current time (ns), for callers that have
+// no batch timestamp of their own.
+func (t *Tracker) Now() int64 { return t.clock() }
+
+func (t *Tracker) setExp(c *conn, tm int, now int64) {
+	c.exp.Store(now + t.timeouts[tm])
+}
+
+// Execute runs the ct() action a on one packet: frame is the Ethernet frame
+// (rewritten in place when NAT applies), l3 the offset of its IP header and
+// ethType its EtherType (0x0800 or 0x86dd; anything else is +inv). md is the
+// packet's ct metadata, read on entry and replaced by the result. now is the
+// current time in nanoseconds on the Tracker's clock.
+//
+// Execute does not allocate.
+func (t *Tracker) Execute(frame []byte, l3 int, ethType uint16, md *Meta, a *Args, now int64) {
+	zone := a.Zone
+	st := md.State
+	if st != 0 && md.Zone != zone {
+		// A new zone: what was learned in another zone does not apply.
+		st = 0
+	}
+	var p pkt
+	var k key
+	switch parse(frame, l3, ethType, zone, &k, &p, t.verifyCs) {
+	case parseOK:
+	case parseFragment:
+		t.stats.fragments.Add(1)
+		t.setInvalid(md, zone)
+		return
+	default:
+		t.setInvalid(md, zone)
+		return
+	}
+
+	for attempt := 0; ; attempt++ {
+		if t.execute(frame, &p, &k, st, md, a, now) || attempt == 2 {
+			return
+		}
+		// A concurrent commit of the same connection won the race: look
+		// it up again.
+	}
+}
+
+// execute is one lookup-update-commit pass; it returns false when a commit
+// lost a race and the packet must be looked up again.
+func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *Args, now int64) bool {
+	natted := st&(StateSNAT|StateDNAT) != 0
+	lk := *k
+	if natted {
+		// The packet was already translated by an earlier ct(nat) in this
+		// zone: its current header is the reverse of one of the keys.
+		lk = k.reverse()
+	}
+	h := lk.hash(t.seed)
+	s := &t.shards[h>>(64-shardBits)]
+	s.mu.RLock()
+	c, d, _ := t.find(s, &lk, h, now)
+	if c != nil {
+		reply := d == 1
+		if natted {
+			reply = !reply
+		}
+		if a.Force && reply {
+			// The connection runs the other way: end it and treat the
+			// packet as the start of a new one.
+			c.exp.Store(0)
+			c = nil
+		} else {
+			createNew := false
+			c.mu.Lock()
+			if p.related {
+				st |= StateRel
+				if reply {
+					st |= StateRpl
+				}
+			} else {
+				switch t.update(c, frame, p, reply, now) {
+				case updValid:
+					st = st&^StateNew | StateEst
+					if reply {
+						st |= StateRpl
+					}
+				case updInvalid:
+					st = StateInv
+				case updNew:
+					c.exp.Store(0)
+					createNew = true
+				case updValidNew:
+					st |= StateNew
+				}
+			}
+			if !createNew {
+				if a.NAT != nil && c.nat != 0 && st&(StateSNAT|StateDNAT) == 0 {
+					dir := 0
+					if reply {
+						dir = 1
+					}
+					st |= t.natPacket(frame, p, c, dir)
+				}
+				t.fillMeta(md, st, c, a)
+				c.mu.Unlock()
+				s.mu.RUnlock()
+				return true
+			}
+			c.mu.Unlock()
+			c = nil
+		}
+	}
+	s.mu.RUnlock()
+
+	// No connection.
+	if p.related {
+		// An ICMP error for no known connection.
+		t.setInvalid(md, a.Zone)
+		return true
+	}
+	if !t.validNew(frame, p, k) {
+		t.setInvalid(md, a.Zone)
+		return true
+	}
+	st = StateNew
+	if !a.Commit {
+		md.State = st | StateTracked
+		md.Zone = a.Zone
+		md.Mark = 0
+		md.Label = Label{}
+		setOrig(&md.Orig, k)
+		return true
+	}
+	c, res := t.commit(frame, p, k, a, now)
+	switch res {
+	case commitRaced:
+		return false
+	case commitFull, commitNATFail:
+		t.setInvalid(md, a.Zone)
+		return true
+	}
+	// The connection is not reachable by others until commit returned, but
+	// lock it anyway for the mark/label update and the race detector.
+	c.mu.Lock()
+	if c.nat != 0 {
+		st |= t.natPacket(frame, p, c, 0)
+	}
+	t.fillMeta(md, st, c, a)
+	c.mu.Unlock()
+	return true
+}
+
+// fillMeta writes the result for a packet of connection c (c.mu held) and
+// applies exec(ct_mark/ct_label) of a committing action.
+func (t *Tracker) fillMeta(md *Meta, st uint8, c *conn, a *Args) {
+	if a.Commit {
+		if a.SetMark {
+			c.mark = a.Mark&a.MarkMask | c.mark&^a.MarkMask
+		}
+		if a.SetLabel {
+			c.label.Hi = a.Label.Hi&a.LabelMask.Hi | c.label.Hi&^a.LabelMask.Hi
+			c.label.Lo = a.Label.Lo&a.LabelMask.Lo | c.label.Lo&^a.LabelMask.Lo
+		}
+	}
+	md.State = st | StateTracked
+	md.Zone = a.Zone
+	md.Mark = c.mark
+	md.Label = c.label
+	if st&StateInv != 0 {
+		md.Orig = Orig{}
+	} else {
+		setOrig(&md.Orig, &c.keys[0])
+	}
+}
+
+func (t *Tracker) setInvalid(md *Meta, zone uint16) {
+	t.stats.invalid.Add(1)
+	*md = Meta{State: StateInv | StateTracked, Zone: zone}
+}
+
+func setOrig(o *Orig, k *key) {
+	o.Src, o.Dst = k.src, k.dst
+	o.IPv6 = k.v6 != 0
+	o.Proto = k.proto
+	if k.isICMP() {
+		o.SrcPort, o.DstPort = uint16(k.styp), 0
+	} else {
+		o.SrcPort, o.DstPort = k.sport, k.dport
+	}
+}
+
+// validNew tells whether the packet may start a connection.
+func (t *Tracker) validNew(frame []byte, p *pkt, k *key) bool {
+	switch {
+	case k.proto == protoTCP:
+		return tcpValidNew(p.tcpFlags)
+	case k.proto == protoICMP && k.v6 == 0:
+		return k.styp == icmp4Echo || k.styp == icmp4InfoReq || k.styp == icmp4Timestamp
+	case k.proto == protoICMPv6 && k.v6 == 1:
+		return k.styp == icmp6Echo
+	}
+	return true
+}
+
+// update advances the protocol state of c for a packet in direction reply.
+// The caller holds c.mu.
+func (t *Tracker) update(c *conn, frame []byte, p *pkt, reply bool, now int64) updateRes {
+	k := &c.keys[0]
+	switch {
+	case k.proto == protoTCP:
+		return t.tcpUpdate(c, frame, p, reply, now)
+	case k.isICMP():
+		// ICMP query: first request(s), then a reply.
+		if reply && c.state == 0 {
+			c.state = 1
+		}
+		if c.state == 0 {
+			t.setExp(c, tmICMPFirst, now)
+			return updValidNew
+		}
+		t.setExp(c, tmICMPReply, now)
+		return updValid
+	default:
+		// UDP and every other protocol: first, multiple, bidirectional.
+		switch {
+		case reply && c.state != 2:
+			c.state = 2
+		case c.state == 0:
+			c.state = 1
+		}
+		t.setExp(c, tmOtherFirst+int(c.state), now)
+		if c.state == 2 {
+			return updValid
+		}
+		return updValidNew
+	}
+}
+
+type commitRes uint8
+
+const (
+	commitOK commitRes = iota
+	commitRaced
+	commitFull
+	commitNATFail
+)
+
+// commit creates the connection of a new packet with key k.
+func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*conn, commitRes) {
+	// Reserve room under the limits first so concurrent commits cannot
+	// overshoot them.
+	if t.count.Add(1) > t.maxConns.Load() {
+		t.count.Add(-1)
+		t.stats.full.Add(1)
+		return nil, commitFull
+	}
+	zl := int64(t.zoneLimit[k.zone].Load())
+	if zl == 0 {
+		zl = t.defLimit.Load()
+	}
+	if n := t.zoneCount[k.zone].Add(1); zl > 0 && int64(n) > zl {
+		t.zoneCount[k.zone].Add(-1)
+		t.count.Add(-1)
+		t.stats.full.Add(1)
+		return nil, commitFull
+	}
+	release := func() {
+		t.zoneCount[k.zone].Add(-1)
+		t.count.Add(-1)
+	}
+
+	h0 := k.hash(t.seed)
+	a0 := int(h0 >> (64 - shardBits))
+	for try := 0; ; try++ {
+		rev := k.reverse()
+		nat := uint8(0)
+		if a.NAT != nil && a.NAT.Action != NATExisting {
+			var ok bool
+			nat, ok = t.natSelect(k, a.NAT, &rev, now)
+			if !ok {
+				release()
+				t.stats.natFail.Add(1)
+				return nil, commitNATFail
+			}
+		}
+		h1 := rev.hash(t.seed)
+		a1 := int(h1 >> (64 - shardBits))
+		t.lockPair(a0, a1)
+		if c, _, _ := t.find(&t.shards[a0], k, h0, now); c != nil {
+			t.unlockPair(a0, a1)
+			release()
+			return nil, commitRaced
+		}
+		if c, _, _ := t.find(&t.shards[a1], &rev, h1, now); c != nil {
+			t.unlockPair(a0, a1)
+			if nat != 0 && try < 3 {
+				continue // the chosen tuple was just taken: choose again
+			}
+			release()
+			if nat != 0 {
+				t.stats.natFail.Add(1)
+				return nil, commitNATFail
+			}
+			return nil, commitRaced
+		}
+		s0 := &t.shards[a0]
+		ref, c := s0.alloc(a0)
+		if c == nil {
+			t.unlockPair(a0, a1)
+			release()
+			t.stats.full.Add(1)
+			return nil, commitFull
+		}
+		c.mu.Lock()
+		c.keys[0] = *k
+		c.keys[1] = rev
+		c.mark = 0
+		c.label = Label{}
+		c.tcp = [2]tcpPeer{}
+		c.state = 0
+		c.nat = nat
+		c.rshard = uint8(a1)
+		c.live = true
+		if k.proto == protoTCP {
+			t.tcpNew(c, frame, p, now)
+		} else if k.isICMP() {
+			t.setExp(c, tmICMPFirst, now)
+		} else {
+			t.setExp(c, tmOtherFirst, now)
+		}
+		c.mu.Unlock()
+		s0.insertEntry(h0, ref, 0)
+		t.shards[a1].insertEntry(h1, ref, 1)
+		s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
+		t.unlockPair(a0, a1)
+		return c, commitOK
+	}
+}
