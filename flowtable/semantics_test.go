@@ -294,3 +294,38 @@ func TestGroupSelect(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyAtomic: a batch whose last flow-mod fails leaves the tables as
+// they were (atomic bundles).
+func TestApplyAtomic(t *testing.T) {
+	p := pipelineOf(t, "priority=10,ip actions=output:1\npriority=20,ip,nw_src=10.0.0.1 actions=output:2")
+	before := flowtext.DumpFlows(p, nil)
+	parse := func(s string) *flowtable.Flow {
+		fm, err := flowtext.ParseFlow(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &fm.Flow
+	}
+	del := flowtable.AllFlows()
+	ops := []flowtable.FlowOp{
+		{Kind: flowtable.OpAdd, Flow: parse("priority=30,tcp actions=output:3")},
+		{Kind: flowtable.OpAdd, Flow: parse("priority=10,ip actions=output:9")}, // replaces
+		{Kind: flowtable.OpDelete, Filter: del},
+		{Kind: flowtable.OpAdd, Flow: parse("priority=5,ip actions=output:4")},
+		{Kind: flowtable.OpAdd, Flow: parse("priority=5,ip,nw_dst=10.0.0.9 check_overlap actions=output:5")},
+	}
+	if _, err := p.Apply(ops); !errors.Is(err, flowtable.ErrOverlap) {
+		t.Fatalf("Apply: err %v, want ErrOverlap from the last op", err)
+	}
+	if after := flowtext.DumpFlows(p, nil); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("failed batch changed the tables:\nbefore %v\nafter  %v", before, after)
+	}
+	res, err := p.Apply(ops[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res[2].Removed) != 3 || p.NumFlows() != 1 {
+		t.Errorf("delete removed %d, %d flows left; want 3 and 1", len(res[2].Removed), p.NumFlows())
+	}
+}

@@ -146,7 +146,7 @@ func (p *Pipeline) validateGroups(f *Flow) error {
 	return nil
 }
 
-func (p *Pipeline) addLocked(f *Flow) {
+func (p *Pipeline) addLocked(f *Flow) *Rule {
 	t := p.table(f.Table)
 	now := p.Now()
 	var old *Rule
@@ -172,6 +172,7 @@ func (p *Pipeline) addLocked(f *Flow) {
 	t.cls(r).insert(r)
 	p.nRules++
 	p.Generation.Add(1)
+	return r
 }
 
 func (p *Pipeline) overlapsLocked(f *Flow) bool {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/govs-project/govs/internal/vswitchd"
+)
+
+// defaultRundir is where govs looks for govs-vswitchd, like ovs-vsctl's
+// OVS_RUNDIR.
+func defaultRundir() string {
+	if d := os.Getenv("GOVS_RUNDIR"); d != "" {
+		return d
+	}
+	return "/var/run/govs"
+}
+
+// vsctl returns a command that sends itself to the daemon.
+func vsctl(name string) func(args []string) error {
+	return func(args []string) error {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		rundir := fs.String("rundir", defaultRundir(), "govs-vswitchd's run `DIR` ($GOVS_RUNDIR)")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: fs.Args()})
+		if err != nil {
+			return err
+		}
+		if rep.Error != "" {
+			return fmt.Errorf("%s", rep.Error)
+		}
+		fmt.Print(rep.Output)
+		return nil
+	}
+}
+
+func init() {
+	for _, n := range []string{"add-br", "del-br", "add-port", "del-port", "show"} {
+		commands = append(commands, command{n, vswitchd.Commands[n] + " (to govs-vswitchd)", vsctl(n)})
+	}
+}

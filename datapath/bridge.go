@@ -1,0 +1,351 @@
+// Package datapath is the packet path of a bridge: it owns the bridge's
+// ports, runs one run-to-completion goroutine per port that reads batches
+// of frames, sends each through the OpenFlow pipeline (flowtable) and
+// transmits the results in batches, and executes controller packet-outs.
+// It is the userspace counterpart of OVS's dpif-netdev PMD loop plus the
+// ofproto-dpif port bookkeeping.
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
+)
+
+// OpenFlow port config bits (ofp_port_config, OpenFlow 1.3 §7.2.1).
+const (
+	PortConfigDown       uint32 = 1 << 0 // OFPPC_PORT_DOWN: neither receive nor send
+	PortConfigNoRecv     uint32 = 1 << 2 // OFPPC_NO_RECV: drop received frames
+	PortConfigNoFwd      uint32 = 1 << 5 // OFPPC_NO_FWD: drop frames forwarded to the port
+	PortConfigNoPacketIn uint32 = 1 << 6 // OFPPC_NO_PACKET_IN: no packet-ins for frames received here
+
+	// PortConfigMask is every config bit the bridge honours.
+	PortConfigMask = PortConfigDown | PortConfigNoRecv | PortConfigNoFwd | PortConfigNoPacketIn
+)
+
+// Port status reasons (ofp_port_reason) for OnPortStatus.
+const (
+	PortStatusAdd    uint8 = 0 // OFPPR_ADD
+	PortStatusDelete uint8 = 1 // OFPPR_DELETE
+	PortStatusModify uint8 = 2 // OFPPR_MODIFY
+)
+
+// Port kinds as OVSDB's Interface.type names them.
+const (
+	KindSystem   = "system"   // an existing kernel interface (AF_PACKET)
+	KindInternal = "internal" // a TAP device the bridge created
+	KindMemory   = "memory"   // a MemPort (tests, benchmarks)
+)
+
+// BatchSize is the number of frames a port goroutine reads at once.
+const BatchSize = 64
+
+// PortInfo describes one bridge port (OFPT_PORT_STATUS, port-desc and
+// port stats replies).
+type PortInfo struct {
+	OFPort uint32
+	Name   string
+	MAC    net.HardwareAddr
+	Kind   string
+	MTU    int
+	// Config holds PortConfig* bits.
+	Config uint32
+	// Stats are the port's counters plus the frames the bridge dropped on
+	// it (bad lengths, port config): in RxDropped/RxErrors/TxDropped.
+	Stats port.Stats
+}
+
+// Errors of the port operations.
+var (
+	ErrPortExists  = errors.New("OpenFlow port number already in use")
+	ErrNoSuchPort  = errors.New("no such OpenFlow port")
+	ErrBadPortNo   = errors.New("OpenFlow port number not usable for a port")
+	ErrNoFreePort  = errors.New("no free OpenFlow port number")
+	ErrBridgeClose = errors.New("bridge closed")
+)
+
+// Bridge is one OpenFlow switch: a pipeline and its ports.
+type Bridge struct {
+	name     string
+	dpid     uint64
+	pipeline *flowtable.Pipeline
+	log      *zap.Logger
+
+	// OnPacketIn receives every packet-in. It is called on the goroutine
+	// of the port the packet came from (or the PacketOut caller), so it
+	// must not block: queue the message. pkt and key are copies the
+	// callee owns; pkt is the whole frame (the caller truncates it to
+	// pi.MaxLen). Set it before the first AddPort.
+	OnPacketIn func(pkt []byte, inPort uint32, pi *flowtable.PacketIn, key *flowtable.Key)
+	// OnPortStatus is told about every port added, deleted or modified
+	// (OFPT_PORT_STATUS). Set it before the first AddPort.
+	OnPortStatus func(reason uint8, info PortInfo)
+
+	// mu serializes port changes; the packet path reads ports lock-free
+	// through the copy-on-write snapshot.
+	mu     sync.Mutex
+	ports  atomic.Pointer[portSet]
+	closed bool
+
+	// poMu guards poLoop, the loop state PacketOut uses.
+	poMu   sync.Mutex
+	poLoop *loop
+}
+
+// portSet is an immutable snapshot of the bridge's ports.
+type portSet struct {
+	byNo    map[uint32]*bridgePort
+	numbers []uint32 // sorted; returned by PortNumbers, never modified
+}
+
+// bridgePort is a port attached to the bridge.
+type bridgePort struct {
+	ofport uint32
+	p      port.Port
+	kind   string
+	config atomic.Uint32
+	// maxFrame bounds received frames (the port layer already drops
+	// longer ones; this keeps the loop safe with any Port).
+	maxFrame int
+
+	// txMu serializes WriteBatch: every port goroutine may transmit to
+	// this port.
+	txMu sync.Mutex
+
+	// Frames the bridge dropped, reported in PortInfo.Stats.
+	rxLengthErrors atomic.Uint64 // runts, oversize, unparsable
+	rxConfigDrops  atomic.Uint64 // port down / no-recv
+	txConfigDrops  atomic.Uint64 // port down / no-fwd
+	txErrors       atomic.Uint64 // WriteBatch failures
+
+	// processed counts received frames whose processing, transmission
+	// included, is over (tests wait on it).
+	processed atomic.Uint64
+
+	done chan struct{} // closed when the port goroutine exits
+}
+
+// NewBridge returns a bridge around pipeline and makes the bridge the
+// pipeline's port lister (for FLOOD, ALL and NORMAL). log may be nil.
+func NewBridge(name string, dpid uint64, pipeline *flowtable.Pipeline, log *zap.Logger) *Bridge {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	b := &Bridge{name: name, dpid: dpid, pipeline: pipeline, log: log.With(zap.String("bridge", name))}
+	b.ports.Store(&portSet{byNo: map[uint32]*bridgePort{}})
+	pipeline.Ports = b
+	b.poLoop = newLoop(b, nil)
+	return b
+}
+
+// Name is the bridge name.
+func (b *Bridge) Name() string { return b.name }
+
+// DatapathID is the OpenFlow datapath id.
+func (b *Bridge) DatapathID() uint64 { return b.dpid }
+
+// Pipeline is the bridge's OpenFlow state.
+func (b *Bridge) Pipeline() *flowtable.Pipeline { return b.pipeline }
+
+// PortNumbers implements flowtable.PortLister: every port's OpenFlow
+// number, ascending. The slice is shared and must not be modified.
+func (b *Bridge) PortNumbers() []uint32 { return b.ports.Load().numbers }
+
+// AddPort attaches p as OpenFlow port ofport (0 picks the lowest free
+// number from 1; flowtable.PortLocal is the bridge's LOCAL port) and starts
+// its goroutine. The bridge owns p from now on and closes it on DelPort or
+// Close.
+func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, fmt.Errorf("bridge %s: add port %s: %w", b.name, p.Name(), ErrBridgeClose)
+	}
+	cur := b.ports.Load()
+	switch {
+	case ofport == 0:
+		for n := uint32(1); n < flowtable.PortMax; n++ {
+			if _, used := cur.byNo[n]; !used {
+				ofport = n
+				break
+			}
+		}
+		if ofport == 0 {
+			return 0, fmt.Errorf("bridge %s: add port %s: %w", b.name, p.Name(), ErrNoFreePort)
+		}
+	case ofport >= flowtable.PortMax && ofport != flowtable.PortLocal:
+		return 0, fmt.Errorf("bridge %s: add port %s as %d: %w", b.name, p.Name(), ofport, ErrBadPortNo)
+	}
+	if _, used := cur.byNo[ofport]; used {
+		return 0, fmt.Errorf("bridge %s: add port %s as %d: %w", b.name, p.Name(), ofport, ErrPortExists)
+	}
+	bp := &bridgePort{ofport: ofport, p: p, kind: kind, maxFrame: port.MaxFrameLen(p.MTU()), done: make(chan struct{})}
+	next := &portSet{byNo: make(map[uint32]*bridgePort, len(cur.byNo)+1)}
+	for n, q := range cur.byNo {
+		next.byNo[n] = q
+	}
+	next.byNo[ofport] = bp
+	next.numbers = append(slices.Clone(cur.numbers), ofport)
+	slices.Sort(next.numbers)
+	b.ports.Store(next)
+
+	l := newLoop(b, bp)
+	go func() {
+		defer close(bp.done)
+		l.run()
+	}()
+	b.log.Info("port added", zap.String("port", p.Name()), zap.Uint32("ofport", ofport), zap.String("kind", kind))
+	b.notify(PortStatusAdd, bp)
+	return ofport, nil
+}
+
+// DelPort detaches port ofport: it closes the port, waits for its
+// goroutine, forgets the MACs learned on it and reports OFPPR_DELETE.
+func (b *Bridge) DelPort(ofport uint32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.ports.Load()
+	bp, ok := cur.byNo[ofport]
+	if !ok {
+		return fmt.Errorf("bridge %s: delete port %d: %w", b.name, ofport, ErrNoSuchPort)
+	}
+	next := &portSet{byNo: make(map[uint32]*bridgePort, len(cur.byNo))}
+	for n, q := range cur.byNo {
+		if n != ofport {
+			next.byNo[n] = q
+		}
+	}
+	next.numbers = slices.DeleteFunc(slices.Clone(cur.numbers), func(n uint32) bool { return n == ofport })
+	b.ports.Store(next)
+	err := b.stopPort(bp)
+	if b.pipeline.MACs != nil {
+		b.pipeline.MACs.Flush(ofport)
+	}
+	b.log.Info("port deleted", zap.String("port", bp.p.Name()), zap.Uint32("ofport", ofport))
+	b.notify(PortStatusDelete, bp)
+	return err
+}
+
+// stopPort closes the port (which ends its ReadBatch with ErrClosed) and
+// waits for its goroutine.
+func (b *Bridge) stopPort(bp *bridgePort) error {
+	err := bp.p.Close()
+	<-bp.done
+	if err != nil {
+		return fmt.Errorf("bridge %s: close port %s: %w", b.name, bp.p.Name(), err)
+	}
+	return nil
+}
+
+// SetPortConfig changes the config bits of ofport selected by mask
+// (OFPT_PORT_MOD) and reports OFPPR_MODIFY when they changed.
+func (b *Bridge) SetPortConfig(ofport, config, mask uint32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bp, ok := b.ports.Load().byNo[ofport]
+	if !ok {
+		return fmt.Errorf("bridge %s: port-mod %d: %w", b.name, ofport, ErrNoSuchPort)
+	}
+	mask &= PortConfigMask
+	old := bp.config.Load()
+	nc := old&^mask | config&mask
+	if nc == old {
+		return nil
+	}
+	bp.config.Store(nc)
+	b.notify(PortStatusModify, bp)
+	return nil
+}
+
+func (b *Bridge) notify(reason uint8, bp *bridgePort) {
+	if b.OnPortStatus != nil {
+		b.OnPortStatus(reason, bp.info())
+	}
+}
+
+func (bp *bridgePort) info() PortInfo {
+	st := bp.p.Stats()
+	le := bp.rxLengthErrors.Load()
+	st.RxErrors += le
+	st.RxLengthErrors += le
+	st.RxDropped += bp.rxConfigDrops.Load()
+	st.TxDropped += bp.txConfigDrops.Load()
+	st.TxErrors += bp.txErrors.Load()
+	return PortInfo{
+		OFPort: bp.ofport, Name: bp.p.Name(), MAC: bp.p.HardwareAddr(), Kind: bp.kind,
+		MTU: bp.p.MTU(), Config: bp.config.Load(), Stats: st,
+	}
+}
+
+// Ports describes every port, by ascending OpenFlow number.
+func (b *Bridge) Ports() []PortInfo {
+	cur := b.ports.Load()
+	out := make([]PortInfo, 0, len(cur.numbers))
+	for _, n := range cur.numbers {
+		out = append(out, cur.byNo[n].info())
+	}
+	return out
+}
+
+// Port describes one port.
+func (b *Bridge) Port(ofport uint32) (PortInfo, bool) {
+	bp, ok := b.ports.Load().byNo[ofport]
+	if !ok {
+		return PortInfo{}, false
+	}
+	return bp.info(), true
+}
+
+// Close stops every port goroutine and closes every port. The bridge
+// cannot be used afterwards.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	cur := b.ports.Load()
+	b.ports.Store(&portSet{byNo: map[uint32]*bridgePort{}})
+	var errs []error
+	for _, n := range cur.numbers {
+		if err := b.stopPort(cur.byNo[n]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PacketOut executes a controller packet-out (OFPT_PACKET_OUT): actions
+// run on a copy of frame as if it had been received on inPort, which may
+// be a port number, flowtable.PortController, flowtable.PortLocal or
+// flowtable.PortNone. Output to flowtable.PortTable sends the frame
+// through the pipeline from table 0. Outputs are transmitted before
+// PacketOut returns.
+func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Action) (flowtable.Result, error) {
+	if len(frame) < port.MinFrameLen {
+		return flowtable.Result{}, fmt.Errorf("bridge %s: packet-out: %d-byte frame: %w", b.name, len(frame), flowtable.ErrRunt)
+	}
+	b.poMu.Lock()
+	defer b.poMu.Unlock()
+	l := b.poLoop
+	buf := append(l.poBuf[:0], frame...)
+	l.poBuf = buf
+	l.pkt.Key = flowtable.Key{}
+	l.pkt.Key.SetInPort(inPort)
+	if err := l.pkt.Extract(buf); err != nil {
+		return flowtable.Result{}, fmt.Errorf("bridge %s: packet-out: %w", b.name, err)
+	}
+	l.ports = b.ports.Load()
+	res := b.pipeline.Execute(&l.pkt, actions, l, nil)
+	l.flush()
+	return res, nil
+}

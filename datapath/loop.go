@@ -1,0 +1,198 @@
+package datapath
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
+)
+
+// loop is the state of one port goroutine (or of PacketOut): the batch it
+// reads into, a reusable packet, and the frames it queued for each
+// destination port while processing the batch. Everything is reused from
+// batch to batch, so forwarding does not allocate once the buffers have
+// grown to the traffic's size.
+type loop struct {
+	b     *Bridge
+	in    *bridgePort // nil for PacketOut
+	batch *port.Batch
+	pkt   flowtable.Packet
+	ports *portSet // snapshot for the current batch
+
+	// outs[:nOuts] are the destinations of the current batch.
+	outs  []outQueue
+	nOuts int
+	// bufs[:nBufs] hold the copies of the frames queued in outs.
+	bufs  [][]byte
+	nBufs int
+
+	poBuf []byte // PacketOut's copy of the controller's frame
+
+	// lastErr rate-limits logging of a port's read errors.
+	lastErr time.Time
+}
+
+// outQueue is the frames queued for one destination port.
+type outQueue struct {
+	bp     *bridgePort
+	frames [][]byte
+}
+
+// frameBufSize is the capacity new output buffers start with: a
+// standard Ethernet frame with two VLAN tags fits without regrowing.
+const frameBufSize = 1536
+
+func newLoop(b *Bridge, in *bridgePort) *loop {
+	l := &loop{b: b, in: in}
+	if in != nil {
+		l.batch = port.NewBatch(BatchSize)
+	}
+	return l
+}
+
+// run reads and forwards batches until the port is closed.
+func (l *loop) run() {
+	p := l.in.p
+	for {
+		n, err := p.ReadBatch(l.batch)
+		if err != nil {
+			if errors.Is(err, port.ErrClosed) {
+				return
+			}
+			// A real I/O error: report it now and then, back off a
+			// little and go on, so one bad read does not kill the port.
+			if now := time.Now(); now.Sub(l.lastErr) > 10*time.Second {
+				l.lastErr = now
+				l.b.log.Warn("port read failed", zap.String("port", p.Name()), zap.Uint32("ofport", l.in.ofport), zap.Error(err))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n > 0 {
+			l.process(l.batch.Frames[:n])
+		}
+		p.Release()
+	}
+}
+
+// process sends every frame of a batch through the pipeline and then
+// transmits what it produced, one WriteBatch per destination port.
+func (l *loop) process(frames [][]byte) {
+	in := l.in
+	l.ports = l.b.ports.Load()
+	defer in.processed.Add(uint64(len(frames)))
+	if in.config.Load()&(PortConfigDown|PortConfigNoRecv) != 0 {
+		in.rxConfigDrops.Add(uint64(len(frames)))
+		return
+	}
+	pipe := l.b.pipeline
+	var bad uint64
+	for _, f := range frames {
+		if len(f) < port.MinFrameLen || len(f) > in.maxFrame {
+			bad++
+			continue
+		}
+		l.pkt.Key = flowtable.Key{}
+		l.pkt.Key.SetInPort(in.ofport)
+		if err := l.pkt.Extract(f); err != nil {
+			bad++
+			continue
+		}
+		pipe.Run(&l.pkt, l, nil)
+	}
+	if bad != 0 {
+		in.rxLengthErrors.Add(bad)
+	}
+	l.flush()
+}
+
+// Output implements flowtable.Sink: it queues a copy of the committed
+// frame for the destination port.
+func (l *loop) Output(ofport uint32, pkt *flowtable.Packet) {
+	if ofport == flowtable.PortController {
+		// Only reachable with a port lister-less pipeline; the
+		// interpreter turns CONTROLLER into PacketIn otherwise.
+		return
+	}
+	bp := l.ports.byNo[ofport]
+	if bp == nil {
+		return // no such port (e.g. a flow names a port not attached yet)
+	}
+	if bp.config.Load()&(PortConfigDown|PortConfigNoFwd) != 0 {
+		bp.txConfigDrops.Add(1)
+		return
+	}
+	q := l.queue(bp)
+	q.frames = append(q.frames, l.copyFrame(pkt.Frame))
+}
+
+// queue returns the output queue of bp for this batch, reusing the slot
+// (and its frames slice) of an earlier batch when there is one.
+func (l *loop) queue(bp *bridgePort) *outQueue {
+	for i := 0; i < l.nOuts; i++ {
+		if l.outs[i].bp == bp {
+			return &l.outs[i]
+		}
+	}
+	if l.nOuts == len(l.outs) {
+		l.outs = append(l.outs, outQueue{})
+	}
+	q := &l.outs[l.nOuts]
+	l.nOuts++
+	q.bp = bp
+	q.frames = q.frames[:0]
+	return q
+}
+
+// copyFrame copies f into the next free buffer of the pool.
+func (l *loop) copyFrame(f []byte) []byte {
+	if l.nBufs == len(l.bufs) {
+		l.bufs = append(l.bufs, make([]byte, 0, max(frameBufSize, len(f))))
+	}
+	buf := append(l.bufs[l.nBufs][:0], f...)
+	l.bufs[l.nBufs] = buf // keep a grown buffer
+	l.nBufs++
+	return buf
+}
+
+// flush transmits the queued frames and resets the queues.
+func (l *loop) flush() {
+	for i := 0; i < l.nOuts; i++ {
+		q := &l.outs[i]
+		bp := q.bp
+		bp.txMu.Lock()
+		n, err := bp.p.WriteBatch(q.frames)
+		bp.txMu.Unlock()
+		if err != nil && !errors.Is(err, port.ErrClosed) {
+			// The port counts its own errors too; this counter keeps
+			// frames the port never got to see.
+			bp.txErrors.Add(uint64(len(q.frames) - n))
+			l.b.log.Debug("port write failed", zap.String("port", bp.p.Name()), zap.Error(err))
+		}
+		clear(q.frames) // drop references to the pool's buffers
+		q.frames = q.frames[:0]
+		q.bp = nil
+	}
+	l.nOuts = 0
+	l.nBufs = 0
+	l.ports = nil
+}
+
+// PacketIn implements flowtable.Sink: it copies the packet for the
+// bridge's packet-in handler. This path may allocate.
+func (l *loop) PacketIn(pkt *flowtable.Packet, pi *flowtable.PacketIn) {
+	h := l.b.OnPacketIn
+	if h == nil {
+		return
+	}
+	inPort := pkt.Key.InPort()
+	if bp := l.ports.byNo[inPort]; bp != nil && bp.config.Load()&PortConfigNoPacketIn != 0 {
+		return
+	}
+	pic := *pi
+	key := pkt.Key
+	h(slices.Clone(pkt.Frame), inPort, &pic, &key)
+}

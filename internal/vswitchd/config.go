@@ -1,0 +1,176 @@
+// Package vswitchd is the govs switch daemon's control plane: bridges and
+// ports from a YAML file and from `govs` commands over a control socket,
+// one configuration interface that an OVSDB client can later feed too.
+package vswitchd
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the daemon configuration file.
+type Config struct {
+	Rundir  string         `yaml:"rundir"`
+	Bridges []BridgeConfig `yaml:"bridges"`
+}
+
+// BridgeConfig describes one bridge, with the ovs-vsctl column names.
+type BridgeConfig struct {
+	Name        string       `yaml:"name"`
+	DatapathID  string       `yaml:"datapath_id"` // 16 hex digits; default from the name
+	FailMode    string       `yaml:"fail_mode"`   // secure (default) or standalone
+	Controllers []string     `yaml:"controllers"` // tcp:IP:PORT, unix:PATH
+	Listeners   []string     `yaml:"listeners"`   // ptcp:PORT[:IP], punix:PATH (the .mgmt socket is always there)
+	Ports       []PortConfig `yaml:"ports"`
+}
+
+// PortConfig describes one port.
+type PortConfig struct {
+	Name          string            `yaml:"name"`
+	Type          string            `yaml:"type"` // system (default), internal, geneve
+	OFPortRequest uint32            `yaml:"ofport_request"`
+	MAC           string            `yaml:"mac"`
+	MTURequest    int               `yaml:"mtu_request"`
+	Options       map[string]string `yaml:"options"`
+}
+
+// LoadConfig reads and validates a YAML configuration file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	for i := range c.Bridges {
+		if err := c.Bridges[i].Validate(); err != nil {
+			return nil, fmt.Errorf("config %s: bridge %d: %w", path, i, err)
+		}
+	}
+	return &c, nil
+}
+
+// Validate checks a bridge description.
+func (b *BridgeConfig) Validate() error {
+	if err := validName(b.Name); err != nil {
+		return fmt.Errorf("bridge name: %w", err)
+	}
+	if b.DatapathID != "" {
+		if _, err := ParseDatapathID(b.DatapathID); err != nil {
+			return err
+		}
+	}
+	switch b.FailMode {
+	case "", "secure", "standalone":
+	default:
+		return fmt.Errorf("bridge %s: fail_mode %q: must be secure or standalone", b.Name, b.FailMode)
+	}
+	seen := map[string]bool{}
+	for i := range b.Ports {
+		p := &b.Ports[i]
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("bridge %s: %w", b.Name, err)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("bridge %s: port %s listed twice", b.Name, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	return nil
+}
+
+// Validate checks a port description.
+func (p *PortConfig) Validate() error {
+	if err := validName(p.Name); err != nil {
+		return fmt.Errorf("port name: %w", err)
+	}
+	switch p.Type {
+	case "", "system", "internal", "geneve":
+	default:
+		return fmt.Errorf("port %s: type %q: govs supports system, internal and geneve", p.Name, p.Type)
+	}
+	if p.OFPortRequest >= 0xff00 {
+		return fmt.Errorf("port %s: ofport_request %d out of range 1..65279", p.Name, p.OFPortRequest)
+	}
+	if p.MAC != "" {
+		if _, err := net.ParseMAC(p.MAC); err != nil {
+			return fmt.Errorf("port %s: mac %q: %w", p.Name, p.MAC, err)
+		}
+	}
+	if p.MTURequest < 0 || p.MTURequest > 65535 {
+		return fmt.Errorf("port %s: mtu_request %d out of range", p.Name, p.MTURequest)
+	}
+	return nil
+}
+
+func validName(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty")
+	}
+	if len(s) > 15 {
+		return fmt.Errorf("%q longer than 15 characters (IFNAMSIZ)", s)
+	}
+	if strings.ContainsAny(s, " /\t\n\"") {
+		return fmt.Errorf("%q contains a space, '/' or quote", s)
+	}
+	return nil
+}
+
+// ParseDatapathID parses 16 hex digits (an optional 0x prefix is allowed).
+func ParseDatapathID(s string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("datapath_id %q: must be 16 hex digits", s)
+	}
+	return v, nil
+}
+
+// ParsePortWords parses ovs-vsctl style KEY=VALUE words of add-port:
+// type=internal ofport_request=2 mac="4e:99:08:c1:53:be" mtu_request=1450
+// options:remote_ip=flow. The words may be prefixed by "--" "set"
+// "Interface" NAME as ovs-vsctl allows; only the KEY=VALUE words matter.
+func ParsePortWords(name string, words []string) (PortConfig, error) {
+	p := PortConfig{Name: name, Options: map[string]string{}}
+	for _, w := range words {
+		if w == "--" || w == "set" || w == "Interface" || w == name {
+			continue
+		}
+		k, v, ok := strings.Cut(w, "=")
+		if !ok {
+			return p, fmt.Errorf("%q: expected KEY=VALUE", w)
+		}
+		v = strings.Trim(v, `"`)
+		switch {
+		case k == "type":
+			p.Type = v
+		case k == "ofport_request":
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return p, fmt.Errorf("ofport_request=%q: not a number", v)
+			}
+			p.OFPortRequest = uint32(n)
+		case k == "mac":
+			p.MAC = v
+		case k == "mtu_request":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return p, fmt.Errorf("mtu_request=%q: not a number", v)
+			}
+			p.MTURequest = n
+		case strings.HasPrefix(k, "options:"):
+			p.Options[strings.TrimPrefix(k, "options:")] = v
+		default:
+			return p, fmt.Errorf("%q: unknown column (type, ofport_request, mac, mtu_request, options:KEY)", k)
+		}
+	}
+	return p, p.Validate()
+}

@@ -1,0 +1,170 @@
+package vswitchd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// CtlSocketName is the control socket's file name in the rundir.
+const CtlSocketName = "govs-vswitchd.ctl"
+
+// Request is one control command: the words a user typed after `govs`.
+type Request struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// Reply is the daemon's answer.
+type Reply struct {
+	Output string `json:"output,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Commands lists the control commands and their ovs-vsctl-style usage.
+var Commands = map[string]string{
+	"add-br":   "add-br BRIDGE [datapath_id=HEX] [fail_mode=secure|standalone] [listener=ptcp:PORT] [controller=tcp:IP:PORT]",
+	"del-br":   "del-br BRIDGE",
+	"add-port": "add-port BRIDGE PORT [type=system|internal|geneve] [ofport_request=N] [mac=MAC] [mtu_request=N] [options:KEY=VALUE...]",
+	"del-port": "del-port [BRIDGE] PORT",
+	"show":     "show",
+}
+
+// Execute runs one control command.
+func (d *Daemon) Execute(req Request) Reply {
+	out, err := d.execute(req)
+	if err != nil {
+		return Reply{Error: err.Error()}
+	}
+	return Reply{Output: out}
+}
+
+func (d *Daemon) execute(req Request) (string, error) {
+	a := req.Args
+	switch req.Command {
+	case "add-br":
+		if len(a) < 1 {
+			return "", fmt.Errorf("usage: %s", Commands["add-br"])
+		}
+		cfg := BridgeConfig{Name: a[0]}
+		for _, w := range a[1:] {
+			k, v, ok := strings.Cut(w, "=")
+			if !ok {
+				return "", fmt.Errorf("%q: expected KEY=VALUE", w)
+			}
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "datapath_id", "other_config:datapath-id":
+				cfg.DatapathID = v
+			case "fail_mode":
+				cfg.FailMode = v
+			case "listener":
+				cfg.Listeners = append(cfg.Listeners, v)
+			case "controller":
+				cfg.Controllers = append(cfg.Controllers, v)
+			default:
+				return "", fmt.Errorf("%q: unknown bridge column (datapath_id, fail_mode, listener, controller)", k)
+			}
+		}
+		return "", d.AddBridge(cfg)
+	case "del-br":
+		if len(a) != 1 {
+			return "", fmt.Errorf("usage: %s", Commands["del-br"])
+		}
+		return "", d.DelBridge(a[0])
+	case "add-port":
+		if len(a) < 2 {
+			return "", fmt.Errorf("usage: %s", Commands["add-port"])
+		}
+		p, err := ParsePortWords(a[1], a[2:])
+		if err != nil {
+			return "", err
+		}
+		return "", d.AddPort(a[0], p)
+	case "del-port":
+		switch len(a) {
+		case 1:
+			return "", d.DelPort("", a[0])
+		case 2:
+			return "", d.DelPort(a[0], a[1])
+		}
+		return "", fmt.Errorf("usage: %s", Commands["del-port"])
+	case "show":
+		return d.Show(), nil
+	}
+	return "", fmt.Errorf("unknown command %q", req.Command)
+}
+
+// ServeCtl answers control requests on <rundir>/govs-vswitchd.ctl until
+// ctx ends: one JSON request and one JSON reply per line.
+func (d *Daemon) ServeCtl(ctx context.Context) error {
+	path := filepath.Join(d.Rundir, CtlSocketName)
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+		os.Remove(path)
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("control socket: %w", err)
+		}
+		go d.serveCtlConn(c)
+	}
+}
+
+func (d *Daemon) serveCtlConn(c net.Conn) {
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	enc := json.NewEncoder(c)
+	for sc.Scan() {
+		var req Request
+		var rep Reply
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			rep.Error = fmt.Sprintf("bad request: %v", err)
+		} else {
+			rep = d.Execute(req)
+			d.Log.Debug("control command", zap.String("command", req.Command), zap.Strings("args", req.Args), zap.String("error", rep.Error))
+		}
+		if err := enc.Encode(rep); err != nil {
+			return
+		}
+	}
+}
+
+// Call sends one command to the daemon whose rundir is given.
+func Call(rundir string, req Request) (Reply, error) {
+	path := filepath.Join(rundir, CtlSocketName)
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return Reply{}, fmt.Errorf("cannot reach govs-vswitchd at %s (is it running with --rundir %s?): %w", path, rundir, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return Reply{}, err
+	}
+	var rep Reply
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&rep); err != nil {
+		return Reply{}, fmt.Errorf("reading reply: %w", err)
+	}
+	return rep, nil
+}

@@ -1,0 +1,312 @@
+// Package ofproto is the OpenFlow channel of govs: connections (passive
+// listeners like the bridge's management socket, active controller
+// connections), version negotiation, keepalive, and the dispatch of
+// decoded messages to a bridge.
+package ofproto
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/ofproto/wire"
+)
+
+// SupportedVersions is the version bitmap govs offers: OpenFlow 1.0
+// (ovs-ofctl without -O), 1.3 (os-ken, conformance suites) and 1.5 (Antrea).
+var SupportedVersions = wire.VersionBitmap(wire.OFP10, wire.OFP13, wire.OFP15)
+
+// Handler processes the messages of a negotiated connection. An error that
+// is (or wraps) a *wire.OFPError is sent back to the peer as an OFPT_ERROR
+// for the request and the connection goes on; any other error closes it.
+type Handler interface {
+	HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Message) error
+	// Closed is called once when the connection ends.
+	Closed(c *Conn)
+}
+
+// ConnOptions tune a connection.
+type ConnOptions struct {
+	// Versions is the allowed version bitmap (default SupportedVersions).
+	Versions uint32
+	// ProbeInterval is the inactivity probe: after this long without a
+	// message an echo request is sent, and after twice this long the
+	// connection is dropped. Zero disables it.
+	ProbeInterval time.Duration
+	Logger        *zap.Logger
+}
+
+// Conn is one OpenFlow connection.
+type Conn struct {
+	nc      net.Conn
+	opts    ConnOptions
+	log     *zap.Logger
+	version uint8
+	handler Handler
+
+	wmu     sync.Mutex
+	w       *bufio.Writer
+	wbuf    []byte
+	xid     atomic.Uint32
+	lastRx  atomic.Int64
+	closed  chan struct{}
+	closeMu sync.Once
+
+	// Per-connection state the handler keeps (role, formats, async config).
+	State ConnState
+}
+
+// ConnState is the per-connection protocol state OVS keeps for a
+// controller connection.
+type ConnState struct {
+	Role            uint32 // OFPCR_ROLE_EQUAL (1), MASTER (2), SLAVE (3)
+	FlowFormat      uint32 // NXFF_OPENFLOW10 (0) or NXFF_NXM (2), OpenFlow 1.0 only
+	FlowModTableID  bool   // NXT_FLOW_MOD_TABLE_ID enabled
+	PacketInFormat  uint32 // NXPIF_STANDARD (0), NXPIF_NXT_PACKET_IN (1), NXPIF_NXT_PACKET_IN2 (2)
+	ControllerID    uint16
+	MissSendLen     uint16
+	ConfigFlags     uint16
+	GenerationID    uint64
+	HasGenerationID bool
+	Bundles         map[uint32]*Bundle
+}
+
+// Bundle is an open bundle (ONF 1.3 extension or OpenFlow 1.5).
+type Bundle struct {
+	ID       uint32
+	Flags    uint16
+	Messages []BundleMessage
+	Closed   bool
+}
+
+// BundleMessage is one message added to a bundle.
+type BundleMessage struct {
+	Header wire.Header
+	Raw    []byte
+	Msg    wire.Message
+}
+
+// NewConn wraps an established transport connection.
+func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
+	if opts.Versions == 0 {
+		opts.Versions = SupportedVersions
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := &Conn{nc: nc, opts: opts, handler: h, w: bufio.NewWriterSize(nc, 64*1024),
+		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
+	c.State.Role = 1
+	c.State.MissSendLen = 128
+	c.xid.Store(0x10000)
+	return c
+}
+
+// Version is the negotiated OpenFlow version (0 before the handshake).
+func (c *Conn) Version() uint8 { return c.version }
+
+// Logger returns the connection's logger.
+func (c *Conn) Logger() *zap.Logger { return c.log }
+
+// RemoteAddr names the peer.
+func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
+
+// NextXid returns a transaction id for a message the switch originates.
+func (c *Conn) NextXid() uint32 { return c.xid.Add(1) }
+
+// Send encodes and sends one message with the given xid.
+func (c *Conn) Send(xid uint32, m wire.Message) error {
+	return c.sendVersion(c.version, xid, m, true)
+}
+
+// SendNoFlush queues a message; Flush sends the queue (for multipart replies).
+func (c *Conn) SendNoFlush(xid uint32, m wire.Message) error {
+	return c.sendVersion(c.version, xid, m, false)
+}
+
+// Flush sends queued messages.
+func (c *Conn) Flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.w.Flush()
+}
+
+func (c *Conn) sendVersion(v uint8, xid uint32, m wire.Message, flush bool) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b, err := wire.EncodeMessage(c.wbuf[:0], v, xid, m)
+	if err != nil {
+		return err
+	}
+	c.wbuf = b
+	if _, err := c.w.Write(b); err != nil {
+		return fmt.Errorf("sending to %s: %w", c.RemoteAddr(), err)
+	}
+	if flush {
+		return c.w.Flush()
+	}
+	return nil
+}
+
+// SendError replies to a request with an OpenFlow error.
+func (c *Conn) SendError(h wire.Header, raw []byte, e *wire.OFPError) error {
+	v := c.version
+	if v == 0 {
+		v = h.Version
+	}
+	return c.sendVersion(v, h.Xid, wire.ErrorMsgFor(e, raw), true)
+}
+
+// Close ends the connection.
+func (c *Conn) Close() error {
+	var err error
+	c.closeMu.Do(func() {
+		close(c.closed)
+		err = c.nc.Close()
+	})
+	return err
+}
+
+// Done is closed when the connection ends.
+func (c *Conn) Done() <-chan struct{} { return c.closed }
+
+// Serve runs the connection: hello exchange, then messages until the peer
+// closes, the context ends or a fatal error happens.
+func (c *Conn) Serve(ctx context.Context) error {
+	defer c.handler.Closed(c)
+	defer c.Close()
+	go func() {
+		select {
+		case <-ctx.Done():
+			c.Close()
+		case <-c.closed:
+		}
+	}()
+	if err := c.handshake(); err != nil {
+		return err
+	}
+	if c.opts.ProbeInterval > 0 {
+		go c.prober()
+	}
+	buf := make([]byte, wire.MaxMessageLen)
+	r := bufio.NewReaderSize(c.nc, 64*1024)
+	var dec wire.Decoder
+	for {
+		h, body, err := wire.ReadMessage(r, buf)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var oe *wire.OFPError
+			if errors.As(err, &oe) {
+				// A length below 8 cannot be resynchronised: say why and close.
+				c.SendError(h, nil, oe)
+			}
+			return fmt.Errorf("reading from %s: %w", c.RemoteAddr(), err)
+		}
+		c.lastRx.Store(time.Now().UnixNano())
+		raw := buf[:h.Length]
+		if err := c.dispatch(&dec, h, raw, body); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) error {
+	if h.Version != c.version && h.Type != wire.OFPT_HELLO {
+		return c.SendError(h, raw, wire.NewError(c.version, wire.OFPBRC_BAD_VERSION))
+	}
+	dec.Reset()
+	m, err := dec.DecodeMessage(h, body)
+	if err != nil {
+		var oe *wire.OFPError
+		if errors.As(err, &oe) {
+			c.log.Debug("bad message", zap.Uint8("type", h.Type), zap.Uint32("xid", h.Xid), zap.Error(err))
+			return c.SendError(h, raw, oe)
+		}
+		return err
+	}
+	switch m := m.(type) {
+	case *wire.EchoRequest:
+		return c.Send(h.Xid, &wire.EchoReply{Data: m.Data})
+	case *wire.EchoReply, *wire.Hello:
+		return nil
+	}
+	if err := c.handler.HandleMessage(c, h, raw, m); err != nil {
+		var oe *wire.OFPError
+		if errors.As(err, &oe) {
+			c.log.Debug("request failed", zap.Uint8("type", h.Type), zap.Uint32("xid", h.Xid), zap.Error(err))
+			return c.SendError(h, raw, oe)
+		}
+		return err
+	}
+	return nil
+}
+
+// handshake exchanges hellos and negotiates the version like OVS.
+func (c *Conn) handshake() error {
+	ours := c.opts.Versions
+	hv := wire.HelloVersion(ours)
+	if err := c.sendVersion(hv, c.NextXid(), wire.NewHello(ours), true); err != nil {
+		return err
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	h, body, err := wire.ReadMessage(c.nc, buf)
+	if err != nil {
+		return fmt.Errorf("hello from %s: %w", c.RemoteAddr(), err)
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	if h.Type != wire.OFPT_HELLO {
+		return fmt.Errorf("%s sent message type %d before hello", c.RemoteAddr(), h.Type)
+	}
+	m, err := wire.DecodeMessage(h, body)
+	if err != nil {
+		return fmt.Errorf("hello from %s: %w", c.RemoteAddr(), err)
+	}
+	hello := m.(*wire.Hello)
+	v, ok := wire.Negotiate(ours, h.Version, hello)
+	if !ok {
+		theirs, _ := hello.PeerVersions(h.Version)
+		c.sendVersion(v, h.Xid, wire.IncompatibleHelloError(ours, theirs), true)
+		return fmt.Errorf("version negotiation with %s failed: %#x vs %#x", c.RemoteAddr(), ours, theirs)
+	}
+	c.version = v
+	c.lastRx.Store(time.Now().UnixNano())
+	c.log.Debug("connected", zap.Uint8("version", v))
+	return nil
+}
+
+// prober sends echo requests on an idle connection and drops a dead one.
+func (c *Conn) prober() {
+	iv := c.opts.ProbeInterval
+	t := time.NewTicker(iv / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-t.C:
+		}
+		idle := time.Since(time.Unix(0, c.lastRx.Load()))
+		if idle >= 2*iv {
+			c.log.Info("inactivity probe: no reply, disconnecting", zap.Duration("idle", idle))
+			c.Close()
+			return
+		}
+		if idle >= iv {
+			c.Send(c.NextXid(), &wire.EchoRequest{})
+		}
+	}
+}
