@@ -47,7 +47,11 @@ func FormatTrace(tr *flowtable.Trace, o *PrintOptions) string {
 			if m == "" {
 				m = "(catch-all)"
 			}
-			fmt.Fprintf(&b, "%s%d. %s, priority %d, cookie %#x\n", ind, e.Table, m, e.Rule.Priority, e.Rule.Cookie)
+			fmt.Fprintf(&b, "%s%d. %s, priority %d", ind, e.Table, m, e.Rule.Priority)
+			if e.Rule.Cookie != 0 {
+				fmt.Fprintf(&b, ", cookie %#x", e.Rule.Cookie)
+			}
+			b.WriteByte('\n')
 		case flowtable.TraceAction:
 			fmt.Fprintf(&b, "%s    %s\n", ind, ActionsString([]flowtable.Action{e.Action}, o))
 			for _, c := range KeyChanges(&e.Before, &e.After, o) {
