@@ -142,7 +142,7 @@ func (c *classifier) sortSubtables() {
 func (c *classifier) lookup(k *Key, wc *Key) *Rule {
 	var best *Rule
 	for _, st := range c.subtables {
-		if best != nil && st.maxPriority <= int(best.Priority) {
+		if best != nil && st.maxPriority < int(best.Priority) {
 			break
 		}
 		if wc != nil {

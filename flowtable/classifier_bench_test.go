@@ -80,10 +80,10 @@ var benchTemplates = func() []maskTemplate {
 			exact(m, FieldInPort, r)
 			exact(m, FieldEthSrc, r)
 		}},
-		{"udp,tp_dst", func(m *Match, r *rand.Rand) {
+		{"udp,tp_src", func(m *Match, r *rand.Rand) {
 			ipv4(m)
 			m.SetUint64(FieldIPProto, IPProtoUDP)
-			exact(m, FieldUDPDst, r)
+			exact(m, FieldUDPSrc, r)
 		}},
 		{"tcp,nw_dst/24,tp_dst", func(m *Match, r *rand.Rand) {
 			ipv4(m)

@@ -32,9 +32,8 @@ func (f *Field) slotByteMask(i int) byte {
 	if f.Wide() {
 		return 0xff
 	}
-	var k Key
-	f.SetUint64(&k, f.lowMask())
-	return k[i]
+	m := f.lowMask() << f.Shift
+	return byte(m >> (8 * uint(f.Size-1-(i-f.Off))))
 }
 
 // SetUint64 makes the match require f == v exactly (fields up to 64 bits).

@@ -30,6 +30,9 @@ var (
 func (p *Packet) Extract(frame []byte) error {
 	p.Frame = frame
 	k := &p.Key
+	// Every return (fragments stop early) leaves base equal to the key:
+	// Commit writes what differs from base into the frame.
+	defer func() { p.base = p.Key }()
 	// Clear the packet-header part of the key (everything from vlan_tci on,
 	// except the tunnel metadata area and ct_ipv6 fields which are metadata).
 	clearHeaders(k)
@@ -245,7 +248,7 @@ func (p *Packet) Commit() {
 	case EthTypeIPv6:
 		p.commitIPv6()
 	case EthTypeARP, EthTypeRARP:
-		if p.L3 >= 0 && len(f) >= p.L3+28 {
+		if p.L3 >= 0 && len(f) >= p.L3+28 && (headerChanged(k, base, offArpSha, 14) || headerChanged(k, base, offNwSrc, 8)) {
 			b := f[p.L3:]
 			binary.BigEndian.PutUint16(b[6:], k.u16(offArpOp))
 			copy(b[8:14], k[offArpSha:offArpSha+6])

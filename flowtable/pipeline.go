@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"sort"
+	"sync"
 )
 
 // Conntrack is what the pipeline needs from a connection tracker. The
@@ -13,7 +13,8 @@ import (
 type Conntrack interface {
 	// Execute runs ct() on pkt. It must set pkt.Key's ct_state, ct_zone,
 	// ct_mark, ct_label and original-tuple fields; for NAT it rewrites
-	// pkt.Frame and calls pkt.Rebase.
+	// pkt.Frame and calls pkt.Rebase. req is only valid during the call
+	// (the pipeline reuses it).
 	Execute(pkt *Packet, req *CTRequest)
 }
 
@@ -113,11 +114,11 @@ type xlate struct {
 	sink      Sink
 	tr        *Trace
 	depth     int
-	res       *Result
+	res       Result // returned by value: a pointer to a Result would escape with x's other pointers
 	actionSet []Action
 	learned   []*Flow
 	exit      bool
-	mask      *Key // the current segment's megaflow mask
+	seg       int // the current segment: x.res.Masks[seg] is its megaflow mask
 	table     uint8
 	cookie    uint64
 	conjBuf   [16]*Rule
@@ -133,23 +134,21 @@ func (p *Pipeline) Run(pkt *Packet, sink Sink, tr *Trace) Result {
 
 // RunFrom is Run starting at table (packet-out to TABLE, resume).
 func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Result {
-	var res Result
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, res: &res}
-	res.Segments = 1
-	x.mask = &res.Masks[0]
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr}
+	x.res.Segments = 1
 	p.mu.RLock()
 	x.runTable(table)
 	if !x.exit && len(x.actionSet) > 0 {
 		x.execute(sortActionSet(x.actionSet))
 	}
 	p.mu.RUnlock()
-	if tr != nil && res.Outputs+res.PacketIns == 0 {
+	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key
 	}
 	for _, f := range x.learned {
 		p.addLearned(f)
 	}
-	return res
+	return x.res
 }
 
 func (p *Pipeline) addLearned(f *Flow) {
@@ -165,9 +164,19 @@ func (x *xlate) note(format string, args ...any) {
 }
 
 func (x *xlate) orMask(f *Field) {
-	m := f.slotMask()
-	x.mask.Or(&m)
+	if f.Wide() {
+		m := f.slotMask()
+		x.mask().Or(&m)
+		return
+	}
+	// Setting the field to all ones in the mask sets exactly its bits of
+	// the slot, without building and ORing a whole key (a third of a walk).
+	f.SetUint64(x.mask(), f.lowMask())
 }
+
+// mask returns the megaflow mask of the current segment. (It is an index,
+// not a pointer kept in x, so that x and its Result stay on the stack.)
+func (x *xlate) mask() *Key { return &x.res.Masks[x.seg] }
 
 // lookup finds the best rule in table t for the packet, with conjunctive
 // match semantics (ovs-fields(7) "Conjunctive Match Fields").
@@ -177,7 +186,7 @@ func (x *xlate) lookup(id uint8) *Rule {
 		return nil
 	}
 	k := &x.pkt.Key
-	hard := t.hard.lookup(k, x.mask)
+	hard := t.hard.lookup(k, x.mask())
 	if t.soft.n == 0 {
 		return hard
 	}
@@ -185,11 +194,11 @@ func (x *xlate) lookup(id uint8) *Rule {
 	if hard != nil {
 		hardPri = int(hard.Priority)
 	}
-	soft := t.soft.lookupAll(k, hardPri, x.mask, x.conjBuf[:0])
+	soft := t.soft.lookupAll(k, hardPri, x.mask(), x.conjBuf[:0])
 	if len(soft) == 0 {
 		return hard
 	}
-	sort.Slice(soft, func(i, j int) bool { return soft[i].Priority > soft[j].Priority })
+	sortByPriority(soft)
 	for i := 0; i < len(soft); {
 		j := i
 		for j < len(soft) && soft[j].Priority == soft[i].Priority {
@@ -201,6 +210,18 @@ func (x *xlate) lookup(id uint8) *Rule {
 		i = j
 	}
 	return hard
+}
+
+// sortByPriority sorts rules by priority, highest first, keeping the
+// order of equal priorities. It is an insertion sort over the few soft
+// rules a lookup collects: sort.Slice would box the slice and its closure
+// and make the translation state escape to the heap on every packet.
+func sortByPriority(rs []*Rule) {
+	for i := 1; i < len(rs); i++ {
+		for j := i; j > 0 && rs[j].Priority > rs[j-1].Priority; j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
 }
 
 // trySoftLevel checks the conjunctions of one priority level; for each one
@@ -243,7 +264,7 @@ func (x *xlate) trySoftLevel(t *table, level []*Rule) *Rule {
 		}
 		saved := k.ConjID()
 		k.SetConjID(s.id)
-		r := t.hard.lookup(k, x.mask)
+		r := t.hard.lookup(k, x.mask())
 		k.SetConjID(saved)
 		if r != nil {
 			return r
@@ -554,9 +575,15 @@ func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
 	return &g.Buckets[len(g.Buckets)-1]
 }
 
+// ctRequests recycles ct() requests: a request handed to the Conntrack
+// interface escapes, so a fresh one would be a heap allocation per packet.
+var ctRequests = sync.Pool{New: func() any { return new(CTRequest) }}
+
 func (x *xlate) conntrack(a *CT) {
 	k := &x.pkt.Key
-	req := CTRequest{Zone: a.Zone, Commit: a.Commit, Force: a.Force, Alg: a.Alg, NAT: a.NAT}
+	req := ctRequests.Get().(*CTRequest)
+	defer ctRequests.Put(req)
+	*req = CTRequest{Zone: a.Zone, Commit: a.Commit, Force: a.Force, Alg: a.Alg, NAT: a.NAT}
 	if a.ZoneSrc.Field != nil {
 		x.orMaskRange(a.ZoneSrc)
 		req.Zone = uint16(readRange(k, a.ZoneSrc))
@@ -587,7 +614,7 @@ func (x *xlate) conntrack(a *CT) {
 	saved := *x.pkt
 	x.pkt.Commit()
 	if x.p.Conntrack != nil {
-		x.p.Conntrack.Execute(x.pkt, &req)
+		x.p.Conntrack.Execute(x.pkt, req)
 	} else {
 		clearCt(k)
 		k.SetCtState(CtStateTrk | CtStateInv)
@@ -600,13 +627,13 @@ func (x *xlate) conntrack(a *CT) {
 		return
 	}
 	x.note("ct: recirculating to table %d with ct_state=%#x", a.Table, k.CtState())
-	savedMask := x.mask
+	savedSeg := x.seg
 	if x.res.Segments < MaxSegments {
-		x.mask = &x.res.Masks[x.res.Segments]
+		x.seg = x.res.Segments
 	}
 	x.res.Segments++
 	x.runTable(a.Table)
-	x.mask = savedMask
+	x.seg = savedSeg
 	// The rest of the action list continues with the state before ct().
 	x.pkt.Key, x.pkt.base = saved.Key, saved.base
 }
@@ -785,7 +812,15 @@ func sortActionSet(acts []Action) []Action {
 		}
 		return 4
 	}
-	sort.SliceStable(acts, func(i, j int) bool { return rank(acts[i]) < rank(acts[j]) })
+	// A stable insertion sort: the set holds a few actions, and
+	// sort.SliceStable would box the slice, which makes the whole
+	// translation state (and its Result) escape to the heap on every
+	// packet, action set or not.
+	for i := 1; i < len(acts); i++ {
+		for j := i; j > 0 && rank(acts[j]) < rank(acts[j-1]); j-- {
+			acts[j], acts[j-1] = acts[j-1], acts[j]
+		}
+	}
 	return acts
 }
 

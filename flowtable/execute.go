@@ -1,0 +1,39 @@
+package flowtable
+
+// Execute runs an action list on pkt outside any flow, the way OVS runs
+// the actions of an OpenFlow packet-out: pkt must have been extracted with
+// its in_port set (CONTROLLER and LOCAL are allowed). Besides every action
+// a flow may hold, the list may output to TABLE, which sends the packet
+// through the pipeline from table 0 as if it had been received on in_port
+// (OpenFlow 1.3 §7.3.7, OFPP_TABLE is only valid in packet-out). A
+// resubmit without a table looks up table 0. Packet-ins raised here carry
+// table 0 and the cookie 0xffffffffffffffff, since no flow caused them.
+func (p *Pipeline) Execute(pkt *Packet, acts []Action, sink Sink, tr *Trace) Result {
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: ^uint64(0)}
+	x.res.Segments = 1
+	p.mu.RLock()
+	for i, a := range acts {
+		if x.exit {
+			break
+		}
+		if o, ok := a.(*Output); ok && o.Port == PortTable {
+			x.note("output to TABLE: running the pipeline from table 0 with in_port %d", pkt.Key.InPort())
+			// Like a resubmit: an exit action or a pause inside the
+			// walk also ends the packet-out's own list, as in OVS.
+			x.runTable(0)
+			continue
+		}
+		x.execute(acts[i : i+1])
+	}
+	if !x.exit && len(x.actionSet) > 0 {
+		x.execute(sortActionSet(x.actionSet))
+	}
+	p.mu.RUnlock()
+	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
+		tr.Final = pkt.Key
+	}
+	for _, f := range x.learned {
+		p.addLearned(f)
+	}
+	return x.res
+}
