@@ -4,10 +4,10 @@ go 1.26.0
 
 require golang.org/x/sys v0.49.0
 
-require github.com/gopacket/gopacket v1.7.7
-
 require (
-	go.uber.org/multierr v1.10.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	github.com/gopacket/gopacket v1.7.7
+	go.uber.org/zap v1.28.0
+	gopkg.in/yaml.v3 v3.0.1
 )
+
+require go.uber.org/multierr v1.10.0 // indirect

@@ -86,7 +86,9 @@ type Bridge struct {
 	// pi.MaxLen). Set it before the first AddPort.
 	OnPacketIn func(pkt []byte, inPort uint32, pi *flowtable.PacketIn, key *flowtable.Key)
 	// OnPortStatus is told about every port added, deleted or modified
-	// (OFPT_PORT_STATUS). Set it before the first AddPort.
+	// (OFPT_PORT_STATUS). It is called with the bridge's port lock held,
+	// so it must not call AddPort, DelPort or SetPortConfig. Set it
+	// before the first AddPort.
 	OnPortStatus func(reason uint8, info PortInfo)
 
 	// mu serializes port changes; the packet path reads ports lock-free

@@ -553,3 +553,23 @@ func TestCloseStopsLoops(t *testing.T) {
 		t.Errorf("ports left after Close: %v", b.PortNumbers())
 	}
 }
+
+// Frames of one batch may share memory (an AF_PACKET ring block): a
+// push_vlan on one must not overwrite the next.
+func TestGrowingFrameKeepsBatchNeighbours(t *testing.T) {
+	b := newBridge(t, "in_port=1,actions=push_vlan:0x8100,mod_vlan_vid:10,output:2", false)
+	ps := addMemPorts(t, b, MemPortConfig{}, 1, 2)
+	f1 := frameOf(t, "udp,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=5,tp_dst=6")
+	f2 := frameOf(t, "udp,dl_src=02:00:00:00:00:03,dl_dst=02:00:00:00:00:04,nw_src=10.0.0.3,nw_dst=10.0.0.4,tp_src=7,tp_dst=8")
+	block := append(slices.Clone(f1), f2...)
+	frames := [][]byte{block[:len(f1)], block[len(f1):]}
+	l := newLoop(b, b.ports.Load().byNo[1])
+	l.process(frames)
+	if !bytes.Equal(block[len(f1):], f2) {
+		t.Fatalf("second frame of the block was overwritten:\n got %x\nwant %x", block[len(f1):], f2)
+	}
+	tagged := func(f []byte) []byte {
+		return slices.Concat(f[:12], []byte{0x81, 0x00, 0x00, 0x0a}, f[12:])
+	}
+	checkOutputs(t, sent(ps), map[uint32][][]byte{2: {tagged(f1), tagged(f2)}})
+}

@@ -97,7 +97,11 @@ func (l *loop) process(frames [][]byte) {
 		}
 		l.pkt.Key = flowtable.Key{}
 		l.pkt.Key.SetInPort(in.ofport)
-		if err := l.pkt.Extract(f); err != nil {
+		// Cap the frame at its length: ring ports hand out frames whose
+		// capacity runs into the next frames of the ring block, and an
+		// action that grows the frame (push_vlan) must reallocate
+		// rather than overwrite them.
+		if err := l.pkt.Extract(f[:len(f):len(f)]); err != nil {
 			bad++
 			continue
 		}

@@ -25,7 +25,7 @@ type classifier struct {
 type subtable struct {
 	mask        Key
 	words       []uint8 // indexes of the nonzero words of mask
-	buckets     map[uint64][]*Rule
+	buckets     hindex
 	maxPriority int
 	n           int
 }
@@ -35,7 +35,7 @@ func newClassifier() *classifier {
 }
 
 func newSubtable(mask *Key) *subtable {
-	st := &subtable{mask: *mask, buckets: map[uint64][]*Rule{}, maxPriority: -1}
+	st := &subtable{mask: *mask, maxPriority: -1}
 	for i := 0; i < KeyWords; i++ {
 		if mask.Word(i) != 0 {
 			st.words = append(st.words, uint8(i))
@@ -74,13 +74,13 @@ func (c *classifier) insert(r *Rule) {
 		c.subtables = append(c.subtables, st)
 	}
 	h := st.hash(&r.Match.Value)
-	b := st.buckets[h]
+	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
 	b = append(b, nil)
 	copy(b[i+1:], b[i:])
 	b[i] = r
-	st.buckets[h] = b
+	st.buckets.set(h, b)
 	st.n++
 	c.n++
 	if int(r.Priority) > st.maxPriority {
@@ -95,18 +95,14 @@ func (c *classifier) remove(r *Rule) {
 		return
 	}
 	h := st.hash(&r.Match.Value)
-	b := st.buckets[h]
+	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
 			b = append(b[:i], b[i+1:]...)
 			break
 		}
 	}
-	if len(b) == 0 {
-		delete(st.buckets, h)
-	} else {
-		st.buckets[h] = b
-	}
+	st.buckets.set(h, b)
 	st.n--
 	c.n--
 	if st.n == 0 {
@@ -121,11 +117,12 @@ func (c *classifier) remove(r *Rule) {
 	}
 	if int(r.Priority) == st.maxPriority {
 		st.maxPriority = -1
-		for _, b := range st.buckets {
+		st.buckets.each(func(b []*Rule) bool {
 			if p := int(b[0].Priority); p > st.maxPriority {
 				st.maxPriority = p
 			}
-		}
+			return true
+		})
 		c.sortSubtables()
 	}
 }
@@ -150,7 +147,7 @@ func (c *classifier) lookup(k *Key, wc *Key) *Rule {
 				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
 			}
 		}
-		for _, r := range st.buckets[st.hash(k)] {
+		for _, r := range st.buckets.get(st.hash(k)) {
 			if st.equal(k, r) {
 				if best == nil || r.Priority > best.Priority ||
 					(r.Priority == best.Priority && r.seq < best.seq) {
@@ -174,7 +171,7 @@ func (c *classifier) lookupAll(k *Key, minPriority int, wc *Key, out []*Rule) []
 				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
 			}
 		}
-		for _, r := range st.buckets[st.hash(k)] {
+		for _, r := range st.buckets.get(st.hash(k)) {
 			if int(r.Priority) > minPriority && st.equal(k, r) {
 				out = append(out, r)
 			}
@@ -189,7 +186,7 @@ func (c *classifier) find(m *Match, priority uint16) *Rule {
 	if st == nil {
 		return nil
 	}
-	for _, r := range st.buckets[st.hash(&m.Value)] {
+	for _, r := range st.buckets.get(st.hash(&m.Value)) {
 		if r.Priority == priority && r.Match.Value == m.Value {
 			return r
 		}
@@ -200,12 +197,18 @@ func (c *classifier) find(m *Match, priority uint16) *Rule {
 // each calls fn for every rule (in no particular order) until fn returns false.
 func (c *classifier) each(fn func(*Rule) bool) {
 	for _, st := range c.subtables {
-		for _, b := range st.buckets {
+		stop := false
+		st.buckets.each(func(b []*Rule) bool {
 			for _, r := range b {
 				if !fn(r) {
-					return
+					stop = true
+					return false
 				}
 			}
+			return true
+		})
+		if stop {
+			return
 		}
 	}
 }

@@ -1,0 +1,117 @@
+package flowtable
+
+// hindex is a small open-addressing hash table from a 64-bit hash to the
+// rules whose masked value has that hash. It replaces a Go map on the
+// lookup path: a probe is a multiply-free index and a compare, which
+// matters because a lookup probes one of these per subtable.
+type hindex struct {
+	slots []hslot
+	n     int // used slots
+}
+
+type hslot struct {
+	hash  uint64
+	rules []*Rule // nil: empty slot
+}
+
+func (h *hindex) get(hash uint64) []*Rule {
+	if len(h.slots) == 0 {
+		return nil
+	}
+	mask := uint64(len(h.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		s := &h.slots[i]
+		if s.rules == nil {
+			return nil
+		}
+		if s.hash == hash {
+			return s.rules
+		}
+	}
+}
+
+// set stores rules under hash (nil or empty removes the entry).
+func (h *hindex) set(hash uint64, rules []*Rule) {
+	if len(rules) == 0 {
+		h.remove(hash)
+		return
+	}
+	if (h.n+1)*2 > len(h.slots) {
+		h.grow()
+	}
+	mask := uint64(len(h.slots) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		s := &h.slots[i]
+		if s.rules == nil {
+			s.hash, s.rules = hash, rules
+			h.n++
+			return
+		}
+		if s.hash == hash {
+			s.rules = rules
+			return
+		}
+	}
+}
+
+func (h *hindex) grow() {
+	old := h.slots
+	size := 16
+	if len(old) > 0 {
+		size = len(old) * 2
+	}
+	h.slots = make([]hslot, size)
+	h.n = 0
+	for _, s := range old {
+		if s.rules != nil {
+			h.set(s.hash, s.rules)
+		}
+	}
+}
+
+// remove deletes hash with backward-shift deletion (no tombstones).
+func (h *hindex) remove(hash uint64) {
+	if len(h.slots) == 0 {
+		return
+	}
+	mask := uint64(len(h.slots) - 1)
+	i := hash & mask
+	for {
+		s := &h.slots[i]
+		if s.rules == nil {
+			return
+		}
+		if s.hash == hash {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	h.n--
+	for {
+		h.slots[i] = hslot{}
+		j := i
+		for {
+			j = (j + 1) & mask
+			s := h.slots[j]
+			if s.rules == nil {
+				return
+			}
+			home := s.hash & mask
+			// Move s back into the hole at i if its home is not in (i, j].
+			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+				h.slots[i] = s
+				i = j
+				break
+			}
+		}
+	}
+}
+
+// each calls fn for every bucket.
+func (h *hindex) each(fn func([]*Rule) bool) {
+	for _, s := range h.slots {
+		if s.rules != nil && !fn(s.rules) {
+			return
+		}
+	}
+}
