@@ -22,6 +22,9 @@ type FlowOp struct {
 	Filter FlowFilter
 	// ResetCounts: modify clears the counters of the flows it changes.
 	ResetCounts bool
+	// SetCookie: modify also replaces the cookie with Flow.Cookie
+	// (OpenFlow 1.0 and Nicira flow-mods do; 1.1+ never change it).
+	SetCookie bool
 }
 
 // OpResult reports what an operation did.
@@ -93,6 +96,9 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				oldFlow := r.Flow
 				nf := *r.Flow
 				nf.Actions = op.Flow.Actions
+				if op.SetCookie {
+					nf.Cookie = op.Flow.Cookie
+				}
 				t.cls(r).remove(r)
 				r.Flow = &nf
 				t.cls(r).insert(r)

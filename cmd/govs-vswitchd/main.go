@@ -49,7 +49,6 @@ func run(rundir, config, level string) error {
 		return fmt.Errorf("rundir: %w", err)
 	}
 	d := vswitchd.New(rundir, log)
-	setupOpenFlow(d)
 	defer d.Close()
 	if config != "" {
 		c, err := vswitchd.LoadConfig(config)

@@ -65,7 +65,7 @@ func startNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	n.log = f
-	args := n.ns.Command(vswitchd, "--rundir", n.rundir, "--log-level", "debug")
+	args := n.ns.Command(vswitchd, "--rundir", n.rundir, "--log-level", "info")
 	n.cmd = exec.Command(args[0], args[1:]...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	if err := n.cmd.Start(); err != nil {

@@ -67,6 +67,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	d.Openers["system"] = openSystem
 	d.Openers[""] = openSystem
 	d.Openers["internal"] = openInternal
+	d.OpenFlow = OpenFlowBridge
 	return d
 }
 
@@ -143,6 +144,7 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	ctx, cancel := context.WithCancel(d.ctx)
 	b.cancel = cancel
 	if d.OpenFlow != nil {
+		mk := d.OpenFlow(dp, log)
 		targets := append([]string{"punix:" + d.MgmtSocket(cfg.Name)}, cfg.Listeners...)
 		for _, ts := range targets {
 			t, err := ofproto.ParseTarget(ts)
@@ -151,7 +153,6 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 				ln, err = ofproto.Listen(t)
 				if err == nil {
 					b.listeners = append(b.listeners, ln)
-					mk := d.OpenFlow(dp, log)
 					b.wg.Add(1)
 					go func() {
 						defer b.wg.Done()
@@ -175,7 +176,6 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 				return fmt.Errorf("bridge %s: controller %q: must be tcp:IP[:PORT] or unix:PATH", cfg.Name, cs)
 			}
 			ctl := &ofproto.Controller{Target: t}
-			mk := d.OpenFlow(dp, log)
 			b.wg.Add(1)
 			go func() {
 				defer b.wg.Done()

@@ -48,8 +48,9 @@ type FlowStatsRequest struct {
 }
 
 // FlowStats is one flow entry of a flow stats reply: nx_flow_stats (NX),
+// ofp10_flow_stats (plain OF1.0 OFPST_FLOW, Match10 and Actions),
 // ofp11_flow_stats (1.3) or ofp15_flow_desc (1.5, Stats holds the raw
-// ofp_stats block including padding).
+// ofp_stats block including padding; see DecodeOXSStats).
 type FlowStats struct {
 	TableID      uint8
 	DurationSec  uint32
@@ -65,9 +66,10 @@ type FlowStats struct {
 	PacketCount  uint64
 	ByteCount    uint64
 	Match        []MatchField
+	Match10      Match10 // OF1.0 ofp10_flow_stats
 	Stats        []byte
 	Instructions []Instruction
-	Actions      []Action // NX
+	Actions      []Action // NX and OF1.0
 }
 
 // DescStats is the OFPMP_DESC reply body.
@@ -103,8 +105,22 @@ type Multipart struct {
 	Desc        *DescStats
 	Ports       []Port
 	GroupDescs  []GroupDesc
-	// ID is the port/group/meter/table id of requests that carry one
-	// (1.5 port desc, port stats, group, group desc 1.5, meter).
+
+	// Typed bodies of multipart_stats.go and table_features.go; at most
+	// one is set. Object is the one-object selector of port/queue/group/
+	// meter stats, meter config and 1.5 port/group desc requests.
+	Object        *ObjectRequest
+	Tables        []TableStats
+	PortStats     []PortStats
+	Queues        []QueueStats
+	Aggregate     *AggregateStats
+	Groups        []GroupStats
+	GroupFeatures *GroupFeatures
+	Meters        []MeterStats
+	MeterConfigs  []MeterConfig
+	MeterFeatures *MeterFeatures
+	TableFeatures []TableFeatures // request (set) or reply
+
 	Body []byte
 }
 
@@ -167,6 +183,8 @@ func (m *Multipart) EncodeBody(v uint8, b []byte) ([]byte, error) {
 			}
 		}
 		return b, nil
+	case m.hasStatsBody():
+		return m.encodeStatsBody(v, b)
 	}
 	return append(b, m.Body...), nil
 }
@@ -175,7 +193,7 @@ func (m *Multipart) isFlowReply(v uint8) bool {
 	if m.Type == OFPMP_EXPERIMENTER {
 		return m.isNX() && m.ExpType == NXST_FLOW
 	}
-	return m.Type == OFPMP_FLOW && v != OFP10
+	return m.Type == OFPMP_FLOW
 }
 
 func (d *Decoder) decodeMultipartRequest(body []byte) (*Multipart, error) {
@@ -239,7 +257,10 @@ func (d *Decoder) decodeMultipart(body []byte, reply bool) (*Multipart, error) {
 			m.GroupDescs = []GroupDesc{}
 		}
 	default:
-		m.Body = p
+		var typed bool
+		if typed, err = d.decodeStatsBody(m, p); !typed {
+			m.Body = p
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("multipart type %d: %w", m.Type, err)
@@ -322,6 +343,9 @@ func appendFlowStats(b []byte, v uint8, f *FlowStats, nx bool) ([]byte, error) {
 		}
 		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
 		b, err = AppendActions(b, v, f.Actions)
+	case v == OFP10:
+		b = appendFlowStats10(b, f)
+		b, err = AppendActions(b, v, f.Actions)
 	case v == OFP15:
 		b = zeros(put16(b, 0), 2)
 		b = zeros(append(b, f.TableID), 1)
@@ -362,6 +386,8 @@ func (d *Decoder) decodeFlowStats(p []byte, nx bool) ([]FlowStats, error) {
 		switch {
 		case nx:
 			minLen = 48
+		case v == OFP10:
+			minLen = flowStats10Len
 		case v == OFP15:
 			minLen = 32
 		}
@@ -382,6 +408,11 @@ func (d *Decoder) decodeFlowStats(p []byte, nx bool) ([]FlowStats, error) {
 				return nil, err
 			}
 			if f.Actions, err = d.DecodeActions(e[48+ml:]); err != nil {
+				return nil, err
+			}
+		case v == OFP10:
+			decodeFlowStats10(e, &f)
+			if f.Actions, err = d.DecodeActions(e[flowStats10Len:]); err != nil {
 				return nil, err
 			}
 		case v == OFP15:

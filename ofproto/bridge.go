@@ -1,0 +1,323 @@
+package ofproto
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/wire"
+)
+
+// PortInfo is what the OpenFlow side knows about a port.
+type PortInfo struct {
+	No     uint32
+	Name   string
+	HWAddr [6]byte
+	Config uint32 // OFPPC_* bits
+	State  uint32 // OFPPS_* bits
+	MTU    int
+	Stats  PortStats
+}
+
+// PortStats are a port's counters.
+type PortStats struct {
+	RxPackets, RxBytes, RxDropped, RxErrors uint64
+	TxPackets, TxBytes, TxDropped, TxErrors uint64
+}
+
+// Datapath is what an OpenFlow bridge needs from the packet side.
+type Datapath interface {
+	Name() string
+	DatapathID() uint64
+	Pipeline() *flowtable.Pipeline
+	Ports() []PortInfo
+	// SetPortConfig applies a port-mod (config bits under mask).
+	SetPortConfig(no, config, mask uint32) error
+	// PacketOut runs a controller's packet-out.
+	PacketOut(frame []byte, inPort uint32, actions []flowtable.Action) error
+}
+
+// Bridge serves OpenFlow for one bridge: it keeps the controller
+// connections, applies their requests to the pipeline and sends them the
+// asynchronous messages (packet-in, port-status, flow-removed).
+type Bridge struct {
+	dp      Datapath
+	p       *flowtable.Pipeline
+	log     *zap.Logger
+	started time.Time
+
+	mu    sync.Mutex
+	conns map[*Conn]struct{}
+	// genID is the master's generation id (role requests).
+	genID    uint64
+	hasGenID bool
+}
+
+// NewBridge returns the OpenFlow side of a datapath bridge.
+func NewBridge(dp Datapath, log *zap.Logger) *Bridge {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Bridge{dp: dp, p: dp.Pipeline(), log: log, started: time.Now(), conns: map[*Conn]struct{}{}}
+}
+
+// Handlers returns the factory listeners use: every connection of the
+// bridge shares it.
+func (b *Bridge) Handlers() HandlerFactory {
+	return func() Handler { return b }
+}
+
+// Closed implements Handler.
+func (b *Bridge) Closed(c *Conn) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+}
+
+func (b *Bridge) register(c *Conn) {
+	b.mu.Lock()
+	b.conns[c] = struct{}{}
+	b.mu.Unlock()
+}
+
+// connections returns the current connections.
+func (b *Bridge) connections() []*Conn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*Conn, 0, len(b.conns))
+	for c := range b.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func ofpErr(c *Conn, sym wire.ErrorCode, format string, args ...any) error {
+	e := wire.NewError(c.Version(), sym)
+	e.Detail = fmt.Sprintf(format, args...)
+	return e
+}
+
+// HandleMessage implements Handler.
+func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Message) error {
+	b.register(c)
+	switch m := m.(type) {
+	case *wire.FeaturesRequest:
+		return c.Send(h.Xid, b.features(c))
+	case *wire.GetConfigRequest:
+		return c.Send(h.Xid, &wire.SwitchConfig{Reply: true, Flags: c.State.ConfigFlags, MissSendLen: c.State.MissSendLen})
+	case *wire.SwitchConfig:
+		if m.Reply {
+			return ofpErr(c, wire.OFPBRC_BAD_TYPE, "unexpected get-config reply")
+		}
+		c.State.ConfigFlags, c.State.MissSendLen = m.Flags, m.MissSendLen
+		return nil
+	case *wire.BarrierRequest:
+		// Requests are processed in order, so every earlier one is done.
+		return c.Send(h.Xid, &wire.BarrierReply{})
+	case *wire.RoleMsg:
+		return b.role(c, h, m)
+	case *wire.GetAsyncRequest:
+		return c.Send(h.Xid, &wire.AsyncConfig{Reply: true,
+			PacketInMask: [2]uint32{0x7, 0}, PortStatusMask: [2]uint32{0x7, 0x7}, FlowRemovedMask: [2]uint32{0xf, 0}})
+	case *wire.AsyncConfig:
+		return nil // accepted; every connection gets every async message today
+	case *wire.NXSetFlowFormat:
+		if m.Format != 0 && m.Format != 2 {
+			return ofpErr(c, wire.OFPBRC_EPERM, "flow format %d", m.Format)
+		}
+		c.State.FlowFormat = m.Format
+		return nil
+	case *wire.NXFlowModTableID:
+		c.State.FlowModTableID = m.Set != 0
+		return nil
+	case *wire.NXSetPacketInFormat:
+		if m.Format > 2 {
+			return ofpErr(c, wire.OFPBRC_EPERM, "packet-in format %d", m.Format)
+		}
+		c.State.PacketInFormat = m.Format
+		return nil
+	case *wire.NXSetControllerID:
+		c.State.ControllerID = m.ControllerID
+		return nil
+	case *wire.NXTLVTableMod:
+		return b.tlvMod(c, m)
+	case *wire.NXTLVTableRequest:
+		return c.Send(h.Xid, b.tlvReply())
+	case *wire.PortMod:
+		return b.portMod(c, m)
+	case *wire.TableMod:
+		return nil // table config (eviction, vacancy) is accepted and ignored, as OVS mostly does
+	case *wire.FlowMod:
+		if err := b.slaveCheck(c); err != nil {
+			return err
+		}
+		return b.flowMods(c, []flowModReq{{h, raw, m}}, false)
+	case *wire.GroupMod:
+		if err := b.slaveCheck(c); err != nil {
+			return err
+		}
+		return b.groupMod(c, m)
+	case *wire.MeterMod:
+		return nil // meters are accepted; the slow path does not rate-limit yet
+	case *wire.PacketOut:
+		if err := b.slaveCheck(c); err != nil {
+			return err
+		}
+		return b.packetOut(c, m)
+	case *wire.Multipart:
+		return b.multipart(c, h, m)
+	case *wire.BundleControl:
+		return b.bundleControl(c, h, m)
+	case *wire.BundleAdd:
+		return b.bundleAdd(c, h, raw, m)
+	case *wire.ErrorMsg, *wire.BarrierReply, *wire.FeaturesReply, *wire.PortStatus, *wire.PacketIn, *wire.FlowRemoved:
+		return nil // replies and async messages from a peer that is itself a switch
+	}
+	return ofpErr(c, wire.OFPBRC_BAD_TYPE, "message %T not supported", m)
+}
+
+// slaveCheck refuses state changes from a slave controller (OFPBRC_IS_SECONDARY).
+func (b *Bridge) slaveCheck(c *Conn) error {
+	if c.State.Role == 3 {
+		return ofpErr(c, wire.OFPBRC_IS_SECONDARY, "controller is a slave")
+	}
+	return nil
+}
+
+func (b *Bridge) role(c *Conn, h wire.Header, m *wire.RoleMsg) error {
+	switch m.Role {
+	case 0: // NOCHANGE
+	case 1, 2, 3:
+		if m.Role != 1 {
+			b.mu.Lock()
+			if b.hasGenID && int64(m.GenerationID-b.genID) < 0 {
+				b.mu.Unlock()
+				return ofpErr(c, wire.OFPRRFC_STALE, "stale generation id")
+			}
+			b.genID, b.hasGenID = m.GenerationID, true
+			b.mu.Unlock()
+		}
+		if m.Role == 2 {
+			// A new master demotes the old one to slave.
+			for _, o := range b.connections() {
+				if o != c && o.State.Role == 2 {
+					o.State.Role = 3
+				}
+			}
+		}
+		c.State.Role = m.Role
+	default:
+		return ofpErr(c, wire.OFPRRFC_BAD_ROLE, "role %d", m.Role)
+	}
+	b.mu.Lock()
+	gen := b.genID
+	b.mu.Unlock()
+	return c.Send(h.Xid, &wire.RoleMsg{Reply: true, Role: c.State.Role, GenerationID: gen})
+}
+
+func (b *Bridge) tlvMod(c *Conn, m *wire.NXTLVTableMod) error {
+	var ms []flowtable.TLVMapping
+	for _, x := range m.Maps {
+		ms = append(ms, flowtable.TLVMapping{Class: x.OptClass, Type: x.OptType, Len: x.OptLen, Index: int(x.Index)})
+	}
+	switch m.Command {
+	case 0: // NXTTMC_ADD
+		if err := b.p.TLV.Add(ms...); err != nil {
+			return ofpErr(c, wire.NXTTMFC_ALREADY_MAPPED, "%v", err)
+		}
+	case 1: // NXTTMC_DELETE
+		var idx []int
+		for _, x := range ms {
+			idx = append(idx, x.Index)
+		}
+		if err := b.p.TLV.Delete(idx...); err != nil {
+			return ofpErr(c, wire.NXTTMFC_INVALID_TLV_DEL, "%v", err)
+		}
+	case 2: // NXTTMC_CLEAR
+		b.p.TLV.Delete()
+	default:
+		return ofpErr(c, wire.NXTTMFC_BAD_COMMAND, "command %d", m.Command)
+	}
+	b.p.Generation.Add(1)
+	return nil
+}
+
+func (b *Bridge) tlvReply() *wire.NXTLVTableReply {
+	r := &wire.NXTLVTableReply{MaxOptionSpace: flowtable.TunMetadataSize, MaxFields: 64}
+	for _, m := range b.p.TLV.Mappings() {
+		r.Maps = append(r.Maps, wire.NXTLVMap{OptClass: m.Class, OptType: m.Type, OptLen: m.Len, Index: uint16(m.Index)})
+	}
+	return r
+}
+
+func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
+	r := &wire.FeaturesReply{DatapathID: b.dp.DatapathID(), NBuffers: 0, NTables: 254,
+		// FLOW_STATS | TABLE_STATS | PORT_STATS | GROUP_STATS (1.1+) | QUEUE_STATS
+		Capabilities: 0x1 | 0x2 | 0x4 | 0x40}
+	if c.Version() == wire.OFP10 {
+		r.Capabilities = 0x1 | 0x2 | 0x4 | 0x40 | 0x80 // + ARP_MATCH_IP
+		r.Actions = 0xfff                              // every OFPAT10 action
+		for _, p := range b.dp.Ports() {
+			r.Ports = append(r.Ports, portToWire(p))
+		}
+	} else {
+		r.Capabilities |= 0x8 // GROUP_STATS
+	}
+	return r
+}
+
+func portToWire(p PortInfo) wire.Port {
+	w := wire.Port{PortNo: p.No, HWAddr: p.HWAddr, Config: p.Config, State: p.State,
+		Curr: 0x800 | 0x2000, CurrSpeed: 10000000, MaxSpeed: 0} // 10GB_FD, COPPER
+	copy(w.Name[:15], p.Name)
+	if p.No >= flowtable.PortMax {
+		w.PortNo = p.No
+	}
+	return w
+}
+
+func (b *Bridge) portMod(c *Conn, m *wire.PortMod) error {
+	for _, p := range b.dp.Ports() {
+		if p.No == portFromWire(c, m.PortNo) {
+			if p.HWAddr != m.HWAddr {
+				return ofpErr(c, wire.OFPPMFC_BAD_HW_ADDR, "port %d has hardware address %x", p.No, p.HWAddr)
+			}
+			if err := b.dp.SetPortConfig(p.No, m.Config, m.Mask); err != nil {
+				return ofpErr(c, wire.OFPPMFC_BAD_CONFIG, "%v", err)
+			}
+			return nil
+		}
+	}
+	return ofpErr(c, wire.OFPPMFC_BAD_PORT, "no port %d", m.PortNo)
+}
+
+// portFromWire maps a wire port number (32-bit in 1.1+) to the model's.
+func portFromWire(c *Conn, p uint32) uint32 {
+	if c.Version() != wire.OFP10 && p >= 0xffffff00 {
+		return p - 0xffffff00 + 0xff00
+	}
+	return p
+}
+
+// portToWireNo maps a model port number to the connection's version.
+func portToWireNo(c *Conn, p uint32) uint32 {
+	if c.Version() != wire.OFP10 && p >= flowtable.PortMax {
+		return p - 0xff00 + 0xffffff00
+	}
+	return p
+}
+
+// PortStatus announces a port change to every connection.
+func (b *Bridge) PortStatus(reason uint8, p PortInfo) {
+	for _, c := range b.connections() {
+		if err := c.Send(c.NextXid(), &wire.PortStatus{Reason: reason, Port: portToWire(p)}); err != nil {
+			b.log.Debug("port-status not sent", zap.Error(err))
+		}
+	}
+}
+
+var errNotImplemented = errors.New("not implemented")

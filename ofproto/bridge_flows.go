@@ -1,0 +1,287 @@
+package ofproto
+
+import (
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/translate"
+	"github.com/govs-project/govs/ofproto/wire"
+)
+
+// flowModReq is one flow-mod as received (directly or in a bundle).
+type flowModReq struct {
+	h   wire.Header
+	raw []byte
+	m   *wire.FlowMod
+}
+
+// flowMods applies flow-mods; atomic means all or nothing (bundles).
+func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, atomic bool) error {
+	ops := make([]flowtable.FlowOp, 0, len(reqs))
+	fms := make([]*translate.FlowMod, 0, len(reqs))
+	for _, r := range reqs {
+		fm, err := translate.FlowModFromWireTID(r.m, c.Version(), b.p.TLV, c.State.FlowModTableID)
+		if err != nil {
+			return err
+		}
+		op, err := b.flowOp(c, fm)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, op)
+		fms = append(fms, fm)
+	}
+	results, err := b.p.Apply(ops)
+	if err != nil {
+		return b.applyError(c, err)
+	}
+	for i, res := range results {
+		for _, r := range res.Removed {
+			if r.Flags&flowtable.FlagSendFlowRem != 0 {
+				b.flowRemoved(r, 2) // OFPRR_DELETE
+			}
+		}
+		// OpenFlow 1.0: a modify that changes nothing adds the flow.
+		if res.Modified == 0 && (ops[i].Kind == flowtable.OpModify || ops[i].Kind == flowtable.OpModifyStrict) &&
+			c.Version() == wire.OFP10 && fms[i].Flow.Table != translate.TableAll {
+			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: &fms[i].Flow}
+			if _, err := b.p.Apply([]flowtable.FlowOp{add}); err != nil {
+				return b.applyError(c, err)
+			}
+		}
+		if fms[i].BufferID != wire.OFP_NO_BUFFER {
+			// govs does not buffer packets (n_buffers=0): like OVS, say so.
+			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", fms[i].BufferID)
+		}
+	}
+	return nil
+}
+
+// flowOp maps a translated flow-mod to a pipeline operation.
+func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error) {
+	f := &fm.Flow
+	op := flowtable.FlowOp{Flow: f, ResetCounts: fm.ResetCounts, SetCookie: fm.ModifyCookie}
+	ff := flowtable.FlowFilter{Table: f.Table, Match: f.Match, Priority: f.Priority,
+		Cookie: fm.Cookie, CookieMask: fm.CookieMask, OutPort: fm.OutPort, OutGroup: fm.OutGroup}
+	op.Filter = ff
+	switch fm.Command {
+	case uint8(wire.OFPFC_ADD):
+		if f.Table == translate.TableAll {
+			return op, ofpErr(c, wire.OFPFMFC_BAD_TABLE_ID, "add to table 255")
+		}
+		op.Kind = flowtable.OpAdd
+	case uint8(wire.OFPFC_MODIFY):
+		op.Kind = flowtable.OpModify
+	case uint8(wire.OFPFC_MODIFY_STRICT):
+		op.Kind = flowtable.OpModifyStrict
+	case uint8(wire.OFPFC_DELETE):
+		op.Kind = flowtable.OpDelete
+	case uint8(wire.OFPFC_DELETE_STRICT):
+		op.Kind = flowtable.OpDeleteStrict
+	default:
+		return op, ofpErr(c, wire.OFPFMFC_BAD_COMMAND, "command %d", fm.Command)
+	}
+	if op.Kind != flowtable.OpAdd && op.Kind != flowtable.OpDelete && op.Kind != flowtable.OpDeleteStrict {
+		// Modify keeps the selection and takes the new actions.
+		op.Flow = f
+	}
+	return op, nil
+}
+
+// applyError maps a pipeline error to the OpenFlow error OVS sends.
+func (b *Bridge) applyError(c *Conn, err error) error {
+	var oe *wire.OFPError
+	switch {
+	case errors.As(err, &oe):
+		return err
+	case errors.Is(err, flowtable.ErrOverlap):
+		return ofpErr(c, wire.OFPFMFC_OVERLAP, "%v", err)
+	case errors.Is(err, flowtable.ErrUnknownGroup):
+		return ofpErr(c, wire.OFPBAC_BAD_OUT_GROUP, "%v", err)
+	case errors.Is(err, flowtable.ErrBadTable):
+		return ofpErr(c, wire.OFPFMFC_BAD_TABLE_ID, "%v", err)
+	}
+	return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
+}
+
+// flowRemoved sends OFPT_FLOW_REMOVED to every connection.
+func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
+	for _, c := range b.connections() {
+		match, err := translate.MatchToWire(&r.Match, c.Version(), b.p.TLV)
+		if err != nil {
+			continue
+		}
+		d := time.Since(r.Stats.Created)
+		fr := &wire.FlowRemoved{Cookie: r.Cookie, Priority: r.Priority, Reason: reason, TableID: r.Table,
+			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			IdleTimeout: r.IdleTimeout, HardTimeout: r.HardTimeout,
+			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load(), Match: match}
+		if c.Version() == wire.OFP10 {
+			continue // OpenFlow 1.0 peers would need NXT_FLOW_REMOVED (not sent yet)
+		}
+		if err := c.Send(c.NextXid(), fr); err != nil {
+			b.log.Debug("flow-removed not sent", zap.Error(err))
+		}
+	}
+}
+
+// flowFilterFromRequest builds the selection of a flow/aggregate stats request.
+func (b *Bridge) flowFilterFromRequest(c *Conn, req *wire.FlowStatsRequest) (flowtable.FlowFilter, error) {
+	ff := flowtable.AllFlows()
+	ff.Table = req.TableID
+	ff.Cookie, ff.CookieMask = req.Cookie, req.CookieMask
+	ff.OutPort = portFromWire(c, req.OutPort)
+	if c.Version() != wire.OFP10 && req.OutPort == wire.OFPP_ANY {
+		ff.OutPort = flowtable.PortNone
+	}
+	ff.OutGroup = req.OutGroup
+	if c.Version() == wire.OFP10 {
+		ff.OutGroup = translate.GroupAny // OpenFlow 1.0 requests have no out_group
+	}
+	var err error
+	if c.Version() == wire.OFP10 && len(req.Match) == 0 && req.Match10.Wildcards != 0 {
+		ff.Match = translate.MatchFromMatch10(&req.Match10)
+	} else {
+		ff.Match, err = translate.MatchFromWireVersion(c.Version(), req.Match, b.p.TLV)
+	}
+	return ff, err
+}
+
+// flowStats answers a flow stats request (dump-flows), split into replies
+// under 64 KB with the MORE flag.
+func (b *Bridge) flowStats(c *Conn, h wire.Header, m *wire.Multipart) error {
+	ff, err := b.flowFilterFromRequest(c, m.FlowRequest)
+	if err != nil {
+		return err
+	}
+	rules := b.p.Flows(&ff)
+	now := time.Now()
+	flows := make([]wire.FlowStats, 0, len(rules))
+	for _, r := range rules {
+		d := now.Sub(r.Stats.Created)
+		fs := &translate.FlowStats{Flow: r.Flow, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
+			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
+		w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)
+		if err != nil {
+			b.log.Warn("flow not encodable in this version", zap.Error(err))
+			continue
+		}
+		flows = append(flows, w)
+	}
+	return sendSplit(c, h, m, len(flows), func(rep *wire.Multipart, lo, hi int) { rep.Flows = flows[lo:hi] })
+}
+
+// sendSplit sends a multipart reply whose n items are set by fill, in as
+// many messages as needed (OFPMPF_REPLY_MORE on all but the last).
+func sendSplit(c *Conn, h wire.Header, req *wire.Multipart, n int, fill func(rep *wire.Multipart, lo, hi int)) error {
+	chunk := 64
+	lo := 0
+	for {
+		hi := min(lo+chunk, n)
+		rep := &wire.Multipart{Reply: true, Type: req.Type, Experimenter: req.Experimenter, ExpType: req.ExpType}
+		fill(rep, lo, hi)
+		if hi < n {
+			rep.Flags = wire.OFPMPF_REPLY_MORE
+		}
+		err := c.SendNoFlush(h.Xid, rep)
+		if err != nil && chunk > 1 {
+			chunk /= 2 // too large for one message: use smaller pieces
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		lo = hi
+		if lo >= n {
+			return c.Flush()
+		}
+	}
+}
+
+func (b *Bridge) aggregate(c *Conn, h wire.Header, m *wire.Multipart) error {
+	ff, err := b.flowFilterFromRequest(c, m.FlowRequest)
+	if err != nil {
+		return err
+	}
+	agg := &wire.AggregateStats{}
+	for _, r := range b.p.Flows(&ff) {
+		agg.PacketCount += r.Stats.Packets.Load()
+		agg.ByteCount += r.Stats.Bytes.Load()
+		agg.FlowCount++
+	}
+	return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, Experimenter: m.Experimenter, ExpType: m.ExpType, Aggregate: agg})
+}
+
+func (b *Bridge) groupMod(c *Conn, m *wire.GroupMod) error {
+	gm, err := translate.GroupModFromWire(m, c.Version(), b.p.TLV)
+	if err != nil {
+		return err
+	}
+	switch gm.Command {
+	case wire.OFPGC_ADD:
+		if err := b.p.AddGroup(gm.Group); err != nil {
+			return ofpErr(c, wire.OFPGMFC_GROUP_EXISTS, "%v", err)
+		}
+	case wire.OFPGC_MODIFY:
+		if err := b.p.ModifyGroup(gm.Group); err != nil {
+			return ofpErr(c, wire.OFPGMFC_UNKNOWN_GROUP, "%v", err)
+		}
+	case wire.OFPGC_DELETE:
+		b.p.DeleteGroup(gm.Group.ID)
+	default:
+		return ofpErr(c, wire.OFPGMFC_BAD_COMMAND, "group command %d", gm.Command)
+	}
+	return nil
+}
+
+func (b *Bridge) groupDescs(c *Conn, h wire.Header, m *wire.Multipart) error {
+	var descs []wire.GroupDesc
+	for _, g := range b.p.Groups() {
+		d, err := translate.GroupDescToWire(g, c.Version(), b.p.TLV)
+		if err != nil {
+			return err
+		}
+		descs = append(descs, d)
+	}
+	return sendSplit(c, h, m, len(descs), func(rep *wire.Multipart, lo, hi int) { rep.GroupDescs = descs[lo:hi] })
+}
+
+func (b *Bridge) groupStats(c *Conn, h wire.Header, m *wire.Multipart) error {
+	var gs []wire.GroupStats
+	for _, g := range b.p.Groups() {
+		s := wire.GroupStats{GroupID: g.ID, PacketCount: g.Packets.Load(), ByteCount: g.Bytes.Load()}
+		for range g.Buckets {
+			s.Buckets = append(s.Buckets, wire.BucketCounter{})
+		}
+		gs = append(gs, s)
+	}
+	return sendSplit(c, h, m, len(gs), func(rep *wire.Multipart, lo, hi int) { rep.Groups = gs[lo:hi] })
+}
+
+func (b *Bridge) packetOut(c *Conn, m *wire.PacketOut) error {
+	if m.BufferID != wire.OFP_NO_BUFFER {
+		return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", m.BufferID)
+	}
+	acts, err := translate.ActionsFromWire(c.Version(), m.Actions, b.p.TLV)
+	if err != nil {
+		return err
+	}
+	inPort := portFromWire(c, m.InPort)
+	if c.Version() == wire.OFP15 && len(m.Match) > 0 {
+		match, err := translate.MatchFromWireVersion(c.Version(), m.Match, b.p.TLV)
+		if err != nil {
+			return err
+		}
+		if v, mk := match.Uint64(flowtable.FieldInPort); mk != 0 {
+			inPort = uint32(v)
+		}
+	}
+	if err := b.dp.PacketOut(m.Data, inPort, acts); err != nil {
+		return ofpErr(c, wire.OFPBRC_BAD_PACKET, "%v", err)
+	}
+	return nil
+}
