@@ -55,6 +55,8 @@ type Bridge struct {
 	// genID is the master's generation id (role requests).
 	genID    uint64
 	hasGenID bool
+	// tableNames are the table names a controller set (table features).
+	tableNames map[uint8]string
 }
 
 // NewBridge returns the OpenFlow side of a datapath bridge.

@@ -84,11 +84,33 @@ func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error
 	default:
 		return op, ofpErr(c, wire.OFPFMFC_BAD_COMMAND, "command %d", fm.Command)
 	}
-	if op.Kind != flowtable.OpAdd && op.Kind != flowtable.OpDelete && op.Kind != flowtable.OpDeleteStrict {
-		// Modify keeps the selection and takes the new actions.
-		op.Flow = f
+	if op.Kind == flowtable.OpAdd || op.Kind == flowtable.OpModify || op.Kind == flowtable.OpModifyStrict {
+		if err := f.Validate(); err != nil {
+			return op, validationError(c, err)
+		}
 	}
 	return op, nil
+}
+
+// validationError maps a flow the model refuses to OVS's OpenFlow error.
+func validationError(c *Conn, err error) error {
+	ve, ok := err.(*flowtable.ValidationError)
+	if !ok {
+		return ofpErr(c, wire.OFPBAC_BAD_ARGUMENT, "%v", err)
+	}
+	sym := map[flowtable.ValidationKind]wire.ErrorCode{
+		flowtable.BadInstructionOrder:  wire.OFPBIC_UNSUP_INST,
+		flowtable.DuplicateInstruction: wire.OFPBIC_DUP_INST,
+		flowtable.BadGotoTable:         wire.OFPBIC_BAD_TABLE_ID,
+		flowtable.BadOutPort:           wire.OFPBAC_BAD_OUT_PORT,
+		flowtable.MatchInconsistent:    wire.OFPBAC_MATCH_INCONSISTENT,
+		flowtable.ReadOnlyField:        wire.OFPBAC_BAD_SET_ARGUMENT,
+		flowtable.ConjunctionMixed:     wire.OFPBAC_BAD_ARGUMENT,
+	}[ve.Kind]
+	if sym == 0 {
+		sym = wire.OFPBAC_BAD_ARGUMENT
+	}
+	return ofpErr(c, sym, "%s", ve.Msg)
 }
 
 // applyError maps a pipeline error to the OpenFlow error OVS sends.

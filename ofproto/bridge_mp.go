@@ -136,13 +136,32 @@ func (b *Bridge) portStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 	return sendSplit(c, h, m, len(ps), func(rep *wire.Multipart, lo, hi int) { rep.PortStats = ps[lo:hi] })
 }
 
-// tableFeatures answers a table features request: the features of the 254
-// tables (a set request, as Antrea sends, is accepted and answered with the
-// same tables: govs tables have no per-table restrictions to change).
+// tableFeatures answers a table features request. A get is answered
+// with the tables' features; a set (Antrea's ofnet sends one, split over
+// many requests with OFPMPF_REQ_MORE and one xid) is collected until its
+// last part, remembered, and answered with the tables it set: govs tables
+// have no per-table restrictions, so the names are what changes.
 func (b *Bridge) tableFeatures(c *Conn, h wire.Header, m *wire.Multipart) error {
-	tables := make([]wire.TableFeatures, 0, 254)
-	for id := 0; id < 254; id++ {
-		tables = append(tables, wire.DefaultTableFeatures(uint8(id), "", c.Version()))
+	if m.TableFeatures != nil {
+		c.State.pendingTableFeatures = append(c.State.pendingTableFeatures, m.TableFeatures...)
+		if m.Flags&wire.OFPMPF_REQ_MORE != 0 {
+			return nil
+		}
+		set := c.State.pendingTableFeatures
+		c.State.pendingTableFeatures = nil
+		b.mu.Lock()
+		b.tableNames = map[uint8]string{}
+		for i := range set {
+			b.tableNames[set[i].TableID] = set[i].NameString()
+		}
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	names := b.tableNames
+	b.mu.Unlock()
+	tables := make([]wire.TableFeatures, 0, wire.DefaultNumTables)
+	for id := 0; id < wire.DefaultNumTables; id++ {
+		tables = append(tables, wire.DefaultTableFeatures(uint8(id), names[uint8(id)], c.Version()))
 	}
 	reps, err := wire.TableFeaturesReplies(c.Version(), tables, 0)
 	if err != nil {

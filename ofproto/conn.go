@@ -77,6 +77,9 @@ type ConnState struct {
 	GenerationID    uint64
 	HasGenerationID bool
 	Bundles         map[uint32]*Bundle
+
+	// pendingTableFeatures collects a multi-part table features set.
+	pendingTableFeatures []wire.TableFeatures
 }
 
 // Bundle is an open bundle (ONF 1.3 extension or OpenFlow 1.5).

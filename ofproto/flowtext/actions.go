@@ -863,87 +863,13 @@ func trimImm(v []byte, bits int) []byte {
 	return v[len(v)-n:]
 }
 
-// instructionRank orders instructions as OpenFlow requires (OVS
-// ofpacts_verify): meter, apply-actions, clear, write, write_metadata,
-// goto_table.
-func instructionRank(a flowtable.Action) int {
-	switch a.(type) {
-	case *flowtable.Meter:
-		return 0
-	case *flowtable.ClearActions:
-		return 2
-	case *flowtable.WriteActions:
-		return 3
-	case *flowtable.WriteMetadata:
-		return 4
-	case *flowtable.GotoTable:
-		return 5
-	}
-	return 1
-}
-
-var instructionNames = []string{"meter", "apply_actions", "clear_actions", "write_actions", "write_metadata", "goto_table"}
-
-// checkActions validates an action list against its flow, as OVS does
-// before accepting a flow (ofpacts_verify, ofpacts_check).
+// checkActions validates an action list against its flow (the checks
+// live in the flow model, shared with the OpenFlow channel) and positions
+// the error.
 func checkActions(fl *flowtable.Flow, acts []flowtable.Action, pos int) error {
-	rank := -1
-	conj := 0
-	for _, a := range acts {
-		r := instructionRank(a)
-		if r != 1 && r == rank {
-			return errAt(pos, a.Name(), "duplicate instruction %s", instructionNames[r])
-		}
-		if r < rank {
-			return errAt(pos, a.Name(), "instruction %s may not follow instruction %s", instructionNames[r], instructionNames[rank])
-		}
-		rank = r
-		switch a := a.(type) {
-		case *flowtable.Conjunction:
-			conj++
-		case *flowtable.Note:
-		case *flowtable.GotoTable:
-			if a.Table <= fl.Table {
-				return errAt(pos, "goto_table", "goto_table:%d must go to a later table than %d", a.Table, fl.Table)
-			}
-		case *flowtable.SetField:
-			if !fl.Match.PrereqOK(a.Field.Prereq) && !prereqOKAlias(&fl.Match, a.Field) {
-				return errAt(pos, a.Field.Name, "set_field %s lacks correct prerequisites (needs %s in the match)", a.Field.Name, a.Field.Prereq)
-			}
-		case *flowtable.Move:
-			if !fl.Match.PrereqOK(a.Src.Field.Prereq) {
-				return errAt(pos, a.Src.Field.Name, "move: source %s lacks correct prerequisites (needs %s in the match)", a.Src.Field.Name, a.Src.Field.Prereq)
-			}
-			if !fl.Match.PrereqOK(a.Dst.Field.Prereq) {
-				return errAt(pos, a.Dst.Field.Name, "move: destination %s lacks correct prerequisites (needs %s in the match)", a.Dst.Field.Name, a.Dst.Field.Prereq)
-			}
-			if !a.Dst.Field.Writable {
-				return errAt(pos, a.Dst.Field.Name, "move: destination %s is read-only", a.Dst.Field.Name)
-			}
-		case *flowtable.Output:
-			if a.Port >= flowtable.PortMax && a.Port < flowtable.PortInPort {
-				return errAt(pos, "output", "%d: invalid output port", a.Port)
-			}
-		}
-	}
-	if conj > 0 {
-		for _, a := range acts {
-			switch a.(type) {
-			case *flowtable.Conjunction, *flowtable.Note:
-			default:
-				return errAt(pos, "conjunction", "\"conjunction\" actions may be used along with \"note\" but not any other kind of action (such as the \"%s\" action used here)", a.Name())
-			}
-		}
+	if err := fl.Validate(); err != nil {
+		ve := err.(*flowtable.ValidationError)
+		return errAt(pos, ve.Field, "%s", ve.Msg)
 	}
 	return nil
-}
-
-// prereqOKAlias accepts set_field on tcp_src/udp_src views of the same
-// slot (mod_tp_src on a UDP flow).
-func prereqOKAlias(m *flowtable.Match, f *flowtable.Field) bool {
-	switch f {
-	case flowtable.FieldTCPSrc, flowtable.FieldTCPDst:
-		return m.PrereqOK(flowtable.PrereqL4)
-	}
-	return false
 }

@@ -470,6 +470,7 @@ func BenchmarkTableFeaturesReplies(b *testing.B) {
 	}
 	buf := make([]byte, 0, MaxMessageLen)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		replies, err := TableFeaturesReplies(OFP15, tables, 0)
 		if err != nil {
