@@ -80,6 +80,10 @@ func (b *Bridge) Closed(c *Conn) {
 	b.mu.Unlock()
 }
 
+// Connected registers a connection as soon as its handshake is done, so
+// it gets asynchronous messages before its first request.
+func (b *Bridge) Connected(c *Conn) { b.register(c) }
+
 func (b *Bridge) register(c *Conn) {
 	b.mu.Lock()
 	b.conns[c] = struct{}{}

@@ -197,6 +197,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 	if err := c.handshake(); err != nil {
 		return err
 	}
+	if oc, ok := c.handler.(interface{ Connected(*Conn) }); ok {
+		oc.Connected(c)
+	}
 	if c.opts.ProbeInterval > 0 {
 		go c.prober()
 	}

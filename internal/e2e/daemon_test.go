@@ -54,7 +54,7 @@ type node struct {
 
 // startNode starts govs-vswitchd in a new namespace; it is stopped and its
 // log shown (on failure) at cleanup.
-func startNode(t *testing.T) *node {
+func startNode(t *testing.T, extra ...string) *node {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	govs, vswitchd := binaries(t)
@@ -65,7 +65,7 @@ func startNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	n.log = f
-	args := n.ns.Command(vswitchd, "--rundir", n.rundir, "--log-level", "info")
+	args := n.ns.Command(append([]string{vswitchd, "--rundir", n.rundir, "--log-level", "info"}, extra...)...)
 	n.cmd = exec.Command(args[0], args[1:]...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	if err := n.cmd.Start(); err != nil {
