@@ -122,6 +122,7 @@ type xlate struct {
 	table     uint8
 	cookie    uint64
 	conjBuf   [16]*Rule
+	r         *recorder // nil unless a flow cache records this run
 }
 
 var seed = maphash.MakeSeed()
@@ -134,7 +135,11 @@ func (p *Pipeline) Run(pkt *Packet, sink Sink, tr *Trace) Result {
 
 // RunFrom is Run starting at table (packet-out to TABLE, resume).
 func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr}
+	return p.run(pkt, table, sink, tr, nil)
+}
+
+func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *recorder) Result {
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r}
 	x.res.Segments = 1
 	p.mu.RLock()
 	x.runTable(table)
@@ -148,7 +153,24 @@ func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Resul
 	for _, f := range x.learned {
 		p.addLearned(f)
 	}
+	if r != nil {
+		x.finishRecording()
+	}
 	return x.res
+}
+
+// finishRecording gives each recorded segment its megaflow mask.
+func (x *xlate) finishRecording() {
+	for i := range x.r.rec.Segments {
+		s := &x.r.rec.Segments[i]
+		if i >= MaxSegments {
+			s.Cacheable, s.Why = false, "too many recirculations"
+			continue
+		}
+		s.Mask = x.res.Masks[i]
+		FieldRecircID.SetUint64(&s.Mask, ^uint64(0))
+		s.Start = s.Start.Masked(&s.Mask)
+	}
 }
 
 func (p *Pipeline) addLearned(f *Flow) {
@@ -292,6 +314,10 @@ func (x *xlate) runTable(id uint8) {
 	}
 	r.Stats.Packets.Add(1)
 	r.Stats.Bytes.Add(uint64(len(x.pkt.Frame)))
+	if x.r != nil {
+		s := x.r.seg()
+		s.Rules = append(s.Rules, r)
+	}
 	savedTable, savedCookie := x.table, x.cookie
 	x.table, x.cookie = id, r.Cookie
 	x.execute(r.Actions)
@@ -350,6 +376,11 @@ func (x *xlate) do(a Action) {
 	case *WriteMetadata:
 		m := k.Metadata()
 		FieldMetadata.SetUint64(k, m&^a.Mask|a.Value&a.Mask)
+		if x.r != nil {
+			var w Key
+			FieldMetadata.SetUint64(&w, a.Mask)
+			x.r.wrote(&w)
+		}
 	case *ClearActions:
 		x.actionSet = x.actionSet[:0]
 	case *WriteActions:
@@ -358,10 +389,17 @@ func (x *xlate) do(a Action) {
 		// Meters are not enforced in the slow path.
 	case *SetField:
 		setFieldMasked(k, a.Field, a.Value, a.Mask)
+		if x.r != nil {
+			x.r.wroteField(a.Field, a.Mask)
+		}
 	case *Move:
 		x.orMaskRange(a.Src)
 		v := readRangeBytes(k, a.Src)
 		writeRangeBytes(k, a.Dst, v)
+		if x.r != nil {
+			_, m := placeRange(a.Dst, v)
+			x.r.wroteField(a.Dst.Field, m)
+		}
 	case *DecTTL:
 		if !k.IsIPAny() {
 			return
@@ -375,26 +413,43 @@ func (x *xlate) do(a Action) {
 			return
 		}
 		k.setU8(offNwTTL, ttl-1)
+		if x.r != nil {
+			x.r.wroteField(FieldIPTTL, []byte{0xff})
+		}
 	case *PushVLAN:
+		x.uncacheable("push_vlan")
 		x.pushVLAN(a.EthType)
 	case *PopVLAN:
+		x.uncacheable("pop_vlan")
 		x.popVLAN()
 	case *CT:
 		x.conntrack(a)
 	case *CTClear:
 		clearCt(k)
+		if x.r != nil {
+			x.r.wrote(&CtFieldsMask)
+		}
 	case *Conjunction:
 		// Never executed: conjunctive flows do not match by themselves.
 	case *Group:
+		x.uncacheable("group")
 		x.group(a.ID)
 	case *Note, *SetQueue, *PopQueue, *FinTimeout:
 		// No effect on forwarding.
 	case *Exit:
 		x.exit = true
 	case *Learn:
+		x.uncacheable("learn")
 		if f := x.learn(a); f != nil {
 			x.learned = append(x.learned, f)
 		}
+	}
+}
+
+// uncacheable marks the current segment as one a flow cache must not keep.
+func (x *xlate) uncacheable(why string) {
+	if x.r != nil {
+		x.r.uncacheable(why)
 	}
 }
 
@@ -417,7 +472,7 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	in := k.InPort()
 	switch port {
 	case PortInPort:
-		x.emit(in)
+		x.emitPort(in, true)
 	case PortNormal:
 		x.normal()
 	case PortFlood, PortAll:
@@ -429,6 +484,7 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	case PortNone:
 		x.note("output to port NONE: drop")
 	default:
+		x.orMask(FieldInPort)
 		if port == in {
 			x.note("skipping output to input port %d", port)
 			return
@@ -437,7 +493,13 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	}
 }
 
-func (x *xlate) emit(port uint32) {
+func (x *xlate) emit(port uint32) { x.emitPort(port, false) }
+
+// emitPort sends the packet to port; viaInPort says the flow said IN_PORT.
+func (x *xlate) emitPort(port uint32, viaInPort bool) {
+	if x.r != nil {
+		x.r.op(DPOp{Kind: DPOutput, Port: port, InPort: viaInPort}, &x.pkt.Key)
+	}
 	x.pkt.Commit()
 	x.res.Outputs++
 	if x.tr != nil {
@@ -450,6 +512,7 @@ func (x *xlate) emit(port uint32) {
 }
 
 func (x *xlate) packetIn(pi *PacketIn) {
+	x.uncacheable("packet-in")
 	pi.Table, pi.Cookie = x.table, x.cookie
 	x.pkt.Commit()
 	x.res.PacketIns++
@@ -476,6 +539,7 @@ func (x *xlate) flood(which uint32) {
 		x.emit(which) // no port list: the sink sees the reserved port
 		return
 	}
+	x.orMask(FieldInPort)
 	in := x.pkt.Key.InPort()
 	for _, p := range ps {
 		if p != in {
@@ -486,6 +550,7 @@ func (x *xlate) flood(which uint32) {
 
 // normal is the NORMAL action: a MAC-learning L2 switch per VLAN.
 func (x *xlate) normal() {
+	x.uncacheable("NORMAL learns MAC addresses")
 	k := &x.pkt.Key
 	x.orMask(FieldInPort)
 	x.orMask(FieldEthSrc)
@@ -607,9 +672,10 @@ func (x *xlate) conntrack(a *CT) {
 			}
 		}
 	}
-	// Conntrack reads the 5-tuple, the zone and the current ct state.
-	for _, f := range []*Field{FieldEthType, FieldIPv4Src, FieldIPv4Dst, FieldIPProto, FieldTCPSrc, FieldTCPDst, FieldIPFrag} {
-		x.orMask(f)
+	// The 5-tuple conntrack reads is not part of the megaflow: a cached
+	// segment runs conntrack again on every packet.
+	if x.r != nil {
+		x.r.op(DPOp{Kind: DPCT, CT: *req, Table: a.Table}, k)
 	}
 	saved := *x.pkt
 	x.pkt.Commit()
@@ -632,11 +698,36 @@ func (x *xlate) conntrack(a *CT) {
 		x.seg = x.res.Segments
 	}
 	x.res.Segments++
+	var savedRec recorder
+	if x.r != nil {
+		savedRec = *x.r
+		k.SetRecircID(RecircID(a.Table))
+		x.r.rec.Segments = append(x.r.rec.Segments, Segment{Start: *k, Cacheable: true})
+		x.r.cur = len(x.r.rec.Segments) - 1
+		x.r.wmask = Key{}
+	}
 	x.runTable(a.Table)
 	x.seg = savedSeg
+	if x.r != nil {
+		x.r.cur, x.r.wmask = savedRec.cur, savedRec.wmask
+		x.r.after = append(x.r.after, savedRec.cur)
+	}
 	// The rest of the action list continues with the state before ct().
 	x.pkt.Key, x.pkt.base = saved.Key, saved.base
 }
+
+// CtFieldsMask covers the ct_* fields of the key.
+var CtFieldsMask = func() Key {
+	var m Key
+	for i := range m {
+		m[i] = 0xff
+	}
+	clearCt(&m)
+	for i := range m {
+		m[i] = ^m[i]
+	}
+	return m
+}()
 
 func clearCt(k *Key) {
 	for i := offCtZone; i < offCtTpDst+2; i++ {

@@ -1,0 +1,314 @@
+// Package flowcache is the fast path of govs: a megaflow cache in front of
+// the OpenFlow pipeline, like the dpcls of Open vSwitch's dpif-netdev.
+//
+// A miss runs the pipeline once (an "upcall") with a recording of what
+// each recirculation segment consulted and did; each cacheable segment
+// becomes an entry keyed by its megaflow mask and masked start key. A hit
+// replays the entry's datapath operations (field writes, outputs, ct()
+// with recirculation, which looks the packet up again with its new ct
+// state) without touching the OpenFlow tables.
+//
+// A Cache belongs to one packet-loop goroutine (no locks on the hot path).
+// Any change to the pipeline bumps its generation, which empties the cache
+// before the next packet can use a stale entry.
+package flowcache
+
+import (
+	"sync/atomic"
+
+	"github.com/govs-project/govs/flowtable"
+)
+
+// DefaultMaxEntries bounds a cache.
+const DefaultMaxEntries = 65536
+
+// Stats are a cache's counters.
+type Stats struct {
+	Hits       uint64 // segments served from the cache
+	Misses     uint64 // segments that needed the pipeline
+	Upcalls    uint64 // pipeline runs
+	Installed  uint64 // entries added
+	Evictions  uint64 // entries dropped for space or age
+	Flushes    uint64 // whole-cache invalidations (pipeline changes)
+	Uncachable uint64 // segments the pipeline said not to cache
+}
+
+// Entry is one megaflow.
+type Entry struct {
+	st    *subtable
+	value flowtable.Key // masked start key
+	ops   []flowtable.DPOp
+	rules []*flowtable.Rule
+	used  int64 // clock of the last hit
+	// Counters not yet added to the rules (see FlushStats).
+	packets, bytes uint64
+	dirty          bool
+}
+
+type subtable struct {
+	mask  flowtable.Key
+	words []uint8
+	index map[uint64][]*Entry
+	n     int
+}
+
+// Cache is a megaflow cache for one pipeline.
+type Cache struct {
+	p          *flowtable.Pipeline
+	ct         flowtable.Conntrack
+	gen        uint64
+	subtables  []*subtable
+	byMask     map[flowtable.Key]*subtable
+	n          int
+	MaxEntries int
+	clock      int64
+	stats      Stats
+	rec        flowtable.Recording
+	savedCt    flowtable.Key
+	req        flowtable.CTRequest
+	published  atomic.Pointer[Stats]
+	dirty      []*Entry
+}
+
+// New returns an empty cache in front of p.
+func New(p *flowtable.Pipeline) *Cache {
+	return &Cache{p: p, byMask: map[flowtable.Key]*subtable{}, MaxEntries: DefaultMaxEntries}
+}
+
+// Stats returns the counters (safe from any goroutine: the loop publishes
+// a copy on every Flush and every 1024 packets).
+func (c *Cache) Stats() Stats {
+	if s := c.published.Load(); s != nil {
+		return *s
+	}
+	return Stats{}
+}
+
+func (c *Cache) publish() {
+	s := c.stats
+	c.published.Store(&s)
+}
+
+// Len returns the number of entries.
+func (c *Cache) Len() int { return c.n }
+
+// FlushStats adds the packets the cache forwarded since the last call to
+// the counters of the flows they went through: once per megaflow rather
+// than once per packet. The packet loop calls it after every batch.
+func (c *Cache) FlushStats() {
+	for _, e := range c.dirty {
+		for _, r := range e.rules {
+			r.Stats.Packets.Add(e.packets)
+			r.Stats.Bytes.Add(e.bytes)
+		}
+		e.packets, e.bytes, e.dirty = 0, 0, false
+	}
+	c.dirty = c.dirty[:0]
+}
+
+// Flush drops every entry.
+func (c *Cache) Flush() {
+	c.FlushStats()
+	c.subtables = c.subtables[:0]
+	clear(c.byMask)
+	c.n = 0
+	c.stats.Flushes++
+	c.publish()
+}
+
+func hashMasked(st *subtable, k *flowtable.Key) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, w := range st.words {
+		h ^= k.Word(int(w)) & st.mask.Word(int(w))
+		h *= 0xff51afd7ed558ccd
+		h ^= h >> 32
+	}
+	return h
+}
+
+func (st *subtable) matches(k *flowtable.Key, e *Entry) bool {
+	for _, w := range st.words {
+		if k.Word(int(w))&st.mask.Word(int(w)) != e.value.Word(int(w)) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup finds an entry matching k.
+func (c *Cache) lookup(k *flowtable.Key) *Entry {
+	for _, st := range c.subtables {
+		for _, e := range st.index[hashMasked(st, k)] {
+			if st.matches(k, e) {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cache) install(s *flowtable.Segment) {
+	if c.n >= c.MaxEntries {
+		c.FlushStats()
+		// Full: start over (simple and bounded; a cache rebuilds quickly).
+		c.stats.Evictions += uint64(c.n)
+		c.subtables = c.subtables[:0]
+		clear(c.byMask)
+		c.n = 0
+	}
+	st := c.byMask[s.Mask]
+	if st == nil {
+		st = &subtable{mask: s.Mask, index: map[uint64][]*Entry{}}
+		for i := 0; i < flowtable.KeyWords; i++ {
+			if s.Mask.Word(i) != 0 {
+				st.words = append(st.words, uint8(i))
+			}
+		}
+		c.byMask[s.Mask] = st
+		c.subtables = append(c.subtables, st)
+	}
+	h := hashMasked(st, &s.Start)
+	for _, e := range st.index[h] {
+		if st.matches(&s.Start, e) {
+			return // another packet of the batch installed it already
+		}
+	}
+	e := &Entry{st: st, value: s.Start, ops: append([]flowtable.DPOp(nil), s.Ops...),
+		rules: append([]*flowtable.Rule(nil), s.Rules...), used: c.clock}
+	st.index[h] = append(st.index[h], e)
+	st.n++
+	c.n++
+	c.stats.Installed++
+}
+
+// Process sends pkt (extracted, in_port set) through the cache, running
+// the pipeline for the segments it misses, and delivers outputs to sink
+// exactly as Pipeline.Run would.
+func (c *Cache) Process(pkt *flowtable.Packet, sink flowtable.Sink) {
+	c.clock++
+	if gen := c.p.Generation.Load(); gen != c.gen {
+		if c.n > 0 {
+			c.Flush()
+		}
+		c.gen = gen
+	}
+	if c.clock&1023 == 0 {
+		c.publish()
+	}
+	k := &pkt.Key
+	for hops := 0; hops < flowtable.MaxSegments+1; hops++ {
+		e := c.lookup(k)
+		if e == nil {
+			c.upcall(pkt, sink)
+			return
+		}
+		c.stats.Hits++
+		e.used = c.clock
+		e.packets++
+		e.bytes += uint64(len(pkt.Frame))
+		if !e.dirty {
+			e.dirty = true
+			c.dirty = append(c.dirty, e)
+		}
+		recirc := false
+		for i := range e.ops {
+			op := &e.ops[i]
+			op.ApplyWrites(k)
+			switch op.Kind {
+			case flowtable.DPOutput:
+				port := op.Port
+				if op.InPort {
+					port = k.InPort()
+				}
+				pkt.Commit()
+				if sink != nil {
+					sink.Output(port, pkt)
+				}
+			case flowtable.DPCT:
+				pkt.Commit()
+				c.req = op.CT // a field, not a local: the interface call would make a local escape
+				if op.Table == flowtable.TableNone {
+					c.savedCt = *k
+					c.conntrack(pkt, &c.req)
+					restoreCt(k, &c.savedCt)
+					continue
+				}
+				c.conntrack(pkt, &c.req)
+				k.SetRecircID(flowtable.RecircID(op.Table))
+				recirc = true
+			}
+		}
+		if !recirc {
+			return
+		}
+	}
+	c.upcall(pkt, sink)
+}
+
+func (c *Cache) conntrack(pkt *flowtable.Packet, req *flowtable.CTRequest) {
+	if ct := c.p.Conntrack; ct != nil {
+		ct.Execute(pkt, req)
+		return
+	}
+	k := &pkt.Key
+	k.SetCtState(flowtable.CtStateTrk | flowtable.CtStateInv)
+	k.SetCtZone(req.Zone)
+}
+
+// restoreCt puts back the ct fields of saved (ct() without table= leaves
+// the packet's ct state as it was).
+func restoreCt(k, saved *flowtable.Key) {
+	for i := 0; i < flowtable.KeyWords; i++ {
+		m := flowtable.CtFieldsMask.Word(i)
+		if m != 0 {
+			k.SetWord(i, k.Word(i)&^m|saved.Word(i)&m)
+		}
+	}
+}
+
+// upcall runs the pipeline for the current segment and installs what it
+// recorded.
+func (c *Cache) upcall(pkt *flowtable.Packet, sink flowtable.Sink) {
+	c.stats.Misses++
+	c.stats.Upcalls++
+	table := uint8(0)
+	if id := pkt.Key.RecircID(); id != 0 {
+		table = uint8(id - 1)
+	}
+	c.p.RunRecorded(pkt, table, sink, &c.rec)
+	if c.p.Generation.Load() != c.gen {
+		return // the run itself changed the pipeline (learn): cache nothing
+	}
+	for i := range c.rec.Segments {
+		s := &c.rec.Segments[i]
+		if !s.Cacheable {
+			c.stats.Uncachable++
+			continue
+		}
+		c.install(s)
+	}
+}
+
+// Expire drops entries not hit in the last idle packets of this cache.
+func (c *Cache) Expire(idle int64) {
+	c.FlushStats()
+	for _, st := range c.subtables {
+		for h, es := range st.index {
+			keep := es[:0]
+			for _, e := range es {
+				if c.clock-e.used <= idle {
+					keep = append(keep, e)
+				} else {
+					st.n--
+					c.n--
+					c.stats.Evictions++
+				}
+			}
+			if len(keep) == 0 {
+				delete(st.index, h)
+			} else {
+				st.index[h] = keep
+			}
+		}
+	}
+}

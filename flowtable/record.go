@@ -1,0 +1,120 @@
+package flowtable
+
+// Recording is what a flow cache needs from one slow-path run: for each
+// recirculation segment, the key it started from, the bits of the key its
+// decisions depended on (the megaflow mask) and the datapath operations it
+// produced. Replaying a segment's operations on any packet whose key agrees
+// with the start key on the mask gives what the pipeline would do.
+type Recording struct {
+	Segments []Segment
+}
+
+// Segment is one recirculation segment of a recorded run.
+type Segment struct {
+	// Start is the key at the segment's start; its recirc_id is 0 for the
+	// packet as received and table+1 after ct(table=table).
+	Start Key
+	Mask  Key
+	Ops   []DPOp
+	// Rules are the flows the segment went through, whose counters a
+	// cache hit must advance.
+	Rules []*Rule
+	// Cacheable is false when the segment did something a cache cannot
+	// replay (packet-in, NORMAL learning, learn, groups, VLAN push/pop,
+	// actions after a recirculation, too many segments).
+	Cacheable bool
+	// Why says what made the segment uncacheable.
+	Why string
+}
+
+// DPOpKind is a datapath operation.
+type DPOpKind uint8
+
+const (
+	// DPOutput applies the recorded field writes and sends the packet.
+	DPOutput DPOpKind = iota
+	// DPCT applies the recorded writes, runs conntrack and, when Table is
+	// not TableNone, recirculates: the packet is looked up again with
+	// recirc_id Table+1 and its new ct fields.
+	DPCT
+)
+
+// DPOp is one datapath operation of a segment.
+type DPOp struct {
+	Kind DPOpKind
+	// Port is the output port; InPort says it was IN_PORT (the packet's
+	// own input port, whatever it is).
+	Port   uint32
+	InPort bool
+	// WMask/Write: the key bits the segment had written by then, and their
+	// values.
+	WMask Key
+	Write Key
+	CT    CTRequest
+	Table uint8
+}
+
+// RecircID returns the recirc_id a segment recirculated to table gets.
+func RecircID(table uint8) uint32 { return uint32(table) + 1 }
+
+// SetRecircID sets the key's recirc_id.
+func (k *Key) SetRecircID(v uint32) { k.setU32(offRecircID, v) }
+
+// RecircID returns the key's recirc_id.
+func (k *Key) RecircID() uint32 { return k.u32(offRecircID) }
+
+// ApplyWrites sets the op's written bits in k.
+func (op *DPOp) ApplyWrites(k *Key) {
+	for i := 0; i < KeyWords; i++ {
+		m := op.WMask.Word(i)
+		if m != 0 {
+			k.SetWord(i, k.Word(i)&^m|op.Write.Word(i)&m)
+		}
+	}
+}
+
+// recorder is the per-run recording state of an xlate.
+type recorder struct {
+	rec   *Recording
+	cur   int   // index of the current segment in rec.Segments
+	wmask Key   // bits written in the current segment
+	after []int // segments that recirculated and must not do more
+}
+
+func (r *recorder) seg() *Segment { return &r.rec.Segments[r.cur] }
+
+func (r *recorder) uncacheable(why string) {
+	s := r.seg()
+	if s.Cacheable {
+		s.Cacheable, s.Why = false, why
+	}
+}
+
+// wrote marks the key bits of mask (in key layout) as written.
+func (r *recorder) wrote(mask *Key) { r.wmask.Or(mask) }
+
+// wroteField marks the bits of f under the value-layout mask m as written.
+func (r *recorder) wroteField(f *Field, m []byte) {
+	var k Key
+	f.SetValue(&k, m)
+	r.wmask.Or(&k)
+}
+
+func (r *recorder) op(op DPOp, k *Key) {
+	s := r.seg()
+	for _, a := range r.after {
+		if a == r.cur {
+			r.uncacheable("actions after a recirculation")
+		}
+	}
+	op.WMask = r.wmask
+	op.Write = k.Masked(&r.wmask)
+	s.Ops = append(s.Ops, op)
+}
+
+// RunRecorded is Run starting at table with a recording of the segments
+// for a flow cache. pkt.Key's recirc_id says which segment this is.
+func (p *Pipeline) RunRecorded(pkt *Packet, table uint8, sink Sink, rec *Recording) Result {
+	rec.Segments = append(rec.Segments[:0], Segment{Start: pkt.Key, Cacheable: true})
+	return p.run(pkt, table, sink, nil, &recorder{rec: rec})
+}
