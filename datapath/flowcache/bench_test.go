@@ -10,7 +10,7 @@ import (
 
 type nopSink struct{}
 
-func (nopSink) Output(uint32, *flowtable.Packet)                       {}
+func (nopSink) Output(uint32, *flowtable.Packet)                {}
 func (nopSink) PacketIn(*flowtable.Packet, *flowtable.PacketIn) {}
 
 // benchEstablished pushes an established frontend -> backend1 TCP 80 flow
