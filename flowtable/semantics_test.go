@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
@@ -327,5 +328,42 @@ func TestApplyAtomic(t *testing.T) {
 	}
 	if len(res[2].Removed) != 3 || p.NumFlows() != 1 {
 		t.Errorf("delete removed %d, %d flows left; want 3 and 1", len(res[2].Removed), p.NumFlows())
+	}
+}
+
+// TestExpireFlows: hard and idle timeouts remove flows; traffic keeps an
+// idle flow alive.
+func TestExpireFlows(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := flowtable.NewPipeline()
+	p.Now = func() time.Time { return now }
+	if err := flowtext.Load(p, "priority=1,ip actions=drop\nhard_timeout=10,priority=2,tcp actions=drop\nidle_timeout=5,priority=3,udp actions=drop\nidle_timeout=5,priority=4,icmp actions=drop", nil); err != nil {
+		t.Fatal(err)
+	}
+	icmp := "in_port=1,icmp,nw_src=10.0.0.1,nw_dst=10.0.0.2,icmp_type=8"
+	for step := 1; step <= 12; step++ {
+		now = now.Add(time.Second)
+		walk(t, p, icmp, nil) // keeps the icmp flow busy
+		exp := p.ExpireFlows(now)
+		for _, e := range exp {
+			t.Logf("t=%d: expired priority %d reason %d", step, e.Rule.Priority, e.Reason)
+		}
+		switch step {
+		case 5:
+			if len(exp) != 1 || exp[0].Rule.Priority != 3 || exp[0].Reason != flowtable.RemovedIdleTimeout {
+				t.Errorf("t=5: %v, want the udp flow idle-expired", exp)
+			}
+		case 10:
+			if len(exp) != 1 || exp[0].Rule.Priority != 2 || exp[0].Reason != flowtable.RemovedHardTimeout {
+				t.Errorf("t=10: %v, want the tcp flow hard-expired", exp)
+			}
+		default:
+			if len(exp) != 0 {
+				t.Errorf("t=%d: unexpected expiry %v", step, exp)
+			}
+		}
+	}
+	if n := p.NumFlows(); n != 2 {
+		t.Errorf("%d flows left, want 2 (the permanent one and the busy icmp one)", n)
 	}
 }

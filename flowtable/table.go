@@ -46,6 +46,8 @@ type Pipeline struct {
 	groups map[uint32]*GroupEntry
 	seq    uint64
 	nRules int
+	// timed holds the flows with an idle or hard timeout.
+	timed map[*Rule]*timedState
 
 	// Generation is bumped by every change that can alter a lookup; a
 	// flow cache compares it to drop stale entries.
@@ -68,7 +70,7 @@ type PortLister interface {
 
 // NewPipeline returns an empty pipeline.
 func NewPipeline() *Pipeline {
-	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), MACs: NewMACTable(300 * time.Second),
+	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
 		MaxResubmitDepth: 64, Now: time.Now}
 	return p
 }
@@ -171,6 +173,9 @@ func (p *Pipeline) addLocked(f *Flow) *Rule {
 	r.seq = p.seq
 	t.cls(r).insert(r)
 	p.nRules++
+	if f.IdleTimeout != 0 || f.HardTimeout != 0 {
+		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
+	}
 	p.Generation.Add(1)
 	return r
 }

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -306,4 +307,23 @@ func (b *Bridge) packetOut(c *Conn, m *wire.PacketOut) error {
 		return ofpErr(c, wire.OFPBRC_BAD_PACKET, "%v", err)
 	}
 	return nil
+}
+
+// Run expires timed-out flows every second (sending flow-removed for those
+// with send_flow_rem) until ctx ends.
+func (b *Bridge) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, e := range b.p.ExpireFlows(now) {
+				if e.Rule.Flags&flowtable.FlagSendFlowRem != 0 {
+					b.flowRemoved(e.Rule, e.Reason)
+				}
+			}
+		}
+	}
 }
