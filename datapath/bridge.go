@@ -9,6 +9,7 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"github.com/govs-project/govs/datapath/flowcache"
 	"net"
 	"slices"
 	"sync"
@@ -43,6 +44,7 @@ const (
 	KindSystem   = "system"   // an existing kernel interface (AF_PACKET)
 	KindInternal = "internal" // a TAP device the bridge created
 	KindMemory   = "memory"   // a MemPort (tests, benchmarks)
+	KindTunnel   = "tunnel"   // a flow-based tunnel vport (Geneve), a TunnelPort
 )
 
 // BatchSize is the number of frames a port goroutine reads at once.
@@ -74,6 +76,10 @@ var (
 
 // Bridge is one OpenFlow switch: a pipeline and its ports.
 type Bridge struct {
+	// CacheDisabled turns the megaflow cache off for ports added from
+	// then on: every packet runs the OpenFlow pipeline (tests, benchmarks).
+	CacheDisabled bool
+
 	name     string
 	dpid     uint64
 	pipeline *flowtable.Pipeline
@@ -122,6 +128,11 @@ type bridgePort struct {
 	// this port.
 	txMu sync.Mutex
 
+	// tun is p as a tunnel vport (nil for other ports); tlvGen is the
+	// pipeline generation its option map was compiled at.
+	tun    TunnelPort
+	tlvGen atomic.Uint64
+
 	// Frames the bridge dropped, reported in PortInfo.Stats.
 	rxLengthErrors atomic.Uint64 // runts, oversize, unparsable
 	rxConfigDrops  atomic.Uint64 // port down / no-recv
@@ -133,6 +144,7 @@ type bridgePort struct {
 	processed atomic.Uint64
 
 	done chan struct{} // closed when the port goroutine exits
+	loop *loop         // the port's goroutine state (its cache's stats)
 }
 
 // NewBridge returns a bridge around pipeline and makes the bridge the
@@ -190,6 +202,11 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 		return 0, fmt.Errorf("bridge %s: add port %s as %d: %w", b.name, p.Name(), ofport, ErrPortExists)
 	}
 	bp := &bridgePort{ofport: ofport, p: p, kind: kind, maxFrame: port.MaxFrameLen(p.MTU()), done: make(chan struct{})}
+	if tp, ok := p.(TunnelPort); ok {
+		bp.tun = tp
+		bp.tlvGen.Store(^uint64(0))
+		b.syncTLV(bp)
+	}
 	next := &portSet{byNo: make(map[uint32]*bridgePort, len(cur.byNo)+1)}
 	for n, q := range cur.byNo {
 		next.byNo[n] = q
@@ -200,6 +217,9 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 	b.ports.Store(next)
 
 	l := newLoop(b, bp)
+	bp.loop = l
+	// The port list feeds FLOOD/ALL decisions the caches keep.
+	b.pipeline.Generation.Add(1)
 	go func() {
 		defer close(bp.done)
 		l.run()
@@ -227,6 +247,7 @@ func (b *Bridge) DelPort(ofport uint32) error {
 	}
 	next.numbers = slices.DeleteFunc(slices.Clone(cur.numbers), func(n uint32) bool { return n == ofport })
 	b.ports.Store(next)
+	b.pipeline.Generation.Add(1)
 	err := b.stopPort(bp)
 	if b.pipeline.MACs != nil {
 		b.pipeline.MACs.Flush(ofport)
@@ -350,4 +371,22 @@ func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Acti
 	res := b.pipeline.Execute(&l.pkt, actions, l, nil)
 	l.flush()
 	return res, nil
+}
+
+// CacheStats sums the megaflow cache counters of every port goroutine.
+func (b *Bridge) CacheStats() (st flowcache.Stats, entries int) {
+	for _, bp := range b.ports.Load().byNo {
+		if l := bp.loop; l != nil && l.cache != nil {
+			s := l.cache.Stats()
+			st.Hits += s.Hits
+			st.Misses += s.Misses
+			st.Upcalls += s.Upcalls
+			st.Installed += s.Installed
+			st.Evictions += s.Evictions
+			st.Flushes += s.Flushes
+			st.Uncachable += s.Uncachable
+			entries += int(s.Entries)
+		}
+	}
+	return st, entries
 }

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"errors"
+	"github.com/govs-project/govs/datapath/flowcache"
 	"slices"
 	"time"
 
@@ -29,17 +30,26 @@ type loop struct {
 	// bufs[:nBufs] hold the copies of the frames queued in outs.
 	bufs  [][]byte
 	nBufs int
+	// keys[:nKeys] hold the flow keys of the frames queued for tunnel
+	// ports (their tun_dst, tun_id and tun_metadata).
+	keys  []*flowtable.Key
+	nKeys int
 
 	poBuf []byte // PacketOut's copy of the controller's frame
 
 	// lastErr rate-limits logging of a port's read errors.
 	lastErr time.Time
+
+	// cache is this port goroutine's megaflow cache (nil: every packet
+	// runs the pipeline).
+	cache *flowcache.Cache
 }
 
 // outQueue is the frames queued for one destination port.
 type outQueue struct {
 	bp     *bridgePort
 	frames [][]byte
+	keys   []*flowtable.Key // per frame, for a tunnel port only
 }
 
 // frameBufSize is the capacity new output buffers start with: a
@@ -50,6 +60,9 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 	l := &loop{b: b, in: in}
 	if in != nil {
 		l.batch = port.NewBatch(BatchSize)
+		if !b.CacheDisabled {
+			l.cache = flowcache.New(b.pipeline)
+		}
 	}
 	return l
 }
@@ -58,6 +71,10 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 func (l *loop) run() {
 	p := l.in.p
 	for {
+		if l.in.tun != nil {
+			// Before the read: the port decodes options with its map.
+			l.b.syncTLV(l.in)
+		}
 		n, err := p.ReadBatch(l.batch)
 		if err != nil {
 			if errors.Is(err, port.ErrClosed) {
@@ -90,13 +107,19 @@ func (l *loop) process(frames [][]byte) {
 	}
 	pipe := l.b.pipeline
 	var bad uint64
-	for _, f := range frames {
+	for i, f := range frames {
 		if len(f) < port.MinFrameLen || len(f) > in.maxFrame {
 			bad++
 			continue
 		}
 		l.pkt.Key = flowtable.Key{}
 		l.pkt.Key.SetInPort(in.ofport)
+		// Tunnel metadata goes in before Extract, which keeps the
+		// metadata part of the key and only rewrites the headers.
+		if in.tun != nil && in.tun.FillKey(in.tun.Metadata(i), &l.pkt.Key) != nil {
+			bad++
+			continue
+		}
 		// Cap the frame at its length: ring ports hand out frames whose
 		// capacity runs into the next frames of the ring block, and an
 		// action that grows the frame (push_vlan) must reallocate
@@ -105,10 +128,18 @@ func (l *loop) process(frames [][]byte) {
 			bad++
 			continue
 		}
-		pipe.Run(&l.pkt, l, nil)
+		if l.cache != nil {
+			l.cache.Process(&l.pkt, l)
+		} else {
+			pipe.Run(&l.pkt, l, nil)
+		}
 	}
 	if bad != 0 {
 		in.rxLengthErrors.Add(bad)
+	}
+	if l.cache != nil {
+		l.cache.FlushStats()
+		l.cache.MaybeExpire()
 	}
 	l.flush()
 }
@@ -131,6 +162,11 @@ func (l *loop) Output(ofport uint32, pkt *flowtable.Packet) {
 	}
 	q := l.queue(bp)
 	q.frames = append(q.frames, l.copyFrame(pkt.Frame))
+	if bp.tun != nil {
+		// The tunnel header comes from the key as the actions left it
+		// (set_field:...->tun_dst, tun_metadataN).
+		q.keys = append(q.keys, l.copyKey(&pkt.Key))
+	}
 }
 
 // queue returns the output queue of bp for this batch, reusing the slot
@@ -148,6 +184,7 @@ func (l *loop) queue(bp *bridgePort) *outQueue {
 	l.nOuts++
 	q.bp = bp
 	q.frames = q.frames[:0]
+	q.keys = q.keys[:0]
 	return q
 }
 
@@ -167,8 +204,15 @@ func (l *loop) flush() {
 	for i := 0; i < l.nOuts; i++ {
 		q := &l.outs[i]
 		bp := q.bp
+		var n int
+		var err error
 		bp.txMu.Lock()
-		n, err := bp.p.WriteBatch(q.frames)
+		if bp.tun != nil {
+			l.b.syncTLV(bp)
+			n, err = bp.tun.WriteTunnel(q.frames, q.keys)
+		} else {
+			n, err = bp.p.WriteBatch(q.frames)
+		}
 		bp.txMu.Unlock()
 		if err != nil && !errors.Is(err, port.ErrClosed) {
 			// The port counts its own errors too; this counter keeps
@@ -178,10 +222,13 @@ func (l *loop) flush() {
 		}
 		clear(q.frames) // drop references to the pool's buffers
 		q.frames = q.frames[:0]
+		clear(q.keys)
+		q.keys = q.keys[:0]
 		q.bp = nil
 	}
 	l.nOuts = 0
 	l.nBufs = 0
+	l.nKeys = 0
 	l.ports = nil
 }
 

@@ -249,6 +249,11 @@ func (b *Bridge) tlvMod(c *Conn, m *wire.NXTLVTableMod) error {
 		return ofpErr(c, wire.NXTTMFC_BAD_COMMAND, "command %d", m.Command)
 	}
 	b.p.Generation.Add(1)
+	// Tunnel ports decode options through the map: tell them now rather
+	// than at their next read.
+	if s, ok := b.dp.(interface{ SyncTunnelTLV() }); ok {
+		s.SyncTunnelTLV()
+	}
 	return nil
 }
 

@@ -105,7 +105,10 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 		i++
 	}
 	if queued > 0 {
-		if err := p.kickTx(); err != nil {
+		// The last kick blocks until the kernel took every marked slot: a
+		// non-blocking one can return EAGAIN and leave frames in the ring
+		// until the next WriteBatch, which may never come.
+		if err := p.kickTxFlags(0); err != nil {
 			return len(frames) - queued, err
 		}
 		pkts, bytes = pkts+uint64(queued), bytes+queuedBytes
@@ -114,9 +117,11 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 }
 
 // kickTx asks the kernel to send every slot marked TP_STATUS_SEND_REQUEST.
-func (p *Port) kickTx() error {
+func (p *Port) kickTx() error { return p.kickTxFlags(unix.MSG_DONTWAIT) }
+
+func (p *Port) kickTxFlags(flags int) error {
 	for {
-		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, uintptr(flags), 0, 0)
 		switch errno {
 		case 0, unix.EAGAIN, unix.ENOBUFS:
 			// EAGAIN/ENOBUFS: the kernel keeps the unsent slots marked

@@ -31,6 +31,7 @@ type Stats struct {
 	Evictions  uint64 // entries dropped for space or age
 	Flushes    uint64 // whole-cache invalidations (pipeline changes)
 	Uncachable uint64 // segments the pipeline said not to cache
+	Entries    uint64 // entries at the last publication
 }
 
 // Entry is one megaflow.
@@ -68,6 +69,7 @@ type Cache struct {
 	req        flowtable.CTRequest
 	published  atomic.Pointer[Stats]
 	dirty      []*Entry
+	lastExpire int64
 }
 
 // New returns an empty cache in front of p.
@@ -86,6 +88,7 @@ func (c *Cache) Stats() Stats {
 
 func (c *Cache) publish() {
 	s := c.stats
+	s.Entries = uint64(c.n)
 	c.published.Store(&s)
 }
 
@@ -286,6 +289,22 @@ func (c *Cache) upcall(pkt *flowtable.Packet, sink flowtable.Sink) {
 			continue
 		}
 		c.install(s)
+	}
+}
+
+// ExpireEvery and ExpireIdle pace MaybeExpire: every ExpireEvery packets,
+// entries not hit in the last ExpireIdle packets go.
+const (
+	ExpireEvery = 1 << 16
+	ExpireIdle  = 1 << 18
+)
+
+// MaybeExpire drops idle entries now and then (the loop calls it after
+// each batch).
+func (c *Cache) MaybeExpire() {
+	if c.clock-c.lastExpire >= ExpireEvery {
+		c.lastExpire = c.clock
+		c.Expire(ExpireIdle)
 	}
 }
 

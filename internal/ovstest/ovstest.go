@@ -27,9 +27,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -502,7 +504,7 @@ func (o *OVS) startDaemon(timeout time.Duration, name, sock string, args ...stri
 		// If the test binary dies without running cleanups, take the daemon with it.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if err := d.cmd.Start(); err != nil {
+	if err := startOnSpawner(d.cmd); err != nil {
 		o.fatalf("start %s: %v", name, err)
 	}
 	o.daemons = append(o.daemons, d)
@@ -612,4 +614,32 @@ func randomSuffix(tb testing.TB) string {
 		tb.Fatalf("ovstest: random suffix: %v", err)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// Pdeathsig is delivered when the *thread* that forked the child exits,
+// not the process. Go may later lock that thread to a goroutine that ends
+// locked (netnstest.NS.Do does), destroying the thread and killing the
+// daemon. So daemons are forked from one thread that lives as long as the
+// test binary.
+var spawnReqs = make(chan spawnReq)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var spawnerOnce sync.Once
+
+func startOnSpawner(cmd *exec.Cmd) error {
+	spawnerOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread lives on
+			for r := range spawnReqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawnReqs <- spawnReq{cmd, done}
+	return <-done
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/govs-project/govs/ofproto"
 )
 
-// OpenFlowFunc makes the OpenFlow connection handler factory for a bridge.
-type OpenFlowFunc func(b *datapath.Bridge, log *zap.Logger) ofproto.HandlerFactory
+// OpenFlowFunc makes the OpenFlow side of a bridge.
+type OpenFlowFunc func(b *datapath.Bridge, log *zap.Logger) *ofproto.Bridge
 
 // PortOpener opens a port of a given type (tunnel ports plug in here).
 type PortOpener func(cfg PortConfig) (port.Port, error)
@@ -35,7 +35,8 @@ type Daemon struct {
 	Log    *zap.Logger
 	// OpenFlow serves the bridges' OpenFlow connections; nil: no OpenFlow.
 	OpenFlow OpenFlowFunc
-	// Openers open ports by type; "system" and "internal" are built in.
+	// Openers open ports by type; "system", "internal" and "geneve" are
+	// built in.
 	Openers map[string]PortOpener
 
 	ctx     context.Context
@@ -67,6 +68,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	d.Openers["system"] = openSystem
 	d.Openers[""] = openSystem
 	d.Openers["internal"] = openInternal
+	d.Openers["geneve"] = openGeneve
 	d.OpenFlow = OpenFlowBridge
 	return d
 }
@@ -144,7 +146,13 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	ctx, cancel := context.WithCancel(d.ctx)
 	b.cancel = cancel
 	if d.OpenFlow != nil {
-		mk := d.OpenFlow(dp, log)
+		ob := d.OpenFlow(dp, log)
+		mk := ob.Handlers()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			ob.Run(ctx) // flow expiry
+		}()
 		targets := append([]string{"punix:" + d.MgmtSocket(cfg.Name)}, cfg.Listeners...)
 		for _, ts := range targets {
 			t, err := ofproto.ParseTarget(ts)

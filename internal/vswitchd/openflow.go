@@ -10,13 +10,13 @@ import (
 
 // OpenFlowBridge connects a datapath bridge to its OpenFlow side: packet-ins
 // and port changes flow up, flow-mods and packet-outs flow down.
-func OpenFlowBridge(dp *datapath.Bridge, log *zap.Logger) ofproto.HandlerFactory {
+func OpenFlowBridge(dp *datapath.Bridge, log *zap.Logger) *ofproto.Bridge {
 	ob := ofproto.NewBridge(dpAdapter{dp}, log)
 	dp.OnPacketIn = ob.PacketIn
 	dp.OnPortStatus = func(reason uint8, info datapath.PortInfo) {
 		ob.PortStatus(reason, portInfo(info))
 	}
-	return ob.Handlers()
+	return ob
 }
 
 // dpAdapter shows a datapath bridge as ofproto.Datapath.
@@ -28,6 +28,9 @@ func (a dpAdapter) Pipeline() *flowtable.Pipeline { return a.b.Pipeline() }
 func (a dpAdapter) SetPortConfig(no, config, mask uint32) error {
 	return a.b.SetPortConfig(no, config, mask)
 }
+
+// SyncTunnelTLV makes tunnel ports pick up a TLV map change at once.
+func (a dpAdapter) SyncTunnelTLV() { a.b.SyncTunnelTLV() }
 
 func (a dpAdapter) PacketOut(frame []byte, inPort uint32, acts []flowtable.Action) error {
 	_, err := a.b.PacketOut(frame, inPort, acts)

@@ -1,0 +1,128 @@
+package vswitchd
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/tunnel"
+)
+
+// GeneveOptions documents the Interface options of type=geneve that govs
+// understands, with the meaning ovs-vswitchd.conf.db(5) gives them.
+var GeneveOptions = map[string]string{
+	"remote_ip": "flow (tun_dst set by the flows) or the peer's IPv4 address; required",
+	"local_ip":  "this node's underlay IPv4 address, which the port sends from and listens on; required",
+	"key":       "flow (VNI from tun_id) or 0; other fixed VNIs are not supported yet",
+	"csum":      "true: compute outer UDP checksums (default false, as OVS)",
+	"dst_port":  "UDP port to listen on and send to (default 6081)",
+	"ttl":       "TTL of the outer IPv4 header, 1..255 (default 64)",
+}
+
+// tlvSyncInterval bounds how long an idle tunnel port's read blocks, so its
+// goroutine picks up TLV map changes even when no datagram arrives.
+const tlvSyncInterval = 100 * time.Millisecond
+
+// geneveConfig turns a port's options into a tunnel configuration, with a
+// precise error for anything missing, malformed or not supported.
+func geneveConfig(cfg PortConfig) (tunnel.Config, error) {
+	tc := tunnel.Config{Name: cfg.Name, ReadTimeout: tlvSyncInterval}
+	names := make([]string, 0, len(cfg.Options))
+	for k := range cfg.Options {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if _, ok := GeneveOptions[k]; !ok {
+			return tc, fmt.Errorf("geneve option %q not supported (supported: %s)", k, supportedGeneveOptions())
+		}
+	}
+	o := cfg.Options
+	switch v, ok := o["remote_ip"]; {
+	case !ok || v == "":
+		return tc, fmt.Errorf("geneve needs options:remote_ip (flow or the peer's IPv4 address)")
+	case v == "flow":
+	default:
+		ip, err := parseIPv4(v)
+		if err != nil {
+			return tc, fmt.Errorf("options:remote_ip=%s: %w", v, err)
+		}
+		tc.RemoteIP = ip
+	}
+	v, ok := o["local_ip"]
+	if !ok || v == "" {
+		return tc, fmt.Errorf("geneve needs options:local_ip (this node's underlay IPv4 address; govs sends from and listens on it)")
+	}
+	ip, err := parseIPv4(v)
+	if err != nil {
+		return tc, fmt.Errorf("options:local_ip=%s: %w", v, err)
+	}
+	tc.LocalIP = ip
+	switch v := o["key"]; v {
+	case "", "0", "flow":
+		// The VNI comes from tun_id; Antrea uses 0 throughout.
+	default:
+		return tc, fmt.Errorf("options:key=%s: only key=flow or key=0 is supported", v)
+	}
+	switch v := o["csum"]; v {
+	case "", "false":
+	case "true":
+		tc.Csum = true
+	default:
+		return tc, fmt.Errorf("options:csum=%s: must be true or false", v)
+	}
+	if v, ok := o["dst_port"]; ok {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil || n == 0 {
+			return tc, fmt.Errorf("options:dst_port=%s: must be a UDP port 1..65535", v)
+		}
+		tc.Port = uint16(n)
+	}
+	if v, ok := o["ttl"]; ok {
+		n, err := strconv.ParseUint(v, 10, 8)
+		if err != nil || n == 0 {
+			return tc, fmt.Errorf("options:ttl=%s: must be 1..255", v)
+		}
+		tc.TTL = uint8(n)
+	}
+	return tc, nil
+}
+
+func parseIPv4(s string) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return ip, fmt.Errorf("not an IP address")
+	}
+	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() {
+		return ip, fmt.Errorf("want a unicast IPv4 address")
+	}
+	return ip, nil
+}
+
+func supportedGeneveOptions() string {
+	names := make([]string, 0, len(GeneveOptions))
+	for k := range GeneveOptions {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// openGeneve opens a Geneve vport (ovs-vsctl add-port BR NAME -- set
+// Interface NAME type=geneve options:remote_ip=flow options:key=flow
+// options:local_ip=IP). The bridge sees it as a datapath.TunnelPort.
+func openGeneve(cfg PortConfig) (port.Port, error) {
+	tc, err := geneveConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tunnel.Open(tc)
+	if err != nil {
+		return nil, fmt.Errorf("open geneve vport: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,692 @@
+package tunnel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
+	"golang.org/x/sys/unix"
+)
+
+// Config describes a Geneve vport, in the terms of the OVS Interface
+// options of type=geneve (ovs-vswitchd.conf.db(5)).
+type Config struct {
+	// Name is the port name (e.g. "antrea-tun0"); default
+	// "genev_sys_<Port>", the kernel vport's name.
+	Name string
+	// LocalIP is options:local_ip, the underlay address packets are sent
+	// from and received on. Unset: receive on every address and let the
+	// kernel choose the source address per route (then Csum cannot be
+	// used, since the checksum covers the source address).
+	LocalIP netip.Addr
+	// Port is options:dst_port, the UDP port listened on and sent to;
+	// 0 means 6081.
+	Port uint16
+	// RemoteIP is options:remote_ip=IP, the fixed peer. Unset means
+	// remote_ip=flow: each packet goes to the tun_dst of its flow key.
+	RemoteIP netip.Addr
+	// Csum is options:csum=true: outer UDP checksums are computed on
+	// transmit. OVS's default (false) sends 0, "no checksum" for IPv4.
+	Csum bool
+	// UnderlayMTU is the IP MTU of the underlay path. 0: the MTU of the
+	// interface that holds LocalIP, or 1500.
+	UnderlayMTU int
+	// TTL of the outer IPv4 header; 0 means 64 (OVS's default).
+	TTL uint8
+	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
+	// that long; 0 blocks until a datagram arrives or the port is closed.
+	ReadTimeout time.Duration
+	// BatchSize is the most datagrams one recvmmsg/sendmmsg moves; 0 means 64.
+	BatchSize int
+	// TLV is the bridge's TLV map for tun_metadataN (nil: none). Update it
+	// with SetTLVMap after add-tlv-map/del-tlv-map.
+	TLV *flowtable.TLVMap
+}
+
+// Stats are the port counters plus the tunnel-specific reasons for drops.
+type Stats struct {
+	port.Stats
+	// RxHeaderErrors are datagrams dropped for a bad Geneve header (also
+	// in RxErrors): truncated, version != 0, non-Ethernet payload, bad
+	// option lengths, unknown critical options.
+	RxHeaderErrors uint64
+	// TxMTUDrops are frames that did not fit the underlay MTU once
+	// encapsulated (also in TxDropped).
+	TxMTUDrops uint64
+	// TxNoDst are frames dropped because remote_ip=flow and tun_dst was
+	// 0 (also in TxDropped).
+	TxNoDst uint64
+}
+
+// Port is a Geneve vport: frames written to it leave encapsulated in
+// UDP/IPv4 towards tun_dst (or the fixed remote), datagrams received on the
+// Geneve UDP port are decapsulated into frames plus Metadata.
+//
+// Receive uses a UDP socket bound to LocalIP:Port (the kernel validates the
+// outer IP and UDP headers and checksums, reassembles fragments and answers
+// nothing else on the port). Transmit uses a send-only raw IPv4 socket
+// (IPPROTO_RAW, which never receives), because the UDP source port must carry
+// the inner flow's hash for ECMP/RSS, as OVS and the kernel's geneve driver
+// do, and a bound UDP socket can only send from its own port. Both are
+// batched with recvmmsg/sendmmsg.
+//
+// It implements port.Port; WriteBatch sends with a zero key (VNI 0, no
+// options) and so needs a fixed RemoteIP. The pipeline uses WriteTunnel.
+type Port struct {
+	name     string
+	local    [4]byte
+	dstPort  uint16
+	remote   [4]byte // zero: remote_ip=flow
+	csum     bool
+	ttl      uint8
+	mtu      int // underlay IP MTU
+	rxBufLen int
+	batch    int
+
+	rxFd, txFd, wakeFd int
+	closed             atomic.Bool
+	opts               atomic.Pointer[OptionMap]
+
+	rxMu     sync.Mutex
+	rxPoll   [2]unix.PollFd
+	timeout  int
+	rxHdrs   []unix.Mmsghdr
+	rxIov    []unix.Iovec
+	rxNames  []unix.RawSockaddrInet4
+	rxCtl    [][rxCtlLen]byte
+	rxMD     []Metadata
+	rxOvfl   uint32 // last SO_RXQ_OVFL count
+	rxOvflOK bool
+
+	txMu    sync.Mutex
+	txHdrs  []unix.Mmsghdr
+	txIov   []unix.Iovec
+	txNames []unix.RawSockaddrInet4
+	txBufs  [][]byte
+	txFrame []int // frame index of each prepared slot
+	txInner []int // inner frame length of each prepared slot
+
+	rxPackets, rxBytes, rxDropped, rxErrors, rxLengthErrors, rxHeaderErrors atomic.Uint64
+	txPackets, txBytes, txDropped, txErrors, txMTUDrops, txNoDst            atomic.Uint64
+}
+
+var _ port.Port = (*Port)(nil)
+
+// rxCtlLen fits an IP_PKTINFO and an SO_RXQ_OVFL control message.
+const rxCtlLen = 64
+
+// Open creates the port's sockets in the caller's network namespace (that
+// of the OS thread).
+func Open(cfg Config) (*Port, error) {
+	p := &Port{rxFd: -1, txFd: -1, wakeFd: -1}
+	if err := p.open(cfg); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Port) open(cfg Config) error {
+	p.dstPort = cfg.Port
+	if p.dstPort == 0 {
+		p.dstPort = DefaultPort
+	}
+	p.name = cfg.Name
+	if p.name == "" {
+		p.name = fmt.Sprintf("genev_sys_%d", p.dstPort)
+	}
+	if cfg.LocalIP.IsValid() {
+		if !cfg.LocalIP.Is4() {
+			return fmt.Errorf("tunnel %s: local_ip %s: only IPv4 underlays are supported", p.name, cfg.LocalIP)
+		}
+		p.local = cfg.LocalIP.As4()
+	}
+	if cfg.RemoteIP.IsValid() {
+		if !cfg.RemoteIP.Is4() || cfg.RemoteIP.IsUnspecified() {
+			return fmt.Errorf("tunnel %s: remote_ip %s: want a unicast IPv4 address", p.name, cfg.RemoteIP)
+		}
+		p.remote = cfg.RemoteIP.As4()
+	}
+	if cfg.Csum && p.local == [4]byte{} {
+		return fmt.Errorf("tunnel %s: csum=true needs local_ip (the UDP checksum covers the source address)", p.name)
+	}
+	p.csum = cfg.Csum
+	p.ttl = cfg.TTL
+	if p.ttl == 0 {
+		p.ttl = 64
+	}
+	p.batch = cfg.BatchSize
+	if p.batch <= 0 {
+		p.batch = 64
+	}
+	p.mtu = cfg.UnderlayMTU
+	if p.mtu == 0 {
+		p.mtu = interfaceMTU(cfg.LocalIP)
+	}
+	if p.mtu < OuterOverhead+EthHeaderLen {
+		return fmt.Errorf("tunnel %s: underlay MTU %d cannot carry an Ethernet frame", p.name, p.mtu)
+	}
+	// The largest UDP payload that fits the MTU, plus one byte so that a
+	// longer (reassembled) datagram shows up as MSG_TRUNC.
+	p.rxBufLen = p.mtu - IPv4HeaderLen - UDPHeaderLen + 1
+	om, err := NewOptionMap(cfg.TLV)
+	if err != nil {
+		return fmt.Errorf("tunnel %s: %w", p.name, err)
+	}
+	p.opts.Store(om)
+
+	if err := p.openRx(); err != nil {
+		return err
+	}
+	if err := p.openTx(); err != nil {
+		return err
+	}
+	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("tunnel %s: eventfd: %w", p.name, err)
+	}
+	p.rxPoll = [2]unix.PollFd{
+		{Fd: int32(p.rxFd), Events: unix.POLLIN},
+		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+	}
+	p.timeout = -1
+	if cfg.ReadTimeout > 0 {
+		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	}
+
+	p.rxHdrs = make([]unix.Mmsghdr, p.batch)
+	p.rxIov = make([]unix.Iovec, p.batch)
+	p.rxNames = make([]unix.RawSockaddrInet4, p.batch)
+	p.rxCtl = make([][rxCtlLen]byte, p.batch)
+	p.rxMD = make([]Metadata, p.batch)
+	p.txHdrs = make([]unix.Mmsghdr, p.batch)
+	p.txIov = make([]unix.Iovec, p.batch)
+	p.txNames = make([]unix.RawSockaddrInet4, p.batch)
+	p.txBufs = make([][]byte, p.batch)
+	p.txFrame = make([]int, p.batch)
+	p.txInner = make([]int, p.batch)
+	for i := range p.txBufs {
+		p.txBufs[i] = make([]byte, p.mtu)
+		p.txIov[i].Base = &p.txBufs[i][0]
+		p.txNames[i].Family = unix.AF_INET
+		h := &p.txHdrs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&p.txNames[i]))
+		h.Namelen = unix.SizeofSockaddrInet4
+		h.Iov = &p.txIov[i]
+		h.SetIovlen(1)
+	}
+	return nil
+}
+
+// interfaceMTU returns the MTU of the interface that has addr, or 1500.
+func interfaceMTU(addr netip.Addr) int {
+	if !addr.IsValid() || addr.IsUnspecified() {
+		return 1500
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return 1500
+	}
+	for _, ifi := range ifs {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr {
+					return ifi.MTU
+				}
+			}
+		}
+	}
+	return 1500
+}
+
+func (p *Port) openRx() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return fmt.Errorf("tunnel %s: UDP socket: %w", p.name, err)
+	}
+	p.rxFd = fd
+	// IP_PKTINFO tells the outer destination (tun_dst) when bound to any
+	// address; SO_RXQ_OVFL reports datagrams the socket queue dropped.
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+		return fmt.Errorf("tunnel %s: IP_PKTINFO: %w", p.name, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+		return fmt.Errorf("tunnel %s: SO_RXQ_OVFL: %w", p.name, err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); err != nil {
+		return fmt.Errorf("tunnel %s: bind %s:%d: %w", p.name, netip.AddrFrom4(p.local), p.dstPort, err)
+	}
+	return nil
+}
+
+func (p *Port) openTx() error {
+	// IPPROTO_RAW implies IP_HDRINCL: we write the outer IPv4 header; the
+	// kernel fills its checksum, total length, and the ID and source
+	// address when we leave them 0.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+	if err != nil {
+		return fmt.Errorf("tunnel %s: raw IPv4 socket: %w", p.name, err)
+	}
+	p.txFd = fd
+	return nil
+}
+
+// Name returns the port name.
+func (p *Port) Name() string { return p.name }
+
+// Ifindex is 0: the vport is not a kernel interface.
+func (p *Port) Ifindex() int { return 0 }
+
+// HardwareAddr is nil: a Geneve vport has no MAC.
+func (p *Port) HardwareAddr() net.HardwareAddr { return nil }
+
+// MTU returns the inner L3 MTU without options: the underlay MTU minus
+// outer IPv4, UDP, Geneve and the inner Ethernet header (1450 for 1500).
+func (p *Port) MTU() int { return p.mtu - OuterOverhead - EthHeaderLen }
+
+// UnderlayMTU returns the underlay IP MTU the port checks against.
+func (p *Port) UnderlayMTU() int { return p.mtu }
+
+// SetTLVMap recompiles the option map after the bridge's TLV map changed.
+// Frames in flight finish with the old map.
+func (p *Port) SetTLVMap(tlv *flowtable.TLVMap) error {
+	om, err := NewOptionMap(tlv)
+	if err != nil {
+		return fmt.Errorf("tunnel %s: %w", p.name, err)
+	}
+	p.opts.Store(om)
+	return nil
+}
+
+// OptionMap returns the compiled TLV map the port uses.
+func (p *Port) OptionMap() *OptionMap { return p.opts.Load() }
+
+// FillKey writes md into k with the port's current TLV map (see FillKey).
+func (p *Port) FillKey(md *Metadata, k *flowtable.Key) error {
+	return FillKey(md, k, p.opts.Load())
+}
+
+// Metadata returns the tunnel metadata of frame i of the last ReadBatch.
+func (p *Port) Metadata(i int) *Metadata { return &p.rxMD[i] }
+
+// ReadBatch implements port.Port; the tunnel metadata of frame i is
+// Metadata(i) until the next read.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) {
+	return p.ReadTunnelBatch(b, p.rxMD)
+}
+
+// ReadTunnelBatch is ReadBatch with the metadata of frame i in md[i]. It
+// reads at most min(b.Cap(), len(md), BatchSize) datagrams. The inner frames
+// and md's Options live in b's buffers until b is read into again.
+// Datagrams with a bad Geneve header, option lengths that differ from the
+// TLV map, or unknown critical options are dropped and counted.
+func (p *Port) ReadTunnelBatch(b *port.Batch, md []Metadata) (int, error) {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("tunnel %s: read: %w", p.name, port.ErrClosed)
+	}
+	want := min(len(b.Frames), len(md), p.batch)
+	if want == 0 {
+		return 0, nil
+	}
+	for i := 0; i < want; i++ {
+		buf := b.Buffer(i, p.rxBufLen)
+		p.rxIov[i].Base = &buf[0]
+		p.rxIov[i].SetLen(len(buf))
+		h := &p.rxHdrs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&p.rxNames[i]))
+		h.Namelen = unix.SizeofSockaddrInet4
+		h.Iov = &p.rxIov[i]
+		h.SetIovlen(1)
+		h.Control = &p.rxCtl[i][0]
+		h.SetControllen(rxCtlLen)
+		h.Flags = 0
+		p.rxHdrs[i].Len = 0
+	}
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			return p.decapBatch(b, md, int(r)), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			ready, err := p.wait()
+			if err != nil || !ready {
+				return 0, err
+			}
+		default:
+			p.rxErrors.Add(1)
+			return 0, fmt.Errorf("tunnel %s: recvmmsg: %w", p.name, e)
+		}
+	}
+}
+
+// decapBatch turns the got received datagrams into frames, dropping and
+// counting the bad ones, and returns how many frames it produced.
+func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
+	om := p.opts.Load()
+	n := 0
+	var pkts, bytes, errs, lenErrs, hdrErrs uint64
+	for i := 0; i < got; i++ {
+		h := &p.rxHdrs[i]
+		dst := p.parseControl(&h.Hdr, &p.rxCtl[i])
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			lenErrs++
+			continue
+		}
+		m := &md[n]
+		inner, err := Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
+		if err == nil {
+			err = om.Check(m)
+		}
+		if err != nil {
+			hdrErrs++
+			continue
+		}
+		name := &p.rxNames[i]
+		m.Src = binary.BigEndian.Uint32(name.Addr[:])
+		m.SrcPort = ntohs(name.Port)
+		m.Dst = binary.BigEndian.Uint32(dst[:])
+		m.DstPort = p.dstPort
+		b.Frames[n] = inner
+		b.Meta[n] = port.Meta{}
+		n++
+		pkts++
+		bytes += uint64(len(inner))
+	}
+	errs = lenErrs + hdrErrs
+	if pkts != 0 {
+		p.rxPackets.Add(pkts)
+		p.rxBytes.Add(bytes)
+	}
+	if errs != 0 {
+		p.rxErrors.Add(errs)
+		p.rxLengthErrors.Add(lenErrs)
+		p.rxHeaderErrors.Add(hdrErrs)
+	}
+	return n
+}
+
+// parseControl walks the control messages of one datagram: it returns the
+// outer destination address (IP_PKTINFO; the bound address otherwise) and
+// records the socket's drop counter (SO_RXQ_OVFL).
+func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
+	dst := p.local
+	c := ctl[:min(int(h.Controllen), rxCtlLen)]
+	for len(c) >= unix.SizeofCmsghdr {
+		cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+		l := int(cm.Len)
+		if l < unix.SizeofCmsghdr || l > len(c) {
+			break
+		}
+		data := c[unix.CmsgLen(0):l]
+		switch {
+		case cm.Level == unix.IPPROTO_IP && cm.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
+			info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
+			dst = info.Addr
+		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			ovfl := binary.NativeEndian.Uint32(data)
+			if p.rxOvflOK {
+				p.rxDropped.Add(uint64(ovfl - p.rxOvfl))
+			} else {
+				p.rxDropped.Add(uint64(ovfl))
+			}
+			p.rxOvfl, p.rxOvflOK = ovfl, true
+		}
+		c = c[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(c)):]
+	}
+	return dst
+}
+
+// wait polls the socket and the wake eventfd; false means timeout.
+func (p *Port) wait() (bool, error) {
+	for {
+		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
+		n, err := unix.Poll(p.rxPoll[:], p.timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("tunnel %s: poll: %w", p.name, err)
+		}
+		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
+			return false, fmt.Errorf("tunnel %s: read: %w", p.name, port.ErrClosed)
+		}
+		return n > 0, nil
+	}
+}
+
+// Release implements port.Port; received frames live in the batch's own
+// buffers.
+func (p *Port) Release() {}
+
+// WriteBatch implements port.Port: it sends every frame with VNI 0 and no
+// options to the fixed remote_ip (with remote_ip=flow every frame is dropped
+// for lack of a destination; use WriteTunnel).
+func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	return p.WriteTunnel(frames, nil)
+}
+
+var zeroKey flowtable.Key
+
+// WriteTunnel encapsulates frames[i] for flow key keys[i] (tun_id, tun_dst,
+// tun_flags, tun_metadataN; a nil keys or keys[i] means a zero key) and
+// sends them in order. The destination is the fixed remote_ip or tun_dst.
+// Frames that are runts, do not fit the underlay MTU once encapsulated, or
+// have no destination are skipped and counted in TxDropped; they still count
+// as handled in n, so n < len(frames) means a real error that err describes.
+func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("tunnel %s: write: %w", p.name, port.ErrClosed)
+	}
+	if keys != nil && len(keys) != len(frames) {
+		return 0, fmt.Errorf("tunnel %s: write: %d frames but %d keys", p.name, len(frames), len(keys))
+	}
+	om := p.opts.Load()
+	i := 0
+	for i < len(frames) {
+		// Encapsulate up to one batch of frames into the send slots.
+		slots := 0
+		for ; i < len(frames) && slots < p.batch; i++ {
+			k := &zeroKey
+			if keys != nil && keys[i] != nil {
+				k = keys[i]
+			}
+			if p.prepare(slots, frames[i], k, om) {
+				p.txFrame[slots] = i
+				slots++
+			}
+		}
+		if n, err := p.send(slots); err != nil {
+			return n, err
+		}
+	}
+	return len(frames), nil
+}
+
+// prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
+// send slot s; false means the frame was dropped (and counted).
+func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) bool {
+	dst := p.remote
+	if dst == [4]byte{} {
+		binary.BigEndian.PutUint32(dst[:], k.TunDst())
+		if dst == [4]byte{} {
+			p.txNoDst.Add(1)
+			p.txDropped.Add(1)
+			return false
+		}
+	}
+	optLen, err := om.OptionsLen(k)
+	if err != nil || len(frame) < EthHeaderLen {
+		p.txDropped.Add(1)
+		return false
+	}
+	total := OuterOverhead + optLen + len(frame)
+	if total > p.mtu {
+		p.txMTUDrops.Add(1)
+		p.txDropped.Add(1)
+		return false
+	}
+	buf := p.txBufs[s]
+	pkt, sport, err := Encap(buf[IPv4HeaderLen+UDPHeaderLen:IPv4HeaderLen+UDPHeaderLen], frame, k, om)
+	if err != nil {
+		p.txDropped.Add(1)
+		return false
+	}
+	udpLen := UDPHeaderLen + len(pkt)
+	ip := buf[:IPv4HeaderLen]
+	ip[0] = 0x45 // version 4, 5 words
+	ip[1] = 0    // TOS
+	binary.BigEndian.PutUint16(ip[2:], uint16(IPv4HeaderLen+udpLen))
+	binary.BigEndian.PutUint16(ip[4:], 0)      // ID: the kernel picks one
+	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF, as OVS's default df_default=true
+	ip[8] = p.ttl
+	ip[9] = unix.IPPROTO_UDP
+	binary.BigEndian.PutUint16(ip[10:], 0) // the kernel computes it
+	copy(ip[12:16], p.local[:])            // 0: the kernel picks the route's source
+	copy(ip[16:20], dst[:])
+	udp := buf[IPv4HeaderLen : IPv4HeaderLen+udpLen]
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], p.dstPort)
+	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
+	binary.BigEndian.PutUint16(udp[6:], 0)
+	if p.csum {
+		binary.BigEndian.PutUint16(udp[6:], udpChecksum(p.local, dst, udp))
+	}
+	p.txIov[s].SetLen(IPv4HeaderLen + udpLen)
+	p.txNames[s].Addr = dst
+	p.txInner[s] = len(frame)
+	return true
+}
+
+// send transmits the prepared slots [0, slots), retrying after partial
+// sends. Per-message errors the kernel reports for one datagram (no route,
+// no buffer space, too big, filtered) drop that datagram; any other error
+// is returned with the index of the first frame not handled.
+func (p *Port) send(slots int) (int, error) {
+	done := 0
+	for done < slots {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(p.txFd), uintptr(unsafe.Pointer(&p.txHdrs[done])), uintptr(slots-done), 0, 0, 0)
+		switch e {
+		case 0:
+			for j := done; j < done+int(r); j++ {
+				p.txPackets.Add(1)
+				p.txBytes.Add(uint64(p.txInner[j]))
+			}
+			done += int(r)
+		case unix.EINTR:
+		case unix.ENOBUFS, unix.EAGAIN, unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EMSGSIZE, unix.EPERM, unix.EINVAL:
+			p.txDropped.Add(1)
+			done++
+		default:
+			p.txErrors.Add(uint64(slots - done))
+			return p.txFrame[done], fmt.Errorf("tunnel %s: sendmmsg to %s: %w", p.name, netip.AddrFrom4(p.txNames[done].Addr), e)
+		}
+	}
+	return 0, nil
+}
+
+// udpChecksum computes the UDP checksum over the IPv4 pseudo-header and
+// the UDP datagram (whose checksum field is 0); 0 is sent as 0xffff.
+func udpChecksum(src, dst [4]byte, udp []byte) uint16 {
+	s := uint64(binary.BigEndian.Uint16(src[:])) + uint64(binary.BigEndian.Uint16(src[2:])) +
+		uint64(binary.BigEndian.Uint16(dst[:])) + uint64(binary.BigEndian.Uint16(dst[2:])) +
+		unix.IPPROTO_UDP + uint64(len(udp))
+	b := udp
+	for len(b) >= 8 {
+		v := binary.BigEndian.Uint64(b)
+		s += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
+		b = b[8:]
+	}
+	for len(b) >= 2 {
+		s += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s += uint64(b[0]) << 8
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	c := ^uint16(s)
+	if c == 0 {
+		c = 0xffff
+	}
+	return c
+}
+
+func ntohs(v uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], v)
+	return binary.BigEndian.Uint16(b[:])
+}
+
+// Stats implements port.Port.
+func (p *Port) Stats() port.Stats { return p.TunnelStats().Stats }
+
+// TunnelStats returns the port counters with the tunnel drop reasons.
+func (p *Port) TunnelStats() Stats {
+	return Stats{
+		Stats: port.Stats{
+			RxPackets:      p.rxPackets.Load(),
+			RxBytes:        p.rxBytes.Load(),
+			RxDropped:      p.rxDropped.Load(),
+			RxErrors:       p.rxErrors.Load(),
+			RxLengthErrors: p.rxLengthErrors.Load(),
+			TxPackets:      p.txPackets.Load(),
+			TxBytes:        p.txBytes.Load(),
+			TxDropped:      p.txDropped.Load(),
+			TxErrors:       p.txErrors.Load(),
+		},
+		RxHeaderErrors: p.rxHeaderErrors.Load(),
+		TxMTUDrops:     p.txMTUDrops.Load(),
+		TxNoDst:        p.txNoDst.Load(),
+	}
+}
+
+// Close implements port.Port.
+func (p *Port) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+		return fmt.Errorf("tunnel %s: wake reader: %w", p.name, err)
+	}
+	p.rxMu.Lock()
+	p.txMu.Lock()
+	err := p.release()
+	p.txMu.Unlock()
+	p.rxMu.Unlock()
+	return err
+}
+
+func (p *Port) release() error {
+	var errs []error
+	for _, fd := range []*int{&p.rxFd, &p.txFd, &p.wakeFd} {
+		if *fd >= 0 {
+			if err := unix.Close(*fd); err != nil {
+				errs = append(errs, fmt.Errorf("tunnel %s: close: %w", p.name, err))
+			}
+			*fd = -1
+		}
+	}
+	return errors.Join(errs...)
+}
