@@ -243,4 +243,20 @@ func TestWorker1Seed(t *testing.T) {
 			t.Errorf("port 49 rx pkts=%d, want the frontend's traffic (>= 10)\n%s", n, out)
 		}
 	})
+	t.Run("the megaflow cache served the traffic (govs dump-cache)", func(t *testing.T) {
+		// A few more packets of an established connection.
+		for i := 0; i < 3; i++ {
+			tcpGet(frontend, "10.222.1.47:80")
+		}
+		time.Sleep(1200 * time.Millisecond) // counters are published at least every second of traffic
+		out := w.n.mustRun("dump-cache", "br-int")
+		m := regexp.MustCompile(`hits: (\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("dump-cache: %s", out)
+		}
+		if n, _ := strconv.Atoi(m[1]); n == 0 {
+			t.Errorf("no cache hits after the traffic:\n%s", out)
+		}
+		t.Logf("%s", out)
+	})
 }

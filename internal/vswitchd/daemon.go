@@ -341,3 +341,31 @@ func (d *Daemon) Close() error {
 	d.cancel()
 	return errors.Join(errs...)
 }
+
+// DumpCache prints the megaflow cache counters of the named bridges (all
+// when none are named).
+func (d *Daemon) DumpCache(names []string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(names) == 0 {
+		for n := range d.bridges {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	var s strings.Builder
+	for _, n := range names {
+		b, ok := d.bridges[n]
+		if !ok {
+			return "", fmt.Errorf("no bridge named %s", n)
+		}
+		st, entries := b.dp.CacheStats()
+		hitRate := 0.0
+		if st.Hits+st.Misses > 0 {
+			hitRate = 100 * float64(st.Hits) / float64(st.Hits+st.Misses)
+		}
+		fmt.Fprintf(&s, "%s:\n  entries: %d\n  hits: %d\n  misses: %d (%.1f%% hit rate)\n  upcalls: %d\n  installed: %d\n  evictions: %d\n  flushes: %d\n  uncachable segments: %d\n",
+			n, entries, st.Hits, st.Misses, hitRate, st.Upcalls, st.Installed, st.Evictions, st.Flushes, st.Uncachable)
+	}
+	return s.String(), nil
+}
