@@ -253,3 +253,14 @@ func ParseTLVMappings(s string) ([]TLVMapping, error) {
 	}
 	return out, nil
 }
+
+// Field returns tun_metadataN located in the key, or nil when it is not
+// mapped (cheaper than Resolve when most are not).
+func (t *TLVMap) Field(index int) *Field {
+	if t == nil || index < 0 || index >= 64 {
+		return nil
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.fields[index]
+}

@@ -24,6 +24,10 @@ func (f *fakeDP) SetPortConfig(no, config, mask uint32) error        { return ni
 func (f *fakeDP) PacketOut([]byte, uint32, []flowtable.Action) error { return nil }
 
 func connect(t *testing.T, version uint8) (*oftest.Client, *flowtable.Pipeline) {
+	return connectB(t, version)
+}
+
+func connectB(t testing.TB, version uint8) (*oftest.Client, *flowtable.Pipeline) {
 	t.Helper()
 	p := flowtable.NewPipeline()
 	b := ofproto.NewBridge(&fakeDP{p}, nil)

@@ -24,7 +24,7 @@ var (
 )
 
 // binaries builds govs and govs-vswitchd once per test binary run.
-func binaries(t *testing.T) (govs, vswitchd string) {
+func binaries(t testing.TB) (govs, vswitchd string) {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "govs-e2e-bin-")
@@ -44,7 +44,7 @@ func binaries(t *testing.T) (govs, vswitchd string) {
 
 // node is a govs-vswitchd running inside its own network namespace.
 type node struct {
-	t      *testing.T
+	t      testing.TB
 	ns     *netnstest.NS
 	rundir string
 	govs   string
@@ -54,7 +54,7 @@ type node struct {
 
 // startNode starts govs-vswitchd in a new namespace; it is stopped and its
 // log shown (on failure) at cleanup.
-func startNode(t *testing.T, extra ...string) *node {
+func startNode(t testing.TB, extra ...string) *node {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	govs, vswitchd := binaries(t)

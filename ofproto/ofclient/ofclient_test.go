@@ -76,6 +76,17 @@ func (f *fakeSwitch) serve() {
 		f.done <- err
 		return
 	}
+	// Replies go out from their own goroutine: net.Pipe is unbuffered and
+	// the client may still be writing (a request and its barrier).
+	out := make(chan []byte, 1024)
+	defer close(out)
+	go func() {
+		for b := range out {
+			if _, err := f.nc.Write(b); err != nil {
+				return
+			}
+		}
+	}()
 	for {
 		h, body, err := wire.ReadMessage(f.nc, buf)
 		if err != nil {
@@ -89,15 +100,12 @@ func (f *fakeSwitch) serve() {
 		}
 		f.got = append(f.got, m)
 		for _, r := range f.handle(h, m) {
-			out, err := wire.EncodeMessage(nil, h.Version, h.Xid, r)
+			b, err := wire.EncodeMessage(nil, h.Version, h.Xid, r)
 			if err != nil {
 				f.done <- err
 				return
 			}
-			if _, err := f.nc.Write(out); err != nil {
-				f.done <- err
-				return
-			}
+			out <- b
 		}
 	}
 }
@@ -162,7 +170,7 @@ func TestTransactErrors(t *testing.T) {
 		{wire.OFP10, wire.NXFMFC_INVALID_TLV_FIELD},
 	}
 	for _, tc := range tests {
-		t.Run(tc.sym.String(), func(t *testing.T) {
+		t.Run(tc.sym.String()+"/"+map[uint8]string{1: "OF10", 4: "OF13", 6: "OF15"}[tc.version], func(t *testing.T) {
 			n := 0
 			c, _, err := startFake(t, tc.version, wire.VersionBitmap(1, 4, 6), func(h wire.Header, m wire.Message) []wire.Message {
 				if _, ok := m.(*wire.BarrierRequest); ok {

@@ -318,11 +318,9 @@ func (e *matchEncoder) encode(tlv *flowtable.TLVMap) error {
 	e.put(flowtable.FieldTunSrc)
 	e.put(flowtable.FieldTunDst)
 	for i := 0; i < 64; i++ {
-		f, err := tlv.Resolve(flowtable.FieldTunMetadataN[i])
-		if err != nil {
-			continue
+		if f := tlv.Field(i); f != nil {
+			e.put(f)
 		}
-		e.put(f)
 	}
 
 	if e.version < wire.OFP15 {
