@@ -2,17 +2,18 @@
 #
 #   make demo   trace the seed packet walk (frontend -> service) through worker 1's pipeline
 #   make test   install what the tests need (Debian packages, Go modules), then run every test
-#   make bench  run the in-memory micro-benchmarks
+#   make bench      run the in-memory micro-benchmarks
+#   make bench-net  pod-to-pod network benchmark (root): direct veth, Linux bridge, Open vSwitch, govs
 
 GO        ?= go
 GOFLAGS   ?=
 BIN       := bin
 DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables conntrack \
              ethtool tshark iperf3 netsniff-ng python3-scapy python3-os-ken tcpdump \
-             netcat-openbsd arping iputils-ping
+             netcat-openbsd arping iputils-ping util-linux procps
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench fuzz clean
+.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean
 
 all: build
 
@@ -46,6 +47,10 @@ test: deps vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+BENCH_ARGS ?= --reps 3 --duration 5s --out bench-results.json
+bench-net: deps build
+	$(BIN)/govs bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BIN)

@@ -19,25 +19,41 @@ type flowModReq struct {
 	m   *wire.FlowMod
 }
 
-// flowMods applies flow-mods; atomic means all or nothing (bundles).
-func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, atomic bool) error {
+// flowMods applies flow-mods all or nothing. In a bundle commit the
+// message that failed gets its own error first, then the commit fails
+// with OFPBFC_MSG_FAILED, as Open vSwitch does.
+func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
+	failed := func(i int, err error) error {
+		if !bundle {
+			return err
+		}
+		var oe *wire.OFPError
+		if errors.As(err, &oe) {
+			c.SendError(reqs[i].h, reqs[i].raw, oe)
+		}
+		return ofpErr(c, wire.OFPBFC_MSG_FAILED, "bundled message %d failed: %v", i, err)
+	}
 	ops := make([]flowtable.FlowOp, 0, len(reqs))
 	fms := make([]*translate.FlowMod, 0, len(reqs))
-	for _, r := range reqs {
+	for i, r := range reqs {
 		fm, err := translate.FlowModFromWireTID(r.m, c.Version(), b.p.TLV, c.State.FlowModTableID)
 		if err != nil {
-			return err
+			return failed(i, err)
 		}
 		op, err := b.flowOp(c, fm)
 		if err != nil {
-			return err
+			return failed(i, err)
 		}
 		ops = append(ops, op)
 		fms = append(fms, fm)
 	}
 	results, err := b.p.Apply(ops)
 	if err != nil {
-		return b.applyError(c, err)
+		var opErr *flowtable.OpError
+		if errors.As(err, &opErr) {
+			return failed(opErr.Index, b.applyError(c, err))
+		}
+		return failed(0, b.applyError(c, err))
 	}
 	for i, res := range results {
 		for _, r := range res.Removed {
@@ -292,6 +308,9 @@ func (b *Bridge) packetOut(c *Conn, m *wire.PacketOut) error {
 	acts, err := translate.ActionsFromWire(c.Version(), m.Actions, b.p.TLV)
 	if err != nil {
 		return err
+	}
+	if err := b.p.CheckGroups(&flowtable.Flow{Actions: acts}); err != nil {
+		return ofpErr(c, wire.OFPBAC_BAD_OUT_GROUP, "%v", err)
 	}
 	inPort := portFromWire(c, m.InPort)
 	if c.Version() == wire.OFP15 && len(m.Match) > 0 {

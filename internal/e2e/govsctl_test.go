@@ -229,10 +229,9 @@ func TestGovsOfctlErrors(t *testing.T) {
 				if err == nil || !strings.Contains(out, "OFPBAC_BAD_OUT_GROUP") {
 					t.Errorf("--bundle add-flows with a missing group: %v\n%s", err, out)
 				}
-				// Open vSwitch reports the failing message (its own xid) before
-				// failing the commit, so the line is known. govs-vswitchd
-				// fails only the commit, with the commit's xid: no line.
-				if sw.name == "ovs" && !strings.Contains(out, bad+":4:") {
+				// The switch reports the failing message (its own xid) before
+				// failing the commit, so the line is known.
+				if !strings.Contains(out, bad+":4:") {
 					t.Errorf("--bundle add-flows error does not name line 4:\n%s", out)
 				}
 				if got := mustOfctl(t, sw.target, "-O", v, "dump-flows", "--no-stats", "table=5"); got != "" {
@@ -278,9 +277,8 @@ func TestGovsOfctlShowPortsTables(t *testing.T) {
 				if out, err := govsCtl(t, govs, "packet-out", "-O", v, sw.target, "5", "drop", "0x1"); err == nil || !strings.Contains(out, "not hexadecimal") {
 					t.Errorf("packet-out with a bad packet: %v\n%s", err, out)
 				}
-				// Open vSwitch rejects a packet-out to a missing group; the
-				// error is named. (govs-vswitchd does not check this yet.)
-				if sw.name == "ovs" && v != "OpenFlow10" {
+				// A packet-out to a missing group is rejected; the error is named.
+				if v != "OpenFlow10" {
 					if out, err := govsCtl(t, govs, "packet-out", "-O", v, sw.target, "5", "group:99", arp); err == nil || !strings.Contains(out, "OFPBAC_BAD_OUT_GROUP") {
 						t.Errorf("packet-out to a missing group: %v\n%s", err, out)
 					}

@@ -63,9 +63,17 @@ func ParseGroup(s string, o *ParseOptions) (*flowtable.GroupEntry, error) {
 		return nil, errAt(0, "type", "must specify a group type")
 	}
 	for i, b := range parts[1:] {
-		bk, err := parseBucket(b.text, b.pos, o, uint32(i))
+		bk, weighted, err := parseBucket(b.text, b.pos, o, uint32(i))
 		if err != nil {
 			return nil, err
+		}
+		// Weights belong to select groups (default 1); other types have
+		// weight 0 and refuse one, as ovs-ofctl does.
+		if g.Type != flowtable.GroupSelect {
+			if weighted && bk.Weight != 0 {
+				return nil, errAt(b.pos, "weight", "only select groups can have bucket weights")
+			}
+			bk.Weight = 0
 		}
 		g.Buckets = append(g.Buckets, *bk)
 	}
@@ -108,8 +116,8 @@ func indexBucket(s string) int {
 	return -1
 }
 
-func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (*flowtable.Bucket, error) {
-	b := &flowtable.Bucket{ID: defaultID, Weight: 1, WatchPort: flowtable.PortNone, WatchGroup: GroupAny}
+func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (b *flowtable.Bucket, weighted bool, err error) {
+	b = &flowtable.Bucket{ID: defaultID, Weight: 1, WatchPort: flowtable.PortNone, WatchGroup: GroupAny}
 	s = strings.TrimRight(s, ", ")
 	rest := s
 	pos := base
@@ -122,16 +130,16 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (*flowta
 		case strings.HasPrefix(rest, "actions="):
 			acts, err := parseActions(rest[len("actions="):], pos+len("actions="), o, nil)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			b.Actions = acts
-			return b, nil
+			return b, weighted, nil
 		case k == "bucket_id":
 			x, err = parseNum(v, 32)
 			b.ID = uint32(x)
 		case k == "weight":
 			x, err = parseNum(v, 16)
-			b.Weight = uint16(x)
+			b.Weight, weighted = uint16(x), true
 		case k == "watch_port":
 			var p uint32
 			p, err = parsePortName(v, o.Ports)
@@ -143,13 +151,13 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (*flowta
 			// A bucket may list its actions without "actions=".
 			acts, err := parseActions(rest, pos, o, nil)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			b.Actions = acts
-			return b, nil
+			return b, weighted, nil
 		}
 		if err != nil {
-			return nil, errAt(pos, k, "%v", err)
+			return nil, false, errAt(pos, k, "%v", err)
 		}
 		n := strings.IndexByte(rest, ',')
 		if n < 0 {
@@ -158,18 +166,19 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (*flowta
 		pos += n + 1
 		rest = rest[n+1:]
 	}
-	return b, nil
+	return b, weighted, nil
 }
 
-// FormatGroup prints a group as ovs-ofctl dump-groups does (OpenFlow 1.5
-// style, with bucket ids; older versions omit them).
+// FormatGroup prints a group as ovs-ofctl dump-groups does: with bucket
+// ids in OpenFlow 1.5 and 1.0 (whose Nicira group messages use the 1.5
+// layout), without them in 1.3.
 func FormatGroup(g *flowtable.GroupEntry, o *PrintOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group_id=%d,type=%s", g.ID, g.Type)
 	for _, bk := range g.Buckets {
 		b.WriteString(",bucket=")
 		var parts []string
-		if o.version() >= OF15 {
+		if v := o.version(); v >= OF15 || v == OF10 {
 			parts = append(parts, fmt.Sprintf("bucket_id:%d", bk.ID))
 		}
 		if g.Type == flowtable.GroupSelect {

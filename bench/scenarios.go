@@ -1,0 +1,378 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/govs-project/govs/internal/ovstest"
+	"github.com/govs-project/govs/internal/seeds"
+	"github.com/govs-project/govs/internal/vswitchd"
+)
+
+// The two pods are seed worker 1's frontend (the client) and backend1 (the
+// server), with their addresses, MACs and OpenFlow ports, so the seed
+// pipeline forwards between them unchanged.
+var (
+	clientPod = podSpec{role: "fe", ip: "10.222.1.48", mac: "be:2c:bf:e4:ec:c5", ofport: 49}
+	serverPod = podSpec{role: "be", ip: "10.222.1.47", mac: "f2:32:d8:07:e2:a6", ofport: 48}
+)
+
+const podPrefixLen = 24
+
+type podSpec struct {
+	role   string
+	ip     string
+	mac    string
+	ofport int
+}
+
+// Ports the measurements use. The seed policy lets the frontend open TCP
+// 80 to backend1 (egress conjunction 1 in table 50, ingress conjunction 3
+// in table 90), so iperf3, the request/response and the connection tests
+// all use TCP port 80. UDP 53 leaves the frontend (conjunction 2) but the
+// seed's backendpolicy drops it at backend1's ingress (table 100), so the
+// seed pipeline gets worker1BenchRule below for the packet-rate test.
+const (
+	tcpPort = 80
+	udpPort = 53
+)
+
+// worker1BenchRule is added to the seed pipeline for the "antrea"
+// scenarios: an Antrea-style ingress rule "backendpolicy also allows UDP 53
+// from the frontend", in table 90 next to the gateway bypass (a plain flow
+// at priority 210, so it does not mix with the conjunctions at 200). The
+// packet still takes the whole pipeline: classifier, spoof guard, ct in
+// zone 65520, egress conjunction 2, L3/L2 forwarding, ct commit, output.
+const worker1BenchRule = "cookie=0x1050000000000, table=90, priority=210,udp,nw_src=10.222.1.48,reg1=0x30,tp_dst=53 actions=load:0x6->NXM_NX_REG6[],resubmit(,105)\n"
+
+// worker1TLVMap must exist before the seed flows load (table 0 reads
+// tun_metadata0).
+const worker1TLVMap = "{class=0x104,type=0x80,len=4}->tun_metadata0"
+
+// normalFlow is the "normal" scenarios' whole pipeline.
+const normalFlow = "priority=0,actions=NORMAL"
+
+// Scenario is one way of connecting the two pods.
+type Scenario struct {
+	Name        string
+	Description string
+	// Userspace is true for the userspace switches, whose pod veths need
+	// checksum and segmentation offloads off.
+	Userspace bool
+	setup     func(e *env, cs *cleanupStack, offloads bool) (*topology, error)
+}
+
+// Scenarios lists every scenario in the order they run and print.
+var Scenarios = []Scenario{
+	{Name: "direct", Description: "the two pods on one veth pair (baseline)", setup: setupDirect},
+	{Name: "bridge", Description: "a Linux bridge", setup: setupBridge},
+	{Name: "ovs-normal", Description: "Open vSwitch userspace (netdev) datapath, actions=NORMAL", Userspace: true, setup: setupOVS(false)},
+	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true)},
+	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false)},
+	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true)},
+}
+
+// ScenarioByName returns the named scenario.
+func ScenarioByName(name string) (Scenario, error) {
+	var names []string
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return Scenario{}, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(names, ", "))
+}
+
+// errSkip marks a scenario that cannot run here (a missing program); the
+// report shows it with the reason instead of numbers.
+type errSkip struct{ reason string }
+
+func (e *errSkip) Error() string { return e.reason }
+
+// topology is a scenario's running setup.
+type topology struct {
+	client, server podIface
+	// switchPID returns the userspace switch's pid; 0 for kernel paths,
+	// whose cost is softirq time that no process is charged with.
+	switchPID int
+	switchCmd string
+	version   string // switch version, for the report
+}
+
+// pods creates the two pod namespaces.
+func pods(cs *cleanupStack) (client, server netns, err error) {
+	if client, err = newNS(cs, clientPod.role); err != nil {
+		return "", "", err
+	}
+	if server, err = newNS(cs, serverPod.role); err != nil {
+		return "", "", err
+	}
+	return client, server, nil
+}
+
+// attachPod connects a pod namespace to the switch namespace sw with a veth
+// pair and configures the pod end; it returns the pod iface and the name of
+// the switch end.
+func attachPod(p podSpec, podNS, sw netns, offloads bool) (podIface, string, error) {
+	podEnd, swEnd, err := vethPair(podNS, sw)
+	if err != nil {
+		return podIface{}, "", err
+	}
+	if err := setupIface(podNS, podEnd, p.mac, fmt.Sprintf("%s/%d", p.ip, podPrefixLen), offloads); err != nil {
+		return podIface{}, "", err
+	}
+	if err := setupIface(sw, swEnd, "", "", offloads); err != nil {
+		return podIface{}, "", err
+	}
+	return podIface{ns: podNS, name: podEnd, ip: p.ip, mac: p.mac}, swEnd, nil
+}
+
+// finishPods adds the static neighbour entries both ways.
+func finishPods(t *topology) error {
+	if err := staticNeighbor(t.client.ns, t.client.name, t.server.ip, t.server.mac); err != nil {
+		return err
+	}
+	return staticNeighbor(t.server.ns, t.server.name, t.client.ip, t.client.mac)
+}
+
+func setupDirect(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	cns, sns, err := pods(cs)
+	if err != nil {
+		return nil, err
+	}
+	c, s, err := vethPair(cns, sns)
+	if err != nil {
+		return nil, err
+	}
+	t := &topology{
+		client: podIface{ns: cns, name: c, ip: clientPod.ip, mac: clientPod.mac},
+		server: podIface{ns: sns, name: s, ip: serverPod.ip, mac: serverPod.mac},
+	}
+	for _, p := range []struct {
+		i    podIface
+		spec podSpec
+	}{{t.client, clientPod}, {t.server, serverPod}} {
+		if err := setupIface(p.i.ns, p.i.name, p.spec.mac, fmt.Sprintf("%s/%d", p.spec.ip, podPrefixLen), offloads); err != nil {
+			return nil, err
+		}
+	}
+	return t, finishPods(t)
+}
+
+func setupBridge(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	cns, sns, err := pods(cs)
+	if err != nil {
+		return nil, err
+	}
+	node, err := newNS(cs, "br")
+	if err != nil {
+		return nil, err
+	}
+	// STP off (the default) puts ports straight into forwarding.
+	if _, err := node.exec("ip", "link", "add", "br0", "type", "bridge"); err != nil {
+		return nil, err
+	}
+	if err := setupIface(node, "br0", "", "", offloads); err != nil {
+		return nil, err
+	}
+	t := &topology{}
+	for _, p := range []struct {
+		spec podSpec
+		ns   netns
+		dst  *podIface
+	}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
+		i, swEnd, err := attachPod(p.spec, p.ns, node, offloads)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := node.exec("ip", "link", "set", swEnd, "master", "br0"); err != nil {
+			return nil, err
+		}
+		*p.dst = i
+	}
+	return t, finishPods(t)
+}
+
+// writeFlows writes the flows for a scenario into dir and returns the path.
+func writeFlows(dir string, antrea bool) (string, error) {
+	text := normalFlow + "\n"
+	if antrea {
+		text = seeds.Worker1 + "\n# govs bench: backendpolicy also allows UDP 53 from the frontend\n" + worker1BenchRule
+	}
+	path := filepath.Join(dir, "bench.flows")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return "", fmt.Errorf("write flows: %w", err)
+	}
+	return path, nil
+}
+
+// loadFlows installs a scenario's pipeline with the real ovs-ofctl, which is
+// how both switches are programmed.
+func loadFlows(target, dir string, antrea bool) error {
+	if antrea {
+		if _, err := run("ovs-ofctl", "add-tlv-map", target, worker1TLVMap); err != nil {
+			return fmt.Errorf("add-tlv-map: %w", err)
+		}
+	}
+	path, err := writeFlows(dir, antrea)
+	if err != nil {
+		return err
+	}
+	if _, err := run("ovs-ofctl", "-O", "OpenFlow13", "del-flows", target); err != nil {
+		return fmt.Errorf("del-flows: %w", err)
+	}
+	if _, err := run("ovs-ofctl", "-O", "OpenFlow13", "add-flows", target, path); err != nil {
+		return fmt.Errorf("add-flows: %w", err)
+	}
+	return nil
+}
+
+func setupOVS(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+		for _, bin := range []string{"ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl"} {
+			if _, err := exec.LookPath(bin); err != nil {
+				return nil, &errSkip{reason: "Open vSwitch is not installed (" + bin + " not in PATH; apt-get install openvswitch-switch)"}
+			}
+		}
+		cns, sns, err := pods(cs)
+		if err != nil {
+			return nil, err
+		}
+		o, stop, err := ovstest.Launch(ovstest.Options{FailMode: "secure"}, e.logf)
+		if err != nil {
+			return nil, fmt.Errorf("start Open vSwitch: %w", err)
+		}
+		cs.push(stop)
+		sw := netns(o.Netns())
+		t := &topology{switchCmd: "ovs-vswitchd"}
+		for _, p := range []struct {
+			spec podSpec
+			ns   netns
+			dst  *podIface
+		}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
+			i, swEnd, err := attachPod(p.spec, p.ns, sw, offloads)
+			if err != nil {
+				return nil, err
+			}
+			if err := o.AddPort(ovstest.Port{Name: swEnd, OFPort: p.spec.ofport}); err != nil {
+				return nil, err
+			}
+			*p.dst = i
+		}
+		if err := loadFlows(o.Target(), o.Rundir(), antrea); err != nil {
+			return nil, err
+		}
+		pidText, err := os.ReadFile(filepath.Join(o.Rundir(), "ovs-vswitchd.pid"))
+		if err != nil {
+			return nil, fmt.Errorf("ovs-vswitchd pid: %w", err)
+		}
+		if t.switchPID, err = strconv.Atoi(strings.TrimSpace(string(pidText))); err != nil {
+			return nil, fmt.Errorf("ovs-vswitchd pidfile %q: %w", pidText, err)
+		}
+		if out, err := exec.Command("ovs-vswitchd", "--version").Output(); err == nil {
+			t.version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+		}
+		return t, finishPods(t)
+	}
+}
+
+func setupGovs(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+		if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+			return nil, &errSkip{reason: "ovs-ofctl (used to load the flows) is not installed (apt-get install openvswitch-common)"}
+		}
+		bin, err := e.vswitchd()
+		if err != nil {
+			return nil, err
+		}
+		cns, sns, err := pods(cs)
+		if err != nil {
+			return nil, err
+		}
+		node, err := newNS(cs, "gv")
+		if err != nil {
+			return nil, err
+		}
+		// Unix socket paths are limited to 108 bytes: keep the rundir short.
+		rundir, err := os.MkdirTemp("/tmp", "govsbench-")
+		if err != nil {
+			return nil, fmt.Errorf("govs rundir: %w", err)
+		}
+		cs.push(func() error { return os.RemoveAll(rundir) })
+		p, err := startProcess("govs-vswitchd", nil, node.cmd(bin, "--rundir", rundir, "--log-level", "warn")...)
+		if err != nil {
+			return nil, err
+		}
+		cs.push(func() error {
+			out := p.stop(syscall.SIGTERM)
+			if e.verbose && out != "" {
+				e.logf("govs-vswitchd output:\n%s", out)
+			}
+			return nil
+		})
+		if err := waitFile(filepath.Join(rundir, vswitchd.CtlSocketName), 10*time.Second, p); err != nil {
+			out := p.stop(syscall.SIGTERM)
+			return nil, fmt.Errorf("govs-vswitchd did not start: %w (output: %s)", err, lastLines(out, 10))
+		}
+		call := func(words ...string) error {
+			rep, err := vswitchd.Call(rundir, vswitchd.Request{Command: words[0], Args: words[1:]})
+			if err != nil {
+				return fmt.Errorf("govs %s: %w", strings.Join(words, " "), err)
+			}
+			if rep.Error != "" {
+				return fmt.Errorf("govs %s: %s", strings.Join(words, " "), rep.Error)
+			}
+			return nil
+		}
+		if err := call("add-br", "br-int", "fail_mode=secure"); err != nil {
+			return nil, err
+		}
+		t := &topology{switchPID: p.pid(), switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree)"}
+		for _, ps := range []struct {
+			spec podSpec
+			ns   netns
+			dst  *podIface
+		}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
+			i, swEnd, err := attachPod(ps.spec, ps.ns, node, offloads)
+			if err != nil {
+				return nil, err
+			}
+			if err := call("add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", ps.spec.ofport)); err != nil {
+				return nil, err
+			}
+			*ps.dst = i
+		}
+		target := "unix:" + filepath.Join(rundir, "br-int.mgmt")
+		if err := waitFile(filepath.Join(rundir, "br-int.mgmt"), 10*time.Second, p); err != nil {
+			return nil, fmt.Errorf("br-int management socket: %w", err)
+		}
+		if err := loadFlows(target, rundir, antrea); err != nil {
+			return nil, err
+		}
+		return t, finishPods(t)
+	}
+}
+
+// waitFile waits until path exists, failing early if p exits.
+func waitFile(path string, timeout time.Duration, p *process) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if p != nil && p.exited() {
+			return fmt.Errorf("%s exited before creating %s", p.name, path)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not there after %v", path, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
