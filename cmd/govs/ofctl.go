@@ -586,7 +586,6 @@ func runGroupMods(o *ofctlOptions, target string, texts []string, lines []int, f
 	return nil
 }
 
-
 func runAddGroup(o *ofctlOptions, args []string, _ io.Writer) error {
 	return runGroupMods(o, args[0], args[1:], nil, "", wire.OFPGC_ADD)
 }
@@ -632,7 +631,6 @@ func parseGroupID(s string) (uint32, error) {
 	}
 	return uint32(n), nil
 }
-
 
 func runDelGroups(o *ofctlOptions, args []string, _ io.Writer) error {
 	id := uint32(flowtable.GroupAllID)
