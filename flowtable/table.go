@@ -329,44 +329,24 @@ func (p *Pipeline) forEachSelected(ff *FlowFilter, fn func(t *table, r *Rule)) {
 }
 
 // ModifyFlows replaces the actions of the selected flows and returns how
-// many changed (OFPFC_MODIFY / MODIFY_STRICT).
+// many changed (OFPFC_MODIFY / MODIFY_STRICT per ff.Strict).
 func (p *Pipeline) ModifyFlows(ff *FlowFilter, actions []Action, resetCounts bool) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	p.forEachSelected(ff, func(t *table, r *Rule) {
-		nf := *r.Flow
-		nf.Actions = actions
-		// A rule moves between hard and soft when conjunction-ness changes.
-		t.cls(r).remove(r)
-		r.Flow = &nf
-		t.cls(r).insert(r)
-		if resetCounts {
-			r.Stats.Packets.Store(0)
-			r.Stats.Bytes.Store(0)
-		}
-		n++
-	})
-	if n > 0 {
-		p.Generation.Add(1)
+	kind := OpModify
+	if ff.Strict {
+		kind = OpModifyStrict
 	}
-	return n
+	res, _ := p.Apply([]FlowOp{{Kind: kind, Flow: &Flow{Actions: actions}, Filter: *ff, ResetCounts: resetCounts}})
+	return res[0].Modified
 }
 
 // DeleteFlows removes the selected flows and returns them.
 func (p *Pipeline) DeleteFlows(ff *FlowFilter) []*Rule {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []*Rule
-	p.forEachSelected(ff, func(t *table, r *Rule) {
-		t.cls(r).remove(r)
-		p.nRules--
-		out = append(out, r)
-	})
-	if len(out) > 0 {
-		p.Generation.Add(1)
+	kind := OpDelete
+	if ff.Strict {
+		kind = OpDeleteStrict
 	}
-	return out
+	res, _ := p.Apply([]FlowOp{{Kind: kind, Filter: *ff}})
+	return res[0].Removed
 }
 
 // Flows returns the selected flows, ordered by table, then priority

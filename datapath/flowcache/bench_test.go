@@ -1,6 +1,8 @@
 package flowcache_test
 
 import (
+	"fmt"
+	"github.com/govs-project/govs/ofproto/flowtext"
 	"testing"
 
 	"github.com/govs-project/govs/datapath/flowcache"
@@ -19,13 +21,7 @@ func (nopSink) PacketIn(*flowtable.Packet, *flowtable.PacketIn) {}
 func benchEstablished(b *testing.B, cached bool) {
 	p := pipeline(b, seeds.Worker1)
 	c := flowcache.New(p)
-	const fwd = "in_port=49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=f2:32:d8:07:e2:a6,tcp,nw_src=10.222.1.48,nw_dst=10.222.1.47,nw_ttl=64,tp_src=40000,tp_dst=80,tcp_flags="
-	const rev = "in_port=48,dl_src=f2:32:d8:07:e2:a6,dl_dst=be:2c:bf:e4:ec:c5,tcp,nw_src=10.222.1.47,nw_dst=10.222.1.48,nw_ttl=64,tp_src=80,tp_dst=40000,tcp_flags="
-	for _, s := range []string{fwd + "syn", rev + "syn|ack", fwd + "ack"} {
-		k, f := frameOf(b, s)
-		runFast(c, k, f)
-	}
-	k, frame := frameOf(b, fwd+"ack")
+	k, frame := establish(b, c, 40000)
 	buf := make([]byte, len(frame))
 	var pkt flowtable.Packet
 	process := func() {
@@ -85,4 +81,51 @@ func BenchmarkSimpleCacheHit(b *testing.B) {
 			c.FlushStats()
 		}
 	}
+}
+
+// BenchmarkChurn forwards the established seed flow through the cache
+// while a flow-mod arrives every `every` packets (each one invalidates the
+// whole cache today: a generation number), to show what churn costs.
+func BenchmarkChurn(b *testing.B) {
+	for _, every := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("flowmod-every-%d", every), func(b *testing.B) {
+			p := pipeline(b, seeds.Worker1)
+			c := flowcache.New(p)
+			k, frame := establish(b, c, 40001)
+			buf := make([]byte, len(frame))
+			fm, err := flowtext.ParseFlow("table=90,priority=300,ip,nw_src=10.9.9.9 actions=drop", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var pkt flowtable.Packet
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%every == 0 {
+					p.AddFlow(&fm.Flow)
+				}
+				copy(buf, frame)
+				pkt.Key = flowtable.Key{}
+				pkt.Key.SetInPort(k.InPort())
+				pkt.Extract(buf)
+				c.Process(&pkt, nopSink{})
+				if i&31 == 31 {
+					c.FlushStats()
+				}
+			}
+		})
+	}
+}
+
+// establish opens a frontend -> backend1 TCP 80 connection from port
+// sport through the seed worker 1 pipeline (SYN, SYN-ACK, ACK) and returns
+// the key and frame of its next ACK.
+func establish(b *testing.B, c *flowcache.Cache, sport int) (flowtable.Key, []byte) {
+	fwd := fmt.Sprintf("in_port=49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=f2:32:d8:07:e2:a6,tcp,nw_src=10.222.1.48,nw_dst=10.222.1.47,nw_ttl=64,tp_src=%d,tp_dst=80,tcp_flags=", sport)
+	rev := fmt.Sprintf("in_port=48,dl_src=f2:32:d8:07:e2:a6,dl_dst=be:2c:bf:e4:ec:c5,tcp,nw_src=10.222.1.47,nw_dst=10.222.1.48,nw_ttl=64,tp_src=80,tp_dst=%d,tcp_flags=", sport)
+	for _, s := range []string{fwd + "syn", rev + "syn|ack", fwd + "ack"} {
+		k, f := frameOf(b, s)
+		runFast(c, k, f)
+	}
+	return frameOf(b, fwd+"ack")
 }

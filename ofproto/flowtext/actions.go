@@ -775,23 +775,7 @@ func parseLearnSpec(s string, o *ParseOptions) (flowtable.LearnSpec, error) {
 			return sp, err
 		}
 		sp.Dst, sp.NBits = d, d.NBits
-		if src != "" && (src[0] >= '0' && src[0] <= '9') {
-			imm, err := parseIntBytes(src, (d.NBits+7)/8)
-			if err != nil {
-				return sp, err
-			}
-			sp.Imm = imm
-			return sp, nil
-		}
-		r, err := parseSubfield(src, o.TLV)
-		if err != nil {
-			return sp, err
-		}
-		if r.NBits != d.NBits {
-			return sp, fmt.Errorf("%q: source is %d bits, destination %d bits", s, r.NBits, d.NBits)
-		}
-		sp.Src = r
-		return sp, nil
+		return sp, learnSource(&sp, s, src, o)
 	case strings.HasPrefix(s, "output:"):
 		r, err := parseSubfield(s[7:], o.TLV)
 		if err != nil {
@@ -835,23 +819,29 @@ func parseLearnSpec(s string, o *ParseOptions) (flowtable.LearnSpec, error) {
 		sp.Src = d
 		return sp, nil
 	}
-	if srcStr != "" && srcStr[0] >= '0' && srcStr[0] <= '9' {
-		imm, err := parseIntBytes(srcStr, (d.NBits+7)/8)
+	return sp, learnSource(&sp, s, srcStr, o)
+}
+
+// learnSource parses the source of a learn spec whose destination is set:
+// an immediate number or a subfield as wide as the destination.
+func learnSource(sp *flowtable.LearnSpec, spec, src string, o *ParseOptions) error {
+	if src != "" && src[0] >= '0' && src[0] <= '9' {
+		imm, err := parseIntBytes(src, (sp.Dst.NBits+7)/8)
 		if err != nil {
-			return sp, err
+			return err
 		}
 		sp.Imm = imm
-		return sp, nil
+		return nil
 	}
-	r, err := parseSubfield(srcStr, o.TLV)
+	r, err := parseSubfield(src, o.TLV)
 	if err != nil {
-		return sp, err
+		return err
 	}
-	if r.NBits != d.NBits {
-		return sp, fmt.Errorf("%q: source is %d bits, destination %d bits", s, r.NBits, d.NBits)
+	if r.NBits != sp.Dst.NBits {
+		return fmt.Errorf("%q: source is %d bits, destination %d bits", spec, r.NBits, sp.Dst.NBits)
 	}
 	sp.Src = r
-	return sp, nil
+	return nil
 }
 
 // trimImm keeps the (bits+7)/8 low-order bytes of a field value.
