@@ -2,7 +2,9 @@
 // (network namespaces with veth pairs) connected in several ways — a direct
 // veth pair, a Linux bridge, Open vSwitch's userspace datapath and
 // govs-vswitchd, the switches once with actions=NORMAL and once with seed
-// worker 1's Antrea pipeline — and measures each the same way: 64-byte UDP
+// worker 1's Antrea pipeline; and, across two nodes joined by Geneve, two
+// govs-vswitchd against two Open vSwitch instances, each node with its seed
+// pipeline — and measures each the same way: 64-byte UDP
 // packets/s, TCP throughput with 1 and 4 streams, TCP request/response rate
 // and latency, new TCP connections/s through conntrack, and the switch's CPU
 // time per packet. Every run repeats each measurement, reports medians and
@@ -268,8 +270,8 @@ func runScenario(ctx context.Context, e *env, sc Scenario, ms []Measurement, cfg
 			if ctx.Err() != nil {
 				return res
 			}
-			if t.switchPID != 0 {
-				if _, err := cpuTicks(t.switchPID); err != nil {
+			if len(t.switchPIDs) > 0 {
+				if _, err := t.switchTicks(); err != nil {
 					res.Errors = append(res.Errors, fmt.Sprintf("%s died before %s rep %d", t.switchCmd, m.Name, rep))
 					return res
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,6 +82,46 @@ func TestSmoke(t *testing.T) {
 	for _, col := range []string{"direct", "govs-normal", "govs-normal/direct"} {
 		if !strings.Contains(table.String(), col) {
 			t.Errorf("table lacks %q", col)
+		}
+	}
+	if after := benchNamespaces(t); len(after) > len(before) {
+		t.Errorf("namespaces left behind: before %q, after %q", before, after)
+	}
+}
+
+// TestSmokeGeneve runs the two-node Geneve scenario of govs briefly (one
+// repetition of the packet-rate and one-stream TCP tests) and requires
+// that frames and bytes crossed the tunnel and both daemons' CPU time was
+// counted, with nothing left behind.
+func TestSmokeGeneve(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the benchmark harness needs root (network namespaces, veth, AF_PACKET)")
+	}
+	before := benchNamespaces(t)
+	var log bytes.Buffer
+	start := time.Now()
+	rep, err := Run(context.Background(), Config{
+		Scenarios:    []string{"govs-geneve"},
+		Measurements: []string{"udp", "tcp1"},
+		Reps:         1,
+		Duration:     time.Second,
+		Log:          &log,
+	})
+	t.Logf("harness log (%v):\n%s", time.Since(start).Round(time.Millisecond), log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 {
+		t.Fatalf("report has %d scenarios, want 1", len(rep.Scenarios))
+	}
+	s := rep.Scenarios[0]
+	if s.Skipped != "" || len(s.Errors) > 0 {
+		t.Errorf("%s: skipped %q, errors %q", s.Name, s.Skipped, s.Errors)
+	}
+	for _, k := range []string{"udp_pps", "udp_offered_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"} {
+		st := s.Metrics[k]
+		if st == nil || len(st.Values) != 1 || !(st.Median > 0) {
+			t.Errorf("%s: %s = %+v, want one positive value", s.Name, k, st)
 		}
 	}
 	if after := benchNamespaces(t); len(after) > len(before) {
@@ -240,6 +281,18 @@ func TestUDPFrame(t *testing.T) {
 	if _, err := udpFrame(podIface{ip: clientPod.ip, mac: "zz"}, podIface{ip: serverPod.ip, mac: serverPod.mac}, 1, 2); err == nil {
 		t.Error("udpFrame accepted a bad MAC")
 	}
+	// Across nodes the frame goes to the client's gateway, not the peer.
+	client := podIface{ip: clientPod.ip, mac: clientPod.mac, gwIP: geneveNodes[0].gwIP, gwMAC: geneveNodes[0].gwMAC}
+	g, err := udpFrame(client, podIface{ip: backend2Pod.ip, mac: backend2Pod.mac}, 40000, 53)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := net.HardwareAddr(g[0:6]).String(); got != geneveNodes[0].gwMAC {
+		t.Errorf("routed frame's destination MAC = %s, want the gateway's %s", got, geneveNodes[0].gwMAC)
+	}
+	if g[33] != 34 {
+		t.Errorf("routed frame's destination IP ends in %d, want 34 (backend2)", g[33])
+	}
 	conf := trafgenConfig(f[:3])
 	if conf != "{ 0xf2, 0x32, 0xd8 }\n" {
 		t.Errorf("trafgenConfig = %q", conf)
@@ -349,6 +402,29 @@ func TestReportRatiosAndFiles(t *testing.T) {
 	// header + direct (2 values + median) + govs (2 + median) + 1 ratio
 	if len(rows) != 1+3+3+1 {
 		t.Errorf("CSV has %d rows: %q", len(rows), rows)
+	}
+}
+
+// TestRatioPairs checks that every comparison pair, the two-node one
+// included, yields a ratio when both scenarios have the metric, and none
+// when one is missing.
+func TestRatioPairs(t *testing.T) {
+	for _, p := range ratioPairs {
+		t.Run(p[0]+"/"+p[1], func(t *testing.T) {
+			r := &Report{Scenarios: []ScenarioResult{
+				{Name: p[0], Metrics: map[string]*Stat{"tcp1_gbps": {Values: []float64{3}}, "udp_pps": {Values: []float64{10}}}},
+				{Name: p[1], Metrics: map[string]*Stat{"tcp1_gbps": {Values: []float64{2}}}},
+			}}
+			r.finish()
+			if len(r.Ratios) != 1 || r.Ratios[0] != (Ratio{Metric: "tcp1_gbps", Num: p[0], Den: p[1], Value: 1.5}) {
+				t.Errorf("ratios = %+v, want only tcp1_gbps 1.5", r.Ratios)
+			}
+		})
+	}
+	for _, name := range []string{"govs-geneve", "ovs-geneve"} {
+		if _, err := ScenarioByName(name); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

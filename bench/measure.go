@@ -24,7 +24,7 @@ type Measurement struct {
 
 // Measurements lists every measurement in the order they run.
 var Measurements = []Measurement{
-	{"udp", "64-byte UDP frames/s frontend->backend1:53 (trafgen, counted at backend1's rx)", measureUDP},
+	{"udp", "64-byte UDP frames/s frontend->backend:53 (trafgen, counted at the backend's rx)", measureUDP},
 	{"tcp1", "TCP throughput, 1 stream (iperf3 to port 80)", measureTCP(1)},
 	{"tcp4", "TCP throughput, 4 streams (iperf3 to port 80)", measureTCP(4)},
 	{"rr", "TCP 1-byte request/response on one connection, client and server pinned to one CPU", measureRR},
@@ -66,8 +66,8 @@ func snapshotTx(t *topology, tx bool) (counters, error) {
 	if c.serverRx, err = ifaceCounter(t.server.ns, t.server.name, "rx_packets"); err != nil {
 		return c, err
 	}
-	if t.switchPID != 0 {
-		if c.ticks, err = cpuTicks(t.switchPID); err != nil {
+	if len(t.switchPIDs) > 0 {
+		if c.ticks, err = t.switchTicks(); err != nil {
 			return c, err
 		}
 	}
@@ -77,9 +77,11 @@ func snapshotTx(t *topology, tx bool) (counters, error) {
 // switchCost adds, for a userspace switch, <prefix>_switch_ns_per_pkt (its
 // CPU time divided by the packets both pods received, i.e. every packet it
 // forwarded in either direction) and <prefix>_switch_cores (CPU time over
-// wall time).
+// wall time). With a switch on each of two nodes the CPU time is both
+// daemons' together, so the cost per packet covers encapsulation on one
+// node and decapsulation on the other.
 func switchCost(m map[string]float64, prefix string, t *topology, a, b counters) {
-	if t.switchPID == 0 {
+	if len(t.switchPIDs) == 0 {
 		return
 	}
 	cpuNs := float64(b.ticks-a.ticks) * 1e9 / clockTicksPerSecond
@@ -95,12 +97,14 @@ func switchCost(m map[string]float64, prefix string, t *topology, a, b counters)
 // udpFrame builds the 60-byte frame (64 bytes on a wire with the FCS) the
 // packet-rate test sends: Ethernet, IPv4 with a valid header checksum, UDP
 // to port 53 with checksum 0 (none, legal in IPv4) and 18 bytes of payload.
+// It is addressed to src's next hop towards dst: dst itself on one subnet,
+// src's gateway when the two pods are on different nodes.
 func udpFrame(src, dst podIface, sport, dport uint16) ([]byte, error) {
 	smac, err := net.ParseMAC(src.mac)
 	if err != nil {
 		return nil, fmt.Errorf("source MAC: %w", err)
 	}
-	dmac, err := net.ParseMAC(dst.mac)
+	dmac, err := net.ParseMAC(src.nextHopMAC(dst))
 	if err != nil {
 		return nil, fmt.Errorf("destination MAC: %w", err)
 	}
@@ -309,7 +313,7 @@ func measureCRR(ctx context.Context, e *env, t *topology) (map[string]float64, e
 		"crr_errors": float64(res.Errors),
 	}
 	switchCost(m, "crr", t, a, b)
-	if t.switchPID != 0 {
+	if len(t.switchPIDs) > 0 {
 		m["crr_switch_us_per_conn"] = float64(b.ticks-a.ticks) * 1e6 / clockTicksPerSecond / float64(res.Count)
 	}
 	return m, nil

@@ -140,6 +140,18 @@ type podIface struct {
 	name string
 	ip   string // without prefix length
 	mac  string
+	// gwIP and gwMAC are the pod's default gateway (Antrea's antrea-gw0)
+	// when the other pod is on another node; empty when the two pods share
+	// a subnet and talk directly.
+	gwIP, gwMAC string
+}
+
+// nextHopMAC is the destination MAC of p's frames to peer.
+func (p podIface) nextHopMAC(peer podIface) string {
+	if p.gwMAC != "" {
+		return p.gwMAC
+	}
+	return peer.mac
 }
 
 // vethPair creates a veth pair a (in nsA) <-> b (in nsB) with fresh names.

@@ -52,7 +52,7 @@ const (
 const worker1BenchRule = "cookie=0x1050000000000, table=90, priority=210,udp,nw_src=10.222.1.48,reg1=0x30,tp_dst=53 actions=load:0x6->NXM_NX_REG6[],resubmit(,105)\n"
 
 // worker1TLVMap must exist before the seed flows load (table 0 reads
-// tun_metadata0).
+// tun_metadata0); worker 2's seed uses the same map.
 const worker1TLVMap = "{class=0x104,type=0x80,len=4}->tun_metadata0"
 
 // normalFlow is the "normal" scenarios' whole pipeline.
@@ -76,6 +76,8 @@ var Scenarios = []Scenario{
 	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true)},
 	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false)},
 	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true)},
+	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
+	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
 }
 
 // ScenarioByName returns the named scenario.
@@ -99,11 +101,12 @@ func (e *errSkip) Error() string { return e.reason }
 // topology is a scenario's running setup.
 type topology struct {
 	client, server podIface
-	// switchPID returns the userspace switch's pid; 0 for kernel paths,
-	// whose cost is softirq time that no process is charged with.
-	switchPID int
-	switchCmd string
-	version   string // switch version, for the report
+	// switchPIDs are the userspace switch processes, one per node; none
+	// for kernel paths, whose cost is softirq time that no process is
+	// charged with.
+	switchPIDs []int
+	switchCmd  string
+	version    string // switch version, for the report
 }
 
 // pods creates the two pod namespaces.
@@ -134,12 +137,39 @@ func attachPod(p podSpec, podNS, sw netns, offloads bool) (podIface, string, err
 	return podIface{ns: podNS, name: podEnd, ip: p.ip, mac: p.mac}, swEnd, nil
 }
 
-// finishPods adds the static neighbour entries both ways.
-func finishPods(t *topology) error {
-	if err := staticNeighbor(t.client.ns, t.client.name, t.server.ip, t.server.mac); err != nil {
-		return err
+// switchTicks is the CPU time of all the switch processes together, in
+// clock ticks.
+func (t *topology) switchTicks() (uint64, error) {
+	var sum uint64
+	for _, pid := range t.switchPIDs {
+		v, err := cpuTicks(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
 	}
-	return staticNeighbor(t.server.ns, t.server.name, t.client.ip, t.client.mac)
+	return sum, nil
+}
+
+// finishPods adds the static neighbour entries both ways: for the peer pod
+// itself on one subnet, else for the pod's gateway, with a default route
+// through it (as the Antrea CNI configures a pod).
+func finishPods(t *topology) error {
+	for _, p := range []struct{ self, peer podIface }{{t.client, t.server}, {t.server, t.client}} {
+		if p.self.gwIP == "" {
+			if err := staticNeighbor(p.self.ns, p.self.name, p.peer.ip, p.peer.mac); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := staticNeighbor(p.self.ns, p.self.name, p.self.gwIP, p.self.gwMAC); err != nil {
+			return err
+		}
+		if _, err := p.self.ns.exec("ip", "route", "add", "default", "via", p.self.gwIP, "dev", p.self.name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func setupDirect(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
@@ -200,30 +230,27 @@ func setupBridge(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return t, finishPods(t)
 }
 
-// writeFlows writes the flows for a scenario into dir and returns the path.
-func writeFlows(dir string, antrea bool) (string, error) {
-	text := normalFlow + "\n"
-	if antrea {
-		text = seeds.Worker1 + "\n# govs bench: backendpolicy also allows UDP 53 from the frontend\n" + worker1BenchRule
+// loadFlows installs a one-node scenario's pipeline: actions=NORMAL, or
+// seed worker 1's with worker1BenchRule.
+func loadFlows(target, dir string, antrea bool) error {
+	if !antrea {
+		return loadPipeline(target, dir, normalFlow+"\n", false)
 	}
-	path := filepath.Join(dir, "bench.flows")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		return "", fmt.Errorf("write flows: %w", err)
-	}
-	return path, nil
+	return loadPipeline(target, dir, seeds.Worker1+"\n# govs bench: backendpolicy also allows UDP 53 from the frontend\n"+worker1BenchRule, true)
 }
 
-// loadFlows installs a scenario's pipeline with the real ovs-ofctl, which is
-// how both switches are programmed.
-func loadFlows(target, dir string, antrea bool) error {
-	if antrea {
+// loadPipeline installs flows with the real ovs-ofctl, which is how every
+// switch is programmed: the seed's TLV map first if tlv (the seed's table 0
+// reads tun_metadata0), then the flows from a file in dir.
+func loadPipeline(target, dir, flows string, tlv bool) error {
+	if tlv {
 		if _, err := run("ovs-ofctl", "add-tlv-map", target, worker1TLVMap); err != nil {
 			return fmt.Errorf("add-tlv-map: %w", err)
 		}
 	}
-	path, err := writeFlows(dir, antrea)
-	if err != nil {
-		return err
+	path := filepath.Join(dir, "bench.flows")
+	if err := os.WriteFile(path, []byte(flows), 0o644); err != nil {
+		return fmt.Errorf("write flows: %w", err)
 	}
 	if _, err := run("ovs-ofctl", "-O", "OpenFlow13", "del-flows", target); err != nil {
 		return fmt.Errorf("del-flows: %w", err)
@@ -236,10 +263,8 @@ func loadFlows(target, dir string, antrea bool) error {
 
 func setupOVS(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
-		for _, bin := range []string{"ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl"} {
-			if _, err := exec.LookPath(bin); err != nil {
-				return nil, &errSkip{reason: "Open vSwitch is not installed (" + bin + " not in PATH; apt-get install openvswitch-switch)"}
-			}
+		if err := ovsMissing(); err != nil {
+			return nil, err
 		}
 		cns, sns, err := pods(cs)
 		if err != nil {
@@ -269,27 +294,125 @@ func setupOVS(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topol
 		if err := loadFlows(o.Target(), o.Rundir(), antrea); err != nil {
 			return nil, err
 		}
-		pidText, err := os.ReadFile(filepath.Join(o.Rundir(), "ovs-vswitchd.pid"))
+		pid, err := ovsVswitchdPID(o)
 		if err != nil {
-			return nil, fmt.Errorf("ovs-vswitchd pid: %w", err)
+			return nil, err
 		}
-		if t.switchPID, err = strconv.Atoi(strings.TrimSpace(string(pidText))); err != nil {
-			return nil, fmt.Errorf("ovs-vswitchd pidfile %q: %w", pidText, err)
-		}
-		if out, err := exec.Command("ovs-vswitchd", "--version").Output(); err == nil {
-			t.version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
-		}
+		t.switchPIDs = []int{pid}
+		t.version = ovsVersion()
 		return t, finishPods(t)
 	}
 }
 
+// ovsVswitchdPID reads the pid of an Open vSwitch instance's ovs-vswitchd.
+func ovsVswitchdPID(o *ovstest.OVS) (int, error) {
+	pidText, err := os.ReadFile(filepath.Join(o.Rundir(), "ovs-vswitchd.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("ovs-vswitchd pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		return 0, fmt.Errorf("ovs-vswitchd pidfile %q: %w", pidText, err)
+	}
+	return pid, nil
+}
+
+// ovsVersion is the first line of `ovs-vswitchd --version`, for the report.
+func ovsVersion() string {
+	out, err := exec.Command("ovs-vswitchd", "--version").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+}
+
+// ovsMissing returns an errSkip naming the first Open vSwitch program
+// that is not installed, or nil.
+func ovsMissing() error {
+	for _, bin := range []string{"ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return &errSkip{reason: "Open vSwitch is not installed (" + bin + " not in PATH; apt-get install openvswitch-switch)"}
+		}
+	}
+	return nil
+}
+
+// ofctlMissing returns an errSkip if ovs-ofctl, which loads every
+// switch's flows, is not installed, or nil.
+func ofctlMissing() error {
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		return &errSkip{reason: "ovs-ofctl (used to load the flows) is not installed (apt-get install openvswitch-common)"}
+	}
+	return nil
+}
+
+// govsNode is a running govs-vswitchd in a node namespace.
+type govsNode struct {
+	ns     netns
+	rundir string
+	proc   *process
+}
+
+// startGovs starts govs-vswitchd in node with a fresh rundir, creates
+// br-int in fail-mode secure and registers the daemon's stop.
+func startGovs(e *env, cs *cleanupStack, node netns) (*govsNode, error) {
+	bin, err := e.vswitchd()
+	if err != nil {
+		return nil, err
+	}
+	// Unix socket paths are limited to 108 bytes: keep the rundir short.
+	rundir, err := os.MkdirTemp("/tmp", "govsbench-")
+	if err != nil {
+		return nil, fmt.Errorf("govs rundir: %w", err)
+	}
+	cs.push(func() error { return os.RemoveAll(rundir) })
+	p, err := startProcess("govs-vswitchd", nil, node.cmd(bin, "--rundir", rundir, "--log-level", "warn")...)
+	if err != nil {
+		return nil, err
+	}
+	cs.push(func() error {
+		out := p.stop(syscall.SIGTERM)
+		if e.verbose && out != "" {
+			e.logf("govs-vswitchd (%s) output:\n%s", node, out)
+		}
+		return nil
+	})
+	if err := waitFile(filepath.Join(rundir, vswitchd.CtlSocketName), 10*time.Second, p); err != nil {
+		out := p.stop(syscall.SIGTERM)
+		return nil, fmt.Errorf("govs-vswitchd did not start: %w (output: %s)", err, lastLines(out, 10))
+	}
+	g := &govsNode{ns: node, rundir: rundir, proc: p}
+	if err := g.call("add-br", "br-int", "fail_mode=secure"); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// call runs one `govs` control command (add-port, ...) against the daemon.
+func (g *govsNode) call(words ...string) error {
+	rep, err := vswitchd.Call(g.rundir, vswitchd.Request{Command: words[0], Args: words[1:]})
+	if err != nil {
+		return fmt.Errorf("govs %s: %w", strings.Join(words, " "), err)
+	}
+	if rep.Error != "" {
+		return fmt.Errorf("govs %s: %s", strings.Join(words, " "), rep.Error)
+	}
+	return nil
+}
+
+// target waits for br-int's management socket and returns it as an
+// ovs-ofctl target.
+func (g *govsNode) target() (string, error) {
+	mgmt := filepath.Join(g.rundir, "br-int.mgmt")
+	if err := waitFile(mgmt, 10*time.Second, g.proc); err != nil {
+		return "", fmt.Errorf("br-int management socket: %w", err)
+	}
+	return "unix:" + mgmt, nil
+}
+
 func setupGovs(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
-		if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-			return nil, &errSkip{reason: "ovs-ofctl (used to load the flows) is not installed (apt-get install openvswitch-common)"}
-		}
-		bin, err := e.vswitchd()
-		if err != nil {
+		if err := ofctlMissing(); err != nil {
 			return nil, err
 		}
 		cns, sns, err := pods(cs)
@@ -300,41 +423,11 @@ func setupGovs(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topo
 		if err != nil {
 			return nil, err
 		}
-		// Unix socket paths are limited to 108 bytes: keep the rundir short.
-		rundir, err := os.MkdirTemp("/tmp", "govsbench-")
-		if err != nil {
-			return nil, fmt.Errorf("govs rundir: %w", err)
-		}
-		cs.push(func() error { return os.RemoveAll(rundir) })
-		p, err := startProcess("govs-vswitchd", nil, node.cmd(bin, "--rundir", rundir, "--log-level", "warn")...)
+		g, err := startGovs(e, cs, node)
 		if err != nil {
 			return nil, err
 		}
-		cs.push(func() error {
-			out := p.stop(syscall.SIGTERM)
-			if e.verbose && out != "" {
-				e.logf("govs-vswitchd output:\n%s", out)
-			}
-			return nil
-		})
-		if err := waitFile(filepath.Join(rundir, vswitchd.CtlSocketName), 10*time.Second, p); err != nil {
-			out := p.stop(syscall.SIGTERM)
-			return nil, fmt.Errorf("govs-vswitchd did not start: %w (output: %s)", err, lastLines(out, 10))
-		}
-		call := func(words ...string) error {
-			rep, err := vswitchd.Call(rundir, vswitchd.Request{Command: words[0], Args: words[1:]})
-			if err != nil {
-				return fmt.Errorf("govs %s: %w", strings.Join(words, " "), err)
-			}
-			if rep.Error != "" {
-				return fmt.Errorf("govs %s: %s", strings.Join(words, " "), rep.Error)
-			}
-			return nil
-		}
-		if err := call("add-br", "br-int", "fail_mode=secure"); err != nil {
-			return nil, err
-		}
-		t := &topology{switchPID: p.pid(), switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree)"}
+		t := &topology{switchPIDs: []int{g.proc.pid()}, switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree)"}
 		for _, ps := range []struct {
 			spec podSpec
 			ns   netns
@@ -344,16 +437,16 @@ func setupGovs(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topo
 			if err != nil {
 				return nil, err
 			}
-			if err := call("add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", ps.spec.ofport)); err != nil {
+			if err := g.call("add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", ps.spec.ofport)); err != nil {
 				return nil, err
 			}
 			*ps.dst = i
 		}
-		target := "unix:" + filepath.Join(rundir, "br-int.mgmt")
-		if err := waitFile(filepath.Join(rundir, "br-int.mgmt"), 10*time.Second, p); err != nil {
-			return nil, fmt.Errorf("br-int management socket: %w", err)
+		target, err := g.target()
+		if err != nil {
+			return nil, err
 		}
-		if err := loadFlows(target, rundir, antrea); err != nil {
+		if err := loadFlows(target, g.rundir, antrea); err != nil {
 			return nil, err
 		}
 		return t, finishPods(t)
