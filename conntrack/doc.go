@@ -15,7 +15,15 @@
 // the switch, carried across recirculations) and args the ct() arguments
 // (zone, commit, force, exec(ct_mark/ct_label), nat). Execute rewrites the
 // frame in place when NAT applies and replaces md with the result. It does
-// not allocate. ct_clear is md.Clear().
+// not allocate. ct_clear is md.Clear(). A datapath that runs one ct action
+// over a batch of packets can call ExecuteBatch instead: same results, but
+// the cache misses of the batch overlap, which matters with large tables.
+//
+// Management: Dump (Entry.String prints the `ovs-appctl
+// dpctl/dump-conntrack` format), Flush, FlushZone, FlushTuple, Count,
+// ZoneCount, ZoneLimitCount, SetGlobalLimit, SetZoneLimit,
+// SetDefaultZoneLimit, Stats.
+// Memory is given back by Sweep, which StartSweeper runs periodically.
 //
 // # Semantics
 //
@@ -30,7 +38,9 @@
 //     a connection that is not committed or has not seen a valid reply yet
 //     (UDP and ICMP until the first reply, TCP until the SYN+ACK); +est after
 //     that; +rpl in the reply direction; +rel for ICMP errors whose embedded
-//     header belongs to a connection; +snat/+dnat when nat() translated it.
+//     header belongs to a connection; +snat/+dnat name the translation
+//     applied to this packet (so the reply of a DNAT connection, whose
+//     source is rewritten back, is +snat, as in OVS and the kernel).
 //   - ct_mark (32 bits) and ct_label (128 bits) belong to the connection and
 //     change only through a committing action's exec(); every later packet
 //     of the connection sees them.
@@ -56,26 +66,42 @@
 //     adjusted, SCTP's CRC32c recomputed.
 //   - Limits: a global maximum (3,000,000 by default, like OVS) and per-zone
 //     limits with a default. A full table refuses new connections; existing
-//     ones keep working.
+//     ones keep working. As in OVS, a zone limit counts the connections
+//     committed while it applies. Commits running at the same moment on
+//     different cores may overshoot a limit by at most their number.
+//   - Not implemented: ALG helpers (ct(alg=ftp|tftp)), timeout policies
+//     per zone (Config.Timeouts is global), an SCTP state machine (SCTP,
+//     DCCP and UDP-Lite are tracked like UDP), and OVS' lookup of a
+//     translated packet by its ct_orig tuple after its headers were changed
+//     (check_orig_tuple).
 //
 // # IP fragments
 //
-// govs does not reassemble. Every IPv4 fragment (MF set or a non-zero
-// offset, the first fragment included) and every IPv6 packet with a Fragment
-// header is +trk+inv: it creates nothing, changes no connection and is never
-// translated, so fragments can be dropped by the pipeline but can never be
-// tracked against the wrong connection or half-translated. (OVS reassembles
-// in lib/ipf.c before conntrack; the kernel does too. Reassembly, or
-// "virtual reassembly" keyed by the IP id, is the planned follow-up; until
-// then fragmented UDP, e.g. large DNS answers, needs the path MTU to avoid
-// fragmentation.) Stats().Fragments counts them.
+// govs does not buffer or reassemble; it does "virtual reassembly" (see
+// frag.go). The first fragment of a datagram carries the L4 header, so it is
+// tracked and translated like a whole packet, and its verdict is remembered
+// for 30 s under (zone, addresses, protocol, IP id). Later fragments get the
+// same connection, ct_state, mark, label and original tuple, and the same
+// address translation (the L4 checksum, in the first fragment, was already
+// adjusted for the whole datagram). What cannot be tracked safely is +inv
+// and changes nothing: a later fragment that arrives before its first
+// fragment (OVS' and the kernel's reassembly would wait for it), fragments of
+// TCP (window tracking needs the whole segment), SCTP (CRC over the whole
+// packet), DCCP and UDP-Lite, and ICMP errors that are fragmented. An IPv6
+// atomic fragment (RFC 8021) is a whole packet. Stats().Fragments counts
+// fragments.
 //
 // # Concurrency and memory
 //
-// The table is split into 64 shards, each with its own lock-protected index;
-// connections are stored in pointer-free chunks, so the garbage collector
-// does not scan them. Lookups of established connections take one shard
-// read lock and the connection's own mutex. Expiry is exact at lookup time
-// and memory is given back incrementally by a per-shard timing wheel (see
-// Sweep and StartSweeper), never by a pass over every connection.
+// The table is split into 64 shards, each with its own index (open
+// addressing, atomic slots) and a write lock; connections are stored in
+// pointer-free chunks, so the garbage collector does not scan them (about
+// 210 bytes per connection at 1M). Lookups take no shard lock, only the
+// connection's own mutex; commits lock the one or two shards that hold the
+// new connection's keys. Expiry is exact at lookup time and memory is given
+// back incrementally by a per-shard timing wheel (see Sweep and
+// StartSweeper), never by a pass over every connection.
+//
+// NAT adjusts checksums incrementally, so it assumes complete checksums;
+// frames carrying partial (offloaded) checksums must be completed first.
 package conntrack

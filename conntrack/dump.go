@@ -46,6 +46,28 @@ func tupleOf(k *key) Tuple {
 	return t
 }
 
+func (t *Tuple) less(o *Tuple) bool {
+	if t.Proto != o.Proto {
+		return t.Proto < o.Proto
+	}
+	if c := t.Src.Compare(o.Src); c != 0 {
+		return c < 0
+	}
+	if c := t.Dst.Compare(o.Dst); c != 0 {
+		return c < 0
+	}
+	if t.SrcPort != o.SrcPort {
+		return t.SrcPort < o.SrcPort
+	}
+	if t.DstPort != o.DstPort {
+		return t.DstPort < o.DstPort
+	}
+	if t.ICMPID != o.ICMPID {
+		return t.ICMPID < o.ICMPID
+	}
+	return t.ICMPType < o.ICMPType
+}
+
 func protoName(p uint8) string {
 	switch p {
 	case protoICMP:
@@ -142,7 +164,9 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.RLock()
-		for _, e := range s.slots {
+		tab := *s.tab.Load()
+		for j := range tab {
+			e := tab[j].Load()
 			if e == 0 || uint32(e)&entryDirBit != 0 {
 				continue
 			}
@@ -159,7 +183,7 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 				Orig:  tupleOf(&c.keys[0]),
 				Reply: tupleOf(&c.keys[1]),
 				Zone:  c.keys[0].zone,
-				Mark:  c.mark,
+				Mark:  c.mark.Load(),
 				Label: c.label,
 			}
 			if c.keys[0].proto == protoTCP {
@@ -175,17 +199,49 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 		if out[i].Zone != out[j].Zone {
 			return out[i].Zone < out[j].Zone
 		}
-		return out[i].String() < out[j].String()
+		return out[i].Orig.less(&out[j].Orig)
 	})
 	return out
 }
 
 // Count returns the number of connections held (including expired ones the
-// sweeper has not freed yet), which is what the limits count.
-func (t *Tracker) Count() int { return int(t.count.Load()) }
+// sweeper has not freed yet), which is what the global limit counts.
+func (t *Tracker) Count() int {
+	n := int64(0)
+	for i := range t.shards {
+		n += t.shards[i].count.Load()
+	}
+	return int(n)
+}
 
-// ZoneCount returns the number of connections held in zone.
-func (t *Tracker) ZoneCount(zone uint16) int { return int(t.zoneCount[zone].Load()) }
+// ZoneCount returns the number of connections held in zone. It walks the
+// table (a management operation, not for the packet path).
+func (t *Tracker) ZoneCount(zone uint16) int {
+	return t.scan(func(c *conn) bool { return c.keys[0].zone == zone })
+}
+
+// ZoneLimitCount returns how many connections count against zone's limit:
+// those committed while a limit applied to the zone (as in OVS, setting a
+// limit does not count the connections that already exist).
+func (t *Tracker) ZoneLimitCount(zone uint16) int { return int(t.zoneCount[zone].Load()) }
+
+// scan counts the live connections matching f.
+func (t *Tracker) scan(f func(*conn) bool) int {
+	n := 0
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.RLock()
+		tab := *s.tab.Load()
+		for j := range tab {
+			e := tab[j].Load()
+			if e != 0 && uint32(e)&entryDirBit == 0 && f(t.connAt(uint32(e)&^entryDirBit)) {
+				n++
+			}
+		}
+		s.mu.RUnlock()
+	}
+	return n
+}
 
 // SetGlobalLimit sets the maximum number of connections (n <= 0:
 // DefaultMaxConns). Existing connections are kept.
@@ -235,7 +291,9 @@ func (t *Tracker) flush(match func(*conn) bool) int {
 		vs = vs[:0]
 		s := &t.shards[i]
 		s.mu.RLock()
-		for _, e := range s.slots {
+		tab := *s.tab.Load()
+		for j := range tab {
+			e := tab[j].Load()
 			if e == 0 || uint32(e)&entryDirBit != 0 {
 				continue
 			}
@@ -294,6 +352,7 @@ func (t *Tracker) FlushTuple(zone uint16, tup Tuple) error {
 	c, _, ref := t.find(s, &k, h, now)
 	var v victim
 	if c != nil {
+		c.mu.Unlock()
 		v = victim{ref, c.gen}
 	}
 	s.mu.RUnlock()

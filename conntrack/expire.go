@@ -91,7 +91,8 @@ func (t *Tracker) sweepShard(i int, now int64, batch []victim) (_ []victim, more
 	budget := sweepBudget
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.tick < 0 || nowTick-s.tick > wheelSlots {
+	if !s.ticking || nowTick-s.tick > wheelSlots {
+		s.ticking = true
 		// First sweep, or a long pause: visit every slot once.
 		s.tick = nowTick - wheelSlots - 1
 	}

@@ -3,6 +3,7 @@ package conntrack
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -198,11 +199,14 @@ func checkCsums(t *testing.T, frame []byte) {
 	}
 }
 
-// fakeClock is a settable Clock.
+// fakeClock is a settable Clock. now is read atomically by Now (the
+// background sweeper reads it from its goroutine).
 type fakeClock struct{ now int64 }
 
-func (c *fakeClock) Now() int64              { return c.now }
+func (c *fakeClock) Now() int64              { return atomic.LoadInt64(&c.now) }
 func (c *fakeClock) Advance(d time.Duration) { c.now += int64(d) }
+
+func atomicAdvance(c *fakeClock, d time.Duration) { atomic.AddInt64(&c.now, int64(d)) }
 
 // harness runs ct() actions on a tracker with a fake clock.
 type harness struct {

@@ -14,16 +14,21 @@ import (
 // chunks below. Each shard also has an open-addressing index (linear probing,
 // backward-shift deletion) of 64-bit entries: the low 32 bits of the key hash
 // (also used as the home slot), the direction and the ref. Every connection
-// has two entries, one per direction key, usually in two different shards.
+// with NAT has two entries, one per direction key, usually in two different
+// shards. The hash is symmetric, so a connection without NAT (whose reply
+// key is the reverse of its original key) needs only one entry: a lookup
+// compares both of its keys.
 //
-// Locking. A shard's RWMutex guards its index, its chunk list, its free list
-// and its expiry wheel, and the immutable part of the connections it owns
-// (keys, NAT action) as seen through its index. A lookup holds the read lock
-// of the shard it probed for as long as it uses the connection, which keeps
-// the connection from being freed (freeing takes the write locks of both
-// shards holding its entries, always in shard order). The mutable per-packet
-// state (TCP peers, mark, label) is guarded by the connection's own mutex;
-// the expiration time is atomic.
+// Locking. A shard's RWMutex serializes the writers of its index, chunk
+// list, free list and expiry wheel. Lookups do not take it: index entries
+// and the slot array are read with atomic loads, and a candidate connection
+// is checked under its own mutex (live, same key, not expired), which also
+// keeps it from being freed while the packet uses it (freeing clears live
+// under that mutex). A lockless probe can miss an entry that a concurrent
+// deletion is shifting, so a miss is repeated under the shard's read lock
+// before the packet is called new. Writers that need two shards (a
+// connection's two keys) lock them in shard order; the lock order is always
+// shard(s) before connection.
 const (
 	shardBits   = 6
 	nShards     = 1 << shardBits
@@ -46,45 +51,63 @@ type tcpPeer struct {
 	state        uint8
 }
 
+// conn is one connection: 192 bytes, three cache lines, 64-byte aligned in
+// its chunk. A lookup reads all three (lock, expiration and keys; mark and
+// label; TCP peers); the cold fields (wheel links, generation) share the
+// last line with the TCP state. Each line has an atomic field that
+// ExecuteBatch loads to bring the line in early without a data race.
 type conn struct {
-	mu     sync.Mutex
-	exp    atomic.Int64 // expiration, ns; <= now means gone
-	keys   [2]key       // [0] original direction, [1] reply direction (after NAT)
-	mark   uint32
-	label  Label
-	tcp    [2]tcpPeer
-	state  uint8 // ICMP / other protocols state
-	nat    uint8 // natSrc or natDst (0: none)
-	live   bool
-	rshard uint8 // shard of keys[1]
-	wslot  uint16
-	gen    uint32 // bumped when the slot is freed (see lockConn)
-	next   uint32 // expiry wheel list (local index) or free list
-	prev   uint32
+	mu     sync.Mutex    // 0
+	exp    atomic.Int64  // 8: expiration, ns; <= now means gone
+	keys   [2]key        // 16: [0] original direction, [1] reply direction (after NAT)
+	nat    uint8         // 100: natSrc or natDst (0: none)
+	live   bool          // 101
+	state  uint8         // 102: ICMP / other protocols state
+	rshard uint8         // 103: shard of keys[1]
+	mark   atomic.Uint32 // 104: written under mu; atomic so ExecuteBatch can prefetch the line
+	label  Label         // 112
+	tcp    [2]tcpPeer    // 128
+	wslot  uint16        // 160
+	gen    uint32        // 164: bumped when the slot is freed (see lockConn)
+	next   uint32        // 168: expiry wheel list (local index) or free list
+	prev   uint32        // 172
+	touch  atomic.Uint32 // 176: never written; ExecuteBatch loads it to prefetch the line
+	zcount bool          // 180: counted in zoneCount (a zone limit applied at commit)
+	_      [11]byte      // 181: pad to 192 = 3 cache lines
 }
 
 type connChunk [chunkSize]conn
 
 type shard struct {
-	mu    sync.RWMutex
-	slots []uint64
-	used  int
+	mu   sync.RWMutex
+	tab  atomic.Pointer[[]atomic.Uint64] // index slots, replaced on growth
+	used int
+	// moves is odd while entries are being moved (deletion shifts,
+	// growth) and counts such changes, so a lockless reader can tell
+	// whether its miss is trustworthy. Inserting into an empty slot moves
+	// nothing and does not bump it.
+	moves atomic.Uint64
 	// chunks is replaced (copy on grow) under mu and read atomically by
 	// lookups that hold another shard's lock.
 	chunks   atomic.Pointer[[]*connChunk]
 	nAlloc   uint32 // next never-used local index; index 0 is never used
 	freeHead uint32
 	wheel    [wheelSlots]uint32
-	tick     int64 // last wheel tick fully processed (-1: not started)
-	_        [64]byte
+	tick     int64 // last wheel tick fully processed
+	ticking  bool  // tick is set (the first Sweep sets it)
+	// count is the exact number of connections owned by the shard;
+	// delta is what it has not yet reported to Tracker.approx.
+	count atomic.Int64
+	delta int64
+	_     [64]byte
 }
 
 func (s *shard) init() {
-	s.slots = make([]uint64, minSlots)
+	tab := make([]atomic.Uint64, minSlots)
+	s.tab.Store(&tab)
 	empty := make([]*connChunk, 0)
 	s.chunks.Store(&empty)
 	s.nAlloc = 1
-	s.tick = -1
 }
 
 func mkRef(sh int, idx uint32) uint32 { return uint32(sh)<<refBits | idx }
@@ -101,87 +124,118 @@ func (s *shard) local(idx uint32) *conn {
 	return &ch[idx>>chunkBits][idx&(chunkSize-1)]
 }
 
-// find returns the live, unexpired connection one of whose keys is k, and
-// which key (0 original, 1 reply). The caller holds s.mu (read or write).
+// find returns the live, unexpired connection one of whose keys is k,
+// locked (c.mu held), which key (0 original, 1 reply) and its ref. It may be
+// called with or without s.mu; without it, a miss is not authoritative.
 func (t *Tracker) find(s *shard, k *key, h uint64, now int64) (*conn, int, uint32) {
-	mask := uint64(len(s.slots) - 1)
+	tab := *s.tab.Load()
+	mask := uint64(len(tab) - 1)
 	tag := uint32(h)
-	for i := uint64(tag) & mask; ; i = (i + 1) & mask {
-		e := s.slots[i]
+	i := uint64(tag) & mask
+	for n := 0; n < len(tab); n++ {
+		e := tab[i].Load()
 		if e == 0 {
-			return nil, 0, 0
+			break
 		}
-		if uint32(e>>32) != tag {
-			continue
+		if uint32(e>>32) == tag {
+			ref := uint32(e) &^ entryDirBit
+			d := int(uint32(e) >> 31)
+			c := t.connAt(ref)
+			c.mu.Lock()
+			if c.live && c.exp.Load() > now {
+				if c.keys[d].eq(k) {
+					return c, d, ref
+				}
+				if c.nat == 0 && c.keys[1].eq(k) {
+					return c, 1, ref // the shared entry of a non-NAT connection
+				}
+			}
+			c.mu.Unlock()
 		}
-		ref := uint32(e) &^ entryDirBit
-		c := t.connAt(ref)
-		d := 0
-		if uint32(e)&entryDirBit != 0 {
-			d = 1
-		}
-		if c.keys[d] == *k && c.exp.Load() > now {
-			return c, d, ref
-		}
+		i = (i + 1) & mask
 	}
+	return nil, 0, 0
+}
+
+// lookup is find with the locked retry after a lockless miss.
+func (t *Tracker) lookup(k *key, h uint64, now int64) (*conn, int, uint32) {
+	s := &t.shards[h>>(64-shardBits)]
+	m := s.moves.Load()
+	if c, d, ref := t.find(s, k, h, now); c != nil {
+		return c, d, ref
+	}
+	if m&1 == 0 && s.moves.Load() == m {
+		return nil, 0, 0 // no entry moved while we looked: a true miss
+	}
+	s.mu.RLock()
+	c, d, ref := t.find(s, k, h, now)
+	s.mu.RUnlock()
+	return c, d, ref
 }
 
 // exists reports whether some unexpired connection has key k in either
-// direction. It takes the read lock of k's shard.
+// direction.
 func (t *Tracker) exists(k *key, now int64) bool {
-	h := k.hash(t.seed)
-	s := &t.shards[h>>(64-shardBits)]
-	s.mu.RLock()
-	c, _, _ := t.find(s, k, h, now)
-	s.mu.RUnlock()
+	c, _, _ := t.lookup(k, k.hash(t.seed), now)
+	if c != nil {
+		c.mu.Unlock()
+	}
 	return c != nil
 }
 
 // insertEntry adds an index entry; the caller holds s.mu for writing.
 func (s *shard) insertEntry(h uint64, ref uint32, dir int) {
-	if (s.used+1)*4 > len(s.slots)*3 {
-		s.grow()
+	tab := *s.tab.Load()
+	if (s.used+1)*8 > len(tab)*5 { // load factor 5/8
+		tab = s.grow(tab)
 	}
 	e := uint64(uint32(h))<<32 | uint64(ref)
 	if dir == 1 {
 		e |= entryDirBit
 	}
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(len(tab) - 1)
 	i := uint64(uint32(h)) & mask
-	for s.slots[i] != 0 {
+	for tab[i].Load() != 0 {
 		i = (i + 1) & mask
 	}
-	s.slots[i] = e
+	tab[i].Store(e)
 	s.used++
 }
 
-func (s *shard) grow() {
-	old := s.slots
-	s.slots = make([]uint64, len(old)*2)
-	mask := uint64(len(s.slots) - 1)
-	for _, e := range old {
+// grow doubles the slot array. Lockless readers may still be probing the
+// old one; it is left intact for them.
+func (s *shard) grow(old []atomic.Uint64) []atomic.Uint64 {
+	tab := make([]atomic.Uint64, len(old)*2)
+	mask := uint64(len(tab) - 1)
+	for j := range old {
+		e := old[j].Load()
 		if e == 0 {
 			continue
 		}
 		i := (e >> 32) & mask
-		for s.slots[i] != 0 {
+		for tab[i].Load() != 0 {
 			i = (i + 1) & mask
 		}
-		s.slots[i] = e
+		tab[i].Store(e)
 	}
+	s.moves.Add(1)
+	s.tab.Store(&tab)
+	s.moves.Add(1)
+	return tab
 }
 
 // removeEntry deletes the entry (h, ref, dir); the caller holds s.mu for
 // writing. Backward-shift deletion keeps probe chains without tombstones.
 func (s *shard) removeEntry(h uint64, ref uint32, dir int) {
+	tab := *s.tab.Load()
 	want := uint64(uint32(h))<<32 | uint64(ref)
 	if dir == 1 {
 		want |= entryDirBit
 	}
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(len(tab) - 1)
 	i := uint64(uint32(h)) & mask
 	for {
-		e := s.slots[i]
+		e := tab[i].Load()
 		if e == 0 {
 			return // not present (cannot happen for a live conn)
 		}
@@ -191,20 +245,25 @@ func (s *shard) removeEntry(h uint64, ref uint32, dir int) {
 		i = (i + 1) & mask
 	}
 	s.used--
+	s.moves.Add(1)
+	defer s.moves.Add(1)
 	for {
-		s.slots[i] = 0
+		// Fill the hole at i with the next entry that may move back,
+		// before clearing where it came from, so that a lockless reader
+		// sees the entry at one place or the other most of the time.
 		j := i
 		for {
 			j = (j + 1) & mask
-			e := s.slots[j]
+			e := tab[j].Load()
 			if e == 0 {
+				tab[i].Store(0)
 				return
 			}
 			home := (e >> 32) & mask
 			// Move e back into the hole at i unless its home lies
 			// cyclically in (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-				s.slots[i] = e
+				tab[i].Store(e)
 				i = j
 				break
 			}
@@ -290,12 +349,12 @@ func (t *Tracker) lockConn(ref, gen uint32) (c *conn, a, b int, ok bool) {
 func (t *Tracker) freeConn(ref uint32, c *conn) {
 	a := int(ref >> refBits)
 	sa := &t.shards[a]
-	h0 := c.keys[0].hash(t.seed)
-	h1 := c.keys[1].hash(t.seed)
-	sa.removeEntry(h0, ref, 0)
-	t.shards[c.rshard].removeEntry(h1, ref, 1)
+	sa.removeEntry(c.keys[0].hash(t.seed), ref, 0)
+	if c.nat != 0 {
+		t.shards[c.rshard].removeEntry(c.keys[1].hash(t.seed), ref, 1)
+	}
 	sa.wheelUnlink(c)
-	zone := c.keys[0].zone
+	zone, zcount := c.keys[0].zone, c.zcount
 	c.mu.Lock()
 	c.live = false
 	c.gen++
@@ -303,6 +362,12 @@ func (t *Tracker) freeConn(ref uint32, c *conn) {
 	c.mu.Unlock()
 	c.next = sa.freeHead
 	sa.freeHead = ref & refMask
-	t.count.Add(-1)
-	t.zoneCount[zone].Add(-1)
+	sa.count.Add(-1)
+	if sa.delta--; sa.delta == -countBatch {
+		t.approx.Add(-countBatch)
+		sa.delta = 0
+	}
+	if zcount {
+		t.zoneCount[zone].Add(-1)
+	}
 }

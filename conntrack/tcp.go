@@ -109,14 +109,18 @@ type tcpSeg struct {
 
 func readSeg(frame []byte, p *pkt) tcpSeg {
 	b := frame[p.l4 : p.l4+p.tcpHLen]
-	return tcpSeg{
+	_ = b[19]
+	seg := tcpSeg{
 		flags: p.tcpFlags,
-		seq:   be32(b[4:]),
-		ack:   be32(b[8:]),
-		win:   uint32(be16(b[14:])),
+		seq:   be32(b[4:8]),
+		ack:   be32(b[8:12]),
+		win:   uint32(be16(b[14:16])),
 		plen:  uint32(p.l4len - p.tcpHLen),
-		opts:  b[20:],
 	}
+	if p.tcpFlags&tcpSYN != 0 {
+		seg.opts = b[20:] // only SYNs carry the window scale option
+	}
+	return seg
 }
 
 func divRoundUp(a uint32, shift uint8) uint32 {

@@ -35,18 +35,25 @@ const (
 // Tracker is a connection tracker: all zones, all connections. It is safe for
 // concurrent use by any number of goroutines.
 type Tracker struct {
-	shards    [nShards]shard
-	seed      uint64
-	tick      int64
-	timeouts  [nTimeouts]int64
-	seqCheck  bool
-	verifyCs  bool
-	clock     Clock
-	count     atomic.Int64
+	shards   [nShards]shard
+	seed     uint64
+	tick     int64
+	timeouts [nTimeouts]int64
+	seqCheck bool
+	verifyCs bool
+	clock    Clock
+	_        [64]byte
+	// approx is the connection count, reported by the shards in steps of
+	// countBatch so that committing cores do not all write one cache line;
+	// it is within nShards*countBatch of the truth (see hasRoom).
+	approx    atomic.Int64
+	_         [56]byte
 	maxConns  atomic.Int64
 	defLimit  atomic.Int64 // default per-zone limit, 0 none
 	zoneLimit [65536]atomic.Int32
 	zoneCount [65536]atomic.Int32
+
+	frags fragTable
 
 	stats struct {
 		invalid, full, natFail, fragments atomic.Uint64
@@ -107,8 +114,17 @@ func New(cfg Config) *Tracker {
 // no batch timestamp of their own.
 func (t *Tracker) Now() int64 { return t.clock() }
 
+// expSlack is how much an expiration may lag behind the packets refreshing
+// it: an atomic store is a full barrier on amd64, so a busy connection
+// stores its new deadline at most once per expSlack. Shortened deadlines
+// (a state change to a shorter timeout) are always stored.
+const expSlack = int64(10 * time.Millisecond)
+
 func (t *Tracker) setExp(c *conn, tm int, now int64) {
-	c.exp.Store(now + t.timeouts[tm])
+	exp := now + t.timeouts[tm]
+	if old := c.exp.Load(); exp < old || exp-old > expSlack {
+		c.exp.Store(exp)
+	}
 }
 
 // Execute runs the ct() action a on one packet: frame is the Ethernet frame
@@ -119,17 +135,32 @@ func (t *Tracker) setExp(c *conn, tm int, now int64) {
 //
 // Execute does not allocate.
 func (t *Tracker) Execute(frame []byte, l3 int, ethType uint16, md *Meta, a *Args, now int64) {
-	zone := a.Zone
-	st := md.State
-	if st != 0 && md.Zone != zone {
-		// A new zone: what was learned in another zone does not apply.
-		st = 0
-	}
 	var p pkt
 	var k key
-	switch parse(frame, l3, ethType, zone, &k, &p, t.verifyCs) {
+	r := parse(frame, l3, ethType, a.Zone, &k, &p, t.verifyCs)
+	t.executeParsed(frame, r, &p, &k, md, a, now)
+}
+
+func (t *Tracker) executeParsed(frame []byte, r parseResult, p *pkt, k *key, md *Meta, a *Args, now int64) {
+	zone := a.Zone
+	// Only the translation bits of an earlier ct() carry over, and only in
+	// the same zone (OVS resets ct_state when a packet enters another zone):
+	// they say the packet was already translated. The rest is recomputed.
+	st := md.State & (StateSNAT | StateDNAT)
+	if md.Zone != zone || md.State&StateTracked == 0 {
+		st = 0
+	}
+	switch r {
 	case parseOK:
+		if p.frag == fragFirst {
+			t.firstFragment(frame, p, k, st, md, a, now)
+			return
+		}
 	case parseFragment:
+		if p.frag == fragLater {
+			t.laterFragment(frame, p, k, st, md, a, now)
+			return
+		}
 		t.stats.fragments.Add(1)
 		t.setInvalid(md, zone)
 		return
@@ -137,30 +168,94 @@ func (t *Tracker) Execute(frame []byte, l3 int, ethType uint16, md *Meta, a *Arg
 		t.setInvalid(md, zone)
 		return
 	}
-
-	for attempt := 0; ; attempt++ {
-		if t.execute(frame, &p, &k, st, md, a, now) || attempt == 2 {
+	for attempt := 0; attempt < 3; attempt++ {
+		if t.execute(frame, p, k, st, md, a, now) {
 			return
 		}
 		// A concurrent commit of the same connection won the race: look
 		// it up again.
 	}
+	t.setInvalid(md, zone)
 }
+
+// Packet is one packet of a batch for ExecuteBatch.
+type Packet struct {
+	Frame   []byte
+	L3      int
+	EthType uint16
+	Meta    *Meta
+}
+
+// batchGroup is how many packets ExecuteBatch prepares at once.
+const batchGroup = 32
+
+// ExecuteBatch runs the ct() action a on each packet, with the same results
+// as calling Execute on them in order. It first extracts every key and
+// touches the index slots and connections the packets will need, so that
+// with a large table the cache misses of the whole batch overlap instead of
+// following one another. It does not allocate.
+func (t *Tracker) ExecuteBatch(pkts []Packet, a *Args, now int64) {
+	var ks [batchGroup]key
+	var ps [batchGroup]pkt
+	var rs [batchGroup]parseResult
+	var refs [batchGroup]uint32
+	for len(pkts) > 0 {
+		n := min(len(pkts), batchGroup)
+		for i := 0; i < n; i++ {
+			q := &pkts[i]
+			rs[i] = parse(q.Frame, q.L3, q.EthType, a.Zone, &ks[i], &ps[i], t.verifyCs)
+		}
+		// Index slots: independent loads, so their misses overlap.
+		var sink uint64
+		for i := 0; i < n; i++ {
+			refs[i] = 0
+			if rs[i] != parseOK {
+				continue
+			}
+			h := ks[i].hash(t.seed)
+			tab := *t.shards[h>>(64-shardBits)].tab.Load()
+			e := tab[uint64(uint32(h))&uint64(len(tab)-1)].Load()
+			if e != 0 && uint32(e>>32) == uint32(h) {
+				refs[i] = uint32(e) &^ entryDirBit
+			}
+			sink += e
+		}
+		// Then the connections' lines (lock and keys, mark and TCP state).
+		for i := 0; i < n; i++ {
+			if refs[i] != 0 {
+				c := t.connAt(refs[i])
+				// One atomic field per cache line (see conn).
+				sink += uint64(c.exp.Load()) + uint64(c.mark.Load()) + uint64(c.touch.Load())
+			}
+		}
+		batchSink.Store(sink)
+		for i := 0; i < n; i++ {
+			q := &pkts[i]
+			t.executeParsed(q.Frame, rs[i], &ps[i], &ks[i], q.Meta, a, now)
+		}
+		pkts = pkts[n:]
+	}
+}
+
+// batchSink keeps the warming loads from being optimized away.
+var batchSink atomic.Uint64
 
 // execute is one lookup-update-commit pass; it returns false when a commit
 // lost a race and the packet must be looked up again.
 func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *Args, now int64) bool {
 	natted := st&(StateSNAT|StateDNAT) != 0
-	lk := *k
+	var c *conn
+	var d int
 	if natted {
 		// The packet was already translated by an earlier ct(nat) in this
 		// zone: its current header is the reverse of one of the keys.
-		lk = k.reverse()
+		lk := k.reverse()
+		c, d, _ = t.lookup(&lk, lk.hash(t.seed), now)
+		natted = c != nil
 	}
-	h := lk.hash(t.seed)
-	s := &t.shards[h>>(64-shardBits)]
-	s.mu.RLock()
-	c, d, _ := t.find(s, &lk, h, now)
+	if c == nil {
+		c, d, _ = t.lookup(k, k.hash(t.seed), now) // c.mu held when found
+	}
 	if c != nil {
 		reply := d == 1
 		if natted {
@@ -170,10 +265,10 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 			// The connection runs the other way: end it and treat the
 			// packet as the start of a new one.
 			c.exp.Store(0)
+			c.mu.Unlock()
 			c = nil
 		} else {
 			createNew := false
-			c.mu.Lock()
 			if p.related {
 				st |= StateRel
 				if reply {
@@ -205,14 +300,11 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 				}
 				t.fillMeta(md, st, c, a)
 				c.mu.Unlock()
-				s.mu.RUnlock()
 				return true
 			}
 			c.mu.Unlock()
-			c = nil
 		}
 	}
-	s.mu.RUnlock()
 
 	// No connection.
 	if p.related {
@@ -257,7 +349,7 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 func (t *Tracker) fillMeta(md *Meta, st uint8, c *conn, a *Args) {
 	if a.Commit {
 		if a.SetMark {
-			c.mark = a.Mark&a.MarkMask | c.mark&^a.MarkMask
+			c.mark.Store(a.Mark&a.MarkMask | c.mark.Load()&^a.MarkMask)
 		}
 		if a.SetLabel {
 			c.label.Hi = a.Label.Hi&a.LabelMask.Hi | c.label.Hi&^a.LabelMask.Hi
@@ -266,7 +358,7 @@ func (t *Tracker) fillMeta(md *Meta, st uint8, c *conn, a *Args) {
 	}
 	md.State = st | StateTracked
 	md.Zone = a.Zone
-	md.Mark = c.mark
+	md.Mark = c.mark.Load()
 	md.Label = c.label
 	if st&StateInv != 0 {
 		md.Orig = Orig{}
@@ -338,6 +430,21 @@ func (t *Tracker) update(c *conn, frame []byte, p *pkt, reply bool, now int64) u
 	}
 }
 
+// countBatch is the step in which shards report their count to approx.
+const countBatch = 16
+
+// hasRoom tells whether the global limit allows one more connection. Far
+// from the limit the approximate count decides; near it, the exact sum of
+// the shards' counts. Concurrent commits may overshoot the limit by at most
+// their number.
+func (t *Tracker) hasRoom() bool {
+	max := t.maxConns.Load()
+	if t.approx.Load()+nShards*countBatch < max {
+		return true
+	}
+	return int64(t.Count()) < max
+}
+
 type commitRes uint8
 
 const (
@@ -349,26 +456,24 @@ const (
 
 // commit creates the connection of a new packet with key k.
 func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*conn, commitRes) {
-	// Reserve room under the limits first so concurrent commits cannot
-	// overshoot them.
-	if t.count.Add(1) > t.maxConns.Load() {
-		t.count.Add(-1)
-		t.stats.full.Add(1)
-		return nil, commitFull
-	}
+	// Zones with a limit count their connections (only those: counting
+	// means a shared cache line per zone, and Antrea puts everything in
+	// one zone). The global limit is checked under the shard lock below.
 	zl := int64(t.zoneLimit[k.zone].Load())
 	if zl == 0 {
 		zl = t.defLimit.Load()
 	}
-	if n := t.zoneCount[k.zone].Add(1); zl > 0 && int64(n) > zl {
-		t.zoneCount[k.zone].Add(-1)
-		t.count.Add(-1)
-		t.stats.full.Add(1)
-		return nil, commitFull
+	if zl > 0 {
+		if n := t.zoneCount[k.zone].Add(1); int64(n) > zl {
+			t.zoneCount[k.zone].Add(-1)
+			t.stats.full.Add(1)
+			return nil, commitFull
+		}
 	}
 	release := func() {
-		t.zoneCount[k.zone].Add(-1)
-		t.count.Add(-1)
+		if zl > 0 {
+			t.zoneCount[k.zone].Add(-1)
+		}
 	}
 
 	h0 := k.hash(t.seed)
@@ -389,11 +494,13 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 		a1 := int(h1 >> (64 - shardBits))
 		t.lockPair(a0, a1)
 		if c, _, _ := t.find(&t.shards[a0], k, h0, now); c != nil {
+			c.mu.Unlock()
 			t.unlockPair(a0, a1)
 			release()
 			return nil, commitRaced
 		}
 		if c, _, _ := t.find(&t.shards[a1], &rev, h1, now); c != nil {
+			c.mu.Unlock()
 			t.unlockPair(a0, a1)
 			if nat != 0 && try < 3 {
 				continue // the chosen tuple was just taken: choose again
@@ -406,6 +513,12 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 			return nil, commitRaced
 		}
 		s0 := &t.shards[a0]
+		if !t.hasRoom() {
+			t.unlockPair(a0, a1)
+			release()
+			t.stats.full.Add(1)
+			return nil, commitFull
+		}
 		ref, c := s0.alloc(a0)
 		if c == nil {
 			t.unlockPair(a0, a1)
@@ -416,13 +529,14 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 		c.mu.Lock()
 		c.keys[0] = *k
 		c.keys[1] = rev
-		c.mark = 0
+		c.mark.Store(0)
 		c.label = Label{}
 		c.tcp = [2]tcpPeer{}
 		c.state = 0
 		c.nat = nat
 		c.rshard = uint8(a1)
 		c.live = true
+		c.zcount = zl > 0
 		if k.proto == protoTCP {
 			t.tcpNew(c, frame, p, now)
 		} else if k.isICMP() {
@@ -432,8 +546,15 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 		}
 		c.mu.Unlock()
 		s0.insertEntry(h0, ref, 0)
-		t.shards[a1].insertEntry(h1, ref, 1)
+		if nat != 0 {
+			t.shards[a1].insertEntry(h1, ref, 1)
+		}
 		s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
+		s0.count.Add(1)
+		if s0.delta++; s0.delta == countBatch {
+			t.approx.Add(countBatch)
+			s0.delta = 0
+		}
 		t.unlockPair(a0, a1)
 		return c, commitOK
 	}

@@ -68,6 +68,18 @@ func (k *key) reverse() key {
 	}
 }
 
+// eq compares two keys word by word (== on the struct calls memequal).
+func (k *key) eq(o *key) bool {
+	le := binary.LittleEndian
+	return le.Uint64(k.src[0:8]) == le.Uint64(o.src[0:8]) &&
+		le.Uint64(k.dst[0:8]) == le.Uint64(o.dst[0:8]) &&
+		k.sport == o.sport && k.dport == o.dport &&
+		le.Uint64(k.src[8:16]) == le.Uint64(o.src[8:16]) &&
+		le.Uint64(k.dst[8:16]) == le.Uint64(o.dst[8:16]) &&
+		k.zone == o.zone && k.proto == o.proto &&
+		k.styp == o.styp && k.dtyp == o.dtyp && k.v6 == o.v6
+}
+
 func (k *key) isICMP() bool {
 	return k.proto == protoICMP && k.v6 == 0 || k.proto == protoICMPv6 && k.v6 == 1
 }
@@ -83,8 +95,10 @@ func (k *key) hasPorts() bool {
 }
 
 // hash mixes every field of the key with a per-tracker seed (so remote peers
-// cannot aim collisions at one bucket). It is a small wyhash-style mixer over
-// 64-bit words; no allocation, no reflection.
+// cannot aim collisions at one bucket). It is symmetric, as OVS' is:
+// reversing the key (swapping the endpoints) gives the same hash, so the two
+// directions of a connection without NAT share one index entry. It is a
+// small wyhash-style mixer over 64-bit words; no allocation.
 func (k *key) hash(seed uint64) uint64 {
 	const (
 		p0 = 0xa0761d6478bd642f
@@ -92,14 +106,12 @@ func (k *key) hash(seed uint64) uint64 {
 		p2 = 0x8ebc6af09c88c6e3
 		p3 = 0x589965cc75374cc3
 	)
-	s0 := binary.LittleEndian.Uint64(k.src[0:8])
-	s1 := binary.LittleEndian.Uint64(k.src[8:16])
-	d0 := binary.LittleEndian.Uint64(k.dst[0:8])
-	d1 := binary.LittleEndian.Uint64(k.dst[8:16])
-	w := uint64(k.sport) | uint64(k.dport)<<16 | uint64(k.zone)<<32 | uint64(k.proto)<<48 | uint64(k.styp)<<56
-	w2 := uint64(k.dtyp) | uint64(k.v6)<<8
-	h := mix(s0^seed, s1^p0) ^ mix(d0^p1, d1^seed) ^ mix(w^p2, w2^p3^seed)
-	return mix(h^p1, h>>29^p0)
+	src := mix(binary.LittleEndian.Uint64(k.src[0:8])^seed, binary.LittleEndian.Uint64(k.src[8:16])^p0) ^
+		mix(uint64(k.sport)|uint64(k.styp)<<16^p1, seed^p2)
+	dst := mix(binary.LittleEndian.Uint64(k.dst[0:8])^seed, binary.LittleEndian.Uint64(k.dst[8:16])^p0) ^
+		mix(uint64(k.dport)|uint64(k.dtyp)<<16^p1, seed^p2)
+	rest := uint64(k.zone) | uint64(k.proto)<<16 | uint64(k.v6)<<24
+	return mix(src^dst^p3, rest^seed^p1)
 }
 
 func mix(a, b uint64) uint64 {
@@ -123,7 +135,17 @@ type pkt struct {
 	// TCP (outer packet only).
 	tcpFlags uint16
 	tcpHLen  int
+
+	// IP fragmentation (outer packet only): fragFirst or fragLater, and
+	// the datagram's identification.
+	frag   uint8
+	fragID uint32
 }
+
+const (
+	fragFirst = 1 // offset 0, more fragments follow: carries the L4 header
+	fragLater = 2 // non-zero offset: no L4 header
+)
 
 // TCP flag bits (low 9 bits of the 16-bit word at offset 12).
 const (
@@ -190,8 +212,8 @@ func parseIPv4(frame []byte, off int, k *key, p *pkt, outer bool) parseResult {
 	if tot < ihl {
 		return parseBad
 	}
-	if frag := be16(b[6:]); frag&0x3fff != 0 {
-		// More-fragments set or a non-zero offset.
+	frag := be16(b[6:])
+	if frag&0x3fff != 0 && !outer {
 		return parseFragment
 	}
 	copy(k.src[:4], b[12:16])
@@ -206,6 +228,14 @@ func parseIPv4(frame []byte, off int, k *key, p *pkt, outer bool) parseResult {
 		p.l4len = tot - ihl
 		p.end = off + tot
 		p.v6 = false
+		if frag&0x3fff != 0 {
+			p.fragID = uint32(be16(b[4:]))
+			if frag&0x1fff != 0 {
+				p.frag = fragLater
+				return parseFragment
+			}
+			p.frag = fragFirst
+		}
 	} else {
 		p.in4 = off + ihl
 		p.inV6 = false
@@ -248,7 +278,30 @@ func parseIPv6(frame []byte, off int, k *key, p *pkt, outer bool) parseResult {
 			}
 			hl = (int(b[o+1]) + 2) * 4
 		case 44: // fragment header
-			return parseFragment
+			if !outer || o+8 > end {
+				return parseFragment
+			}
+			fo := be16(b[o+2:])
+			if fo>>3 == 0 && fo&1 == 0 {
+				// An atomic fragment (RFC 8021): a whole packet.
+				hl = 8
+				break
+			}
+			p.fragID = be32(b[o+4:])
+			if fo>>3 != 0 {
+				copy(k.src[:], b[8:24])
+				copy(k.dst[:], b[24:40])
+				k.proto = b[o]
+				k.v6 = 1
+				p.l4 = off + o + 8
+				p.l4len = end - o - 8
+				p.end = off + end
+				p.v6 = true
+				p.frag = fragLater
+				return parseFragment
+			}
+			p.frag = fragFirst
+			hl = 8
 		default:
 			goto done
 		}
@@ -311,8 +364,9 @@ func parseL4(frame []byte, k *key, p *pkt, outer bool) parseResult {
 			return parseBad
 		}
 		if outer && k.proto == protoUDP {
+			// The first fragment holds only part of the datagram.
 			ul := int(be16(b[4:]))
-			if ul < 8 || ul > len(b) {
+			if ul < 8 || (ul > len(b) && p.frag != fragFirst) {
 				return parseBad
 			}
 		}
@@ -345,7 +399,7 @@ func parseL4(frame []byte, k *key, p *pkt, outer bool) parseResult {
 			k.sport, k.dport = id, id
 			k.styp, k.dtyp = typ, reverseICMP4(typ)
 		case icmp4DstUnreach, icmp4TimeExceeded, icmp4ParamProb, icmp4SourceQuench, icmp4Redirect:
-			if !outer {
+			if !outer || p.frag != 0 {
 				return parseBad
 			}
 			return parseICMPError(frame, k, p, p.l4+8, false)
@@ -369,7 +423,7 @@ func parseL4(frame []byte, k *key, p *pkt, outer bool) parseResult {
 			k.sport, k.dport = id, id
 			k.styp, k.dtyp = typ, reverseICMP6(typ)
 		case icmp6DstUnreach, icmp6PacketTooBig, icmp6TimeExceeded, icmp6ParamProb:
-			if !outer {
+			if !outer || p.frag != 0 {
 				return parseBad
 			}
 			return parseICMPError(frame, k, p, p.l4+8, true)
@@ -451,6 +505,9 @@ func l4ChecksumOK(frame []byte, p *pkt, k *key) bool {
 		if checksum(frame[p.l3:p.l3+ihl], 0) != 0 {
 			return false
 		}
+	}
+	if p.frag != 0 {
+		return true // the L4 checksum covers the whole datagram
 	}
 	l4 := frame[p.l4:p.end]
 	switch k.proto {

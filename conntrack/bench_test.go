@@ -1,0 +1,394 @@
+package conntrack
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The machine is shared, so wall-clock ns/op moves with other people's
+// load. Single-goroutine benchmarks also report cpu-ns/op: the CPU time of
+// the benchmark's own (locked) thread per operation.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+type cpuMeter struct{ start int64 }
+
+func startCPU(b *testing.B) *cpuMeter {
+	runtime.LockOSThread()
+	b.ResetTimer()
+	return &cpuMeter{threadCPU()}
+}
+
+func (m *cpuMeter) stop(b *testing.B) {
+	b.ReportMetric(float64(threadCPU()-m.start)/float64(b.N), "cpu-ns/op")
+	runtime.UnlockOSThread()
+}
+
+// establish commits n TCP connections (handshake done) and returns one ACK
+// frame per connection, shuffled.
+func establish(tb testing.TB, tr *Tracker, n int, now int64) [][]byte {
+	tb.Helper()
+	frames := make([][]byte, n)
+	for i := 0; i < n; i++ {
+		src := "10.1.0.1"
+		a := [4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}
+		sport := uint16(1024 + i%50000)
+		cv := &tcpConv{c: src, s: "10.2.0.1", cport: sport, sport: 80, cseq: 1, sseq: 100}
+		syn := build(cv.fromC(tcpSYN, 0))
+		copy(syn[ethLen+12:], a[:])
+		synack := build(cv.fromS(tcpSYN|tcpACK, 0))
+		copy(synack[ethLen+16:], a[:])
+		ack := build(cv.fromC(tcpACK, 0))
+		copy(ack[ethLen+12:], a[:])
+		var md Meta
+		tr.Execute(syn, ethLen, EthTypeIPv4, &md, &Args{Commit: true}, now)
+		md = Meta{}
+		tr.Execute(synack, ethLen, EthTypeIPv4, &md, &Args{}, now)
+		md = Meta{}
+		tr.Execute(ack, ethLen, EthTypeIPv4, &md, &Args{}, now)
+		if md.State != StateTracked|StateEst {
+			tb.Fatalf("conn %d not established: %s", i, stateString(md.State))
+		}
+		frames[i] = ack
+	}
+	rand.Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
+	// Lay the frames out back to back in visiting order, as packets sit
+	// in a receive ring: the benchmark then measures the tracker's memory
+	// accesses, not its own.
+	buf := make([]byte, 0, n*len(frames[0]))
+	for i, f := range frames {
+		buf = append(buf, f...)
+		frames[i] = buf[len(buf)-len(f) : len(buf) : len(buf)]
+	}
+	return frames
+}
+
+func benchLookup(b *testing.B, n int) {
+	tr := New(Config{})
+	now := int64(time.Hour)
+	frames := establish(b, tr, n, now)
+	a := Args{}
+	b.ReportAllocs()
+	m := startCPU(b)
+	var md Meta
+	for i := 0; i < b.N; i++ {
+		md.State = 0
+		tr.Execute(frames[i%n], ethLen, EthTypeIPv4, &md, &a, now)
+	}
+	m.stop(b)
+	if md.State != StateTracked|StateEst {
+		b.Fatalf("state %s", stateString(md.State))
+	}
+}
+
+// BenchmarkLookupEstablished: one ct() of an established TCP connection
+// (parse, hash, find, window check, metadata), 1k connections.
+func BenchmarkLookupEstablished(b *testing.B) { benchLookup(b, 1000) }
+
+// BenchmarkLookupEstablished1M: the same with 1M connections, in random
+// order (cache misses included).
+func BenchmarkLookupEstablished1M(b *testing.B) { benchLookup(b, 1_000_000) }
+
+// newTupleFrame rewrites the source address and port of a template frame so
+// that each i is a different connection.
+func newTupleFrame(f []byte, i uint32) {
+	binary.BigEndian.PutUint32(f[ethLen+12:], 0x0a000000|i>>14&0xffffff)
+	binary.BigEndian.PutUint16(f[ethLen+20:], uint16(1024+i&0x3fff))
+}
+
+var flushEvery = 500_000
+
+func benchCommit(b *testing.B, a *Args, proto uint8) {
+	tr := New(Config{})
+	now := int64(time.Hour)
+	var tmpl []byte
+	if proto == protoTCP {
+		tmpl = build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	} else {
+		tmpl = build(udpPk("10.0.0.1", "10.96.0.10", 1, 53))
+	}
+	f := append([]byte(nil), tmpl...)
+	b.ReportAllocs()
+	var md Meta
+	var flushCPU int64
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		if i > 0 && i%flushEvery == 0 {
+			b.StopTimer()
+			t0 := threadCPU()
+			tr.Flush()
+			flushCPU += threadCPU() - t0
+			b.StartTimer()
+		}
+		copy(f, tmpl)
+		newTupleFrame(f, uint32(i))
+		md = Meta{}
+		tr.Execute(f, ethLen, EthTypeIPv4, &md, a, now)
+	}
+	m.start += flushCPU
+	m.stop(b)
+	if md.State&StateNew == 0 {
+		b.Fatalf("state %s", stateString(md.State))
+	}
+}
+
+// BenchmarkCommitNew: ct(commit) of a new TCP connection (SYN).
+func BenchmarkCommitNew(b *testing.B) { benchCommit(b, &Args{Commit: true}, protoTCP) }
+
+// BenchmarkCommitNewSmallTable: the same with at most 1000 connections in
+// the table (flushed outside the measurement), i.e. without cache misses.
+func BenchmarkCommitNewSmallTable(b *testing.B) {
+	flushEvery = 1000
+	defer func() { flushEvery = 500_000 }()
+	benchCommit(b, &Args{Commit: true}, protoTCP)
+}
+
+// BenchmarkCommitNewUDP: ct(commit) of a new UDP connection.
+func BenchmarkCommitNewUDP(b *testing.B) { benchCommit(b, &Args{Commit: true}, protoUDP) }
+
+// BenchmarkCommitDNAT: ct(commit,nat(dst=IP:port)) of a new TCP connection,
+// translation and checksum fixes included.
+func BenchmarkCommitDNAT(b *testing.B) {
+	benchCommit(b, &Args{Commit: true, NAT: &NAT{Action: NATDst, MinAddr: mustAddr("10.10.0.4"), MinPort: 8080, MaxPort: 8080}}, protoTCP)
+}
+
+// BenchmarkCommitDNATSmallTable: DNAT commits with at most 1000 connections.
+func BenchmarkCommitDNATSmallTable(b *testing.B) {
+	flushEvery = 1000
+	defer func() { flushEvery = 500_000 }()
+	benchCommit(b, &Args{Commit: true, NAT: &NAT{Action: NATDst, MinAddr: mustAddr("10.10.0.4"), MinPort: 8080, MaxPort: 8080}}, protoTCP)
+}
+
+// BenchmarkCommitParallel: every goroutine commits its own new
+// connections; compare -cpu 1 and -cpu 2 for the scaling. The table is
+// grown to b.N connections and flushed before the clock starts, so the run
+// measures commits into a warm table (free slots, no index growth), not
+// the first-touch page faults of a table that is born during the run.
+func BenchmarkCommitParallel(b *testing.B) {
+	tr := New(Config{MaxConns: 1 << 30})
+	now := int64(time.Hour)
+	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	gomax := runtime.GOMAXPROCS(0)
+	warm := append([]byte(nil), tmpl...)
+	for i := 0; i < b.N+1000; i++ {
+		copy(warm, tmpl)
+		newTupleFrame(warm, uint32(i))
+		warm[ethLen+16] = byte(1 + i%gomax)
+		var md Meta
+		tr.Execute(warm, ethLen, EthTypeIPv4, &md, &Args{Commit: true, Zone: uint16(1 + i%gomax)}, now)
+	}
+	tr.Flush()
+	runtime.GC()
+	var gid atomic.Uint32
+	var cpu atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		t0 := threadCPU()
+		defer func() { cpu.Add(threadCPU() - t0) }()
+		g := gid.Add(1)
+		f := append([]byte(nil), tmpl...)
+		a := Args{Commit: true, Zone: uint16(g)}
+		var md Meta
+		i := uint32(1 << 22)
+		for pb.Next() {
+			copy(f, tmpl)
+			newTupleFrame(f, i)
+			f[ethLen+16] = byte(g) // a destination per goroutine
+			md = Meta{}
+			tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, now)
+			i++
+		}
+	})
+	// CPU per commit, summed over the goroutines: on a machine shared
+	// with other load, 2*cpu1/cpu2 estimates the scaling on free cores.
+	b.ReportMetric(float64(cpu.Load())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkLookupParallel: established lookups from all goroutines.
+func BenchmarkLookupParallel(b *testing.B) {
+	tr := New(Config{})
+	now := int64(time.Hour)
+	frames := establish(b, tr, 4096, now)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var gid atomic.Uint32
+	var cpu atomic.Int64
+	defer func() { b.ReportMetric(float64(cpu.Load())/float64(b.N), "cpu-ns/op") }()
+	b.RunParallel(func(pb *testing.PB) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		t0 := threadCPU()
+		defer func() { cpu.Add(threadCPU() - t0) }()
+		g := int(gid.Add(1)) * 1000
+		a := Args{}
+		var md Meta
+		// Each goroutine has its own copies: Execute may write frames.
+		own := make([][]byte, 1024)
+		for i := range own {
+			own[i] = append([]byte(nil), frames[(g+i)%len(frames)]...)
+		}
+		i := 0
+		for pb.Next() {
+			md.State = 0
+			tr.Execute(own[i&1023], ethLen, EthTypeIPv4, &md, &a, now)
+			i++
+		}
+	})
+}
+
+// BenchmarkSweepIdle1M: one sweep step (one tick) over a table of 1M
+// connections none of which is due: the wheel touches only the slot at
+// hand, never the whole table.
+func BenchmarkSweepIdle1M(b *testing.B) {
+	tr := New(Config{Timeouts: Timeouts{UDPFirst: 24 * time.Hour}})
+	now := int64(time.Hour)
+	f := build(udpPk("10.0.0.1", "10.96.0.10", 1, 53))
+	for i := 0; i < 1_000_000; i++ {
+		newTupleFrame(f, uint32(i))
+		var md Meta
+		tr.Execute(f, ethLen, EthTypeIPv4, &md, &Args{Commit: true}, now)
+	}
+	tr.Sweep(now) // first sweep visits every slot once
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now += int64(250 * time.Millisecond)
+		if i%100_000 == 0 {
+			now = int64(time.Hour) + int64(250*time.Millisecond) // stay far from the deadline
+			b.StopTimer()
+			tr.Sweep(now) // re-anchor after the jump back
+			b.StartTimer()
+		}
+		tr.Sweep(now)
+	}
+}
+
+// TestMemoryPerConnection: 1M connections (fewer under the race detector)
+// cost at most 256 bytes each, index included.
+func TestMemoryPerConnection(t *testing.T) {
+	n := 1_000_000
+	if raceEnabled {
+		n = 100_000
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tr := New(Config{})
+	now := int64(time.Hour)
+	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	f := append([]byte(nil), tmpl...)
+	a := Args{Commit: true}
+	for i := 0; i < n; i++ {
+		copy(f, tmpl)
+		newTupleFrame(f, uint32(i))
+		var md Meta
+		tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, now)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if tr.Count() != n {
+		t.Fatalf("count %d, want %d", tr.Count(), n)
+	}
+	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	t.Logf("%d connections: %.1f bytes each (HeapAlloc)", n, per)
+	if per > 256 {
+		t.Fatalf("%.1f bytes per connection, budget 256", per)
+	}
+	runtime.KeepAlive(tr)
+}
+
+// TestExecuteDoesNotAllocate guards the zero-allocation contract for the
+// common paths (benchmarks report it too, but are not run by go test).
+func TestExecuteDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Log("allocation counts are not meaningful under the race detector; checked in the normal run")
+		return
+	}
+	tr := New(Config{})
+	now := int64(time.Hour)
+	frames := establish(t, tr, 16, now)
+	a := Args{}
+	nat := Args{NAT: &NAT{}}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		var md Meta
+		tr.Execute(frames[i%16], ethLen, EthTypeIPv4, &md, &a, now)
+		md = Meta{}
+		tr.Execute(frames[i%16], ethLen, EthTypeIPv4, &md, &nat, now)
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("lookup allocates %.1f times", allocs)
+	}
+	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	f := append([]byte(nil), tmpl...)
+	dnat := Args{Commit: true, NAT: &NAT{Action: NATDst, MinAddr: mustAddr("10.10.0.4"), MinPort: 8080}}
+	j := uint32(0)
+	allocs = testing.AllocsPerRun(1000, func() {
+		copy(f, tmpl)
+		newTupleFrame(f, j)
+		j++
+		var md Meta
+		tr.Execute(f, ethLen, EthTypeIPv4, &md, &dnat, now)
+	})
+	// Chunks of 256 connections and index growth are amortized.
+	if allocs > 0.05 {
+		t.Fatalf("commit allocates %.2f times per connection", allocs)
+	}
+}
+
+func TestConnLayout(t *testing.T) {
+	if s := unsafe.Sizeof(conn{}); s != 192 {
+		t.Fatalf("conn is %d bytes, want 192 (3 cache lines)", s)
+	}
+	if s := unsafe.Sizeof(key{}); s != 42 {
+		t.Fatalf("key is %d bytes, want 42 (no padding)", s)
+	}
+	if s := unsafe.Sizeof(connChunk{}); s%4096 != 0 {
+		t.Fatalf("chunk is %d bytes, want whole pages", s)
+	}
+}
+
+func benchLookupBatch(b *testing.B, n int) {
+	tr := New(Config{})
+	now := int64(time.Hour)
+	frames := establish(b, tr, n, now)
+	a := Args{}
+	mds := make([]Meta, batchGroup)
+	batch := make([]Packet, batchGroup)
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i += batchGroup {
+		for j := range batch {
+			mds[j].State = 0
+			batch[j] = Packet{Frame: frames[(i+j)%n], L3: ethLen, EthType: EthTypeIPv4, Meta: &mds[j]}
+		}
+		tr.ExecuteBatch(batch, &a, now)
+	}
+	m.stop(b)
+	if mds[0].State != StateTracked|StateEst {
+		b.Fatalf("state %s", stateString(mds[0].State))
+	}
+}
+
+// BenchmarkLookupBatch: ExecuteBatch of 32 established packets (ns/op is
+// per packet), 1k connections.
+func BenchmarkLookupBatch(b *testing.B) { benchLookupBatch(b, 1000) }
+
+// BenchmarkLookupBatch1M: the same with 1M connections in random order.
+func BenchmarkLookupBatch1M(b *testing.B) { benchLookupBatch(b, 1_000_000) }
