@@ -835,3 +835,41 @@ func TestStateNotSticky(t *testing.T) {
 		t.Fatalf("state %s", stateString(md.State))
 	}
 }
+
+// Many connections due in the same slot a turn of the wheel later must not
+// make a sweep spin on them (regression: the budget used to restart the
+// slot from its head).
+func TestSweepCrowdedSlot(t *testing.T) {
+	n := 100_000
+	if raceEnabled {
+		n = 80_000
+	}
+	// timeout 100s: the crowded slot comes in the middle of the first
+	// sweep; 128s (two turns): it is the very first slot that sweep visits.
+	for _, timeout := range []time.Duration{100 * time.Second, 128 * time.Second} {
+		tr := New(Config{Timeouts: Timeouts{UDPFirst: timeout}})
+		now := int64(time.Hour)
+		f := build(udpPk("10.0.0.1", "10.96.0.10", 1, 53))
+		for i := 0; i < n; i++ {
+			newTupleFrame(f, uint32(i))
+			var md Meta
+			tr.Execute(f, ethLen, EthTypeIPv4, &md, &Args{Commit: true}, now)
+		}
+		done := make(chan int)
+		go func() {
+			freed := tr.Sweep(now)
+			for s := now + int64(time.Second); s <= now+int64(timeout)+int64(2*time.Second); s += int64(time.Second) {
+				freed += tr.Sweep(s)
+			}
+			done <- freed
+		}()
+		select {
+		case freed := <-done:
+			if freed != n || tr.Count() != 0 {
+				t.Fatalf("timeout %v: freed %d of %d, count %d", timeout, freed, n, tr.Count())
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("timeout %v: sweep does not terminate", timeout)
+		}
+	}
+}

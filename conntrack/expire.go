@@ -44,10 +44,17 @@ func (s *shard) wheelLink(idx uint32, c *conn, sl uint16) {
 	s.wheel[sl] = idx
 }
 
-// wheelUnlink removes c from its slot list. Caller holds s.mu.
-func (s *shard) wheelUnlink(c *conn) {
+// wheelUnlink removes c (local index idx) from its slot list, moving the
+// sweep cursor past it if it points there. Caller holds s.mu.
+func (s *shard) wheelUnlink(idx uint32, c *conn) {
 	if c.wslot == noSlot {
 		return
+	}
+	if s.cursor == idx {
+		s.cursor = c.next
+		if s.cursor == 0 {
+			s.cursorEnd = true
+		}
 	}
 	if c.prev != 0 {
 		s.local(c.prev).next = c.next
@@ -91,17 +98,24 @@ func (t *Tracker) sweepShard(i int, now int64, batch []victim) (_ []victim, more
 	budget := sweepBudget
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.ticking || nowTick-s.tick > wheelSlots {
+	if !s.ticking || nowTick-s.tick > wheelSlots+1 {
 		s.ticking = true
 		// First sweep, or a long pause: visit every slot once.
 		s.tick = nowTick - wheelSlots - 1
+		s.cursor, s.cursorEnd = 0, false
 	}
 	for s.tick+1 < nowTick {
 		cur := s.tick + 1
 		sl := uint16(uint64(cur) % wheelSlots)
+		// Resume where the last call stopped in this slot: entries before
+		// the cursor were examined and stay (due a turn of the wheel later).
 		idx := s.wheel[sl]
+		if s.cursor != 0 || s.cursorEnd {
+			idx = s.cursor
+		}
 		for idx != 0 {
 			if budget == 0 || len(batch) == cap(batch) {
+				s.cursor, s.cursorEnd = idx, false
 				return batch, true
 			}
 			budget--
@@ -110,14 +124,15 @@ func (t *Tracker) sweepShard(i int, now int64, batch []victim) (_ []victim, more
 			exp := c.exp.Load()
 			switch {
 			case exp <= now:
-				s.wheelUnlink(c)
+				s.wheelUnlink(idx, c)
 				batch = append(batch, victim{mkRef(i, idx), c.gen})
 			case s.slotOf(exp, tick) != sl:
-				s.wheelUnlink(c)
+				s.wheelUnlink(idx, c)
 				s.wheelLink(idx, c, s.slotOf(exp, tick))
 			}
 			idx = next
 		}
+		s.cursor, s.cursorEnd = 0, false
 		s.tick = cur
 	}
 	return batch, false

@@ -95,6 +95,10 @@ type shard struct {
 	wheel    [wheelSlots]uint32
 	tick     int64 // last wheel tick fully processed
 	ticking  bool  // tick is set (the first Sweep sets it)
+	// cursor is where an interrupted sweep of slot tick+1 resumes (0 and
+	// !cursorEnd: from the head; cursorEnd: the rest of the list is done).
+	cursor    uint32
+	cursorEnd bool
 	// count is the exact number of connections owned by the shard;
 	// delta is what it has not yet reported to Tracker.approx.
 	count atomic.Int64
@@ -353,7 +357,7 @@ func (t *Tracker) freeConn(ref uint32, c *conn) {
 	if c.nat != 0 {
 		t.shards[c.rshard].removeEntry(c.keys[1].hash(t.seed), ref, 1)
 	}
-	sa.wheelUnlink(c)
+	sa.wheelUnlink(ref&refMask, c)
 	zone, zcount := c.keys[0].zone, c.zcount
 	c.mu.Lock()
 	c.live = false

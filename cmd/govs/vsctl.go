@@ -38,7 +38,7 @@ func vsctl(name string) func(args []string) error {
 }
 
 func init() {
-	for _, n := range []string{"add-br", "del-br", "add-port", "del-port", "show", "dump-cache"} {
+	for _, n := range []string{"add-br", "del-br", "add-port", "del-port", "show", "dump-cache", "dump-conntrack", "flush-conntrack"} {
 		commands = append(commands, command{n, vswitchd.Commands[n] + " (to govs-vswitchd)", vsctl(n)})
 	}
 }

@@ -259,4 +259,24 @@ func TestWorker1Seed(t *testing.T) {
 		}
 		t.Logf("%s", out)
 	})
+	t.Run("govs dump-conntrack shows the gateway connection with ct_mark 0x20", func(t *testing.T) {
+		out := w.n.mustRun("dump-conntrack", "zone=65520")
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "tcp,orig=(src=10.222.1.48,dst=10.222.1.47,") && strings.Contains(line, "dport=80)") &&
+				strings.Contains(line, "zone=65520") && strings.Contains(line, "mark=32") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no committed frontend -> backend1:80 connection with mark 32 in zone 65520:\n%s", out)
+		}
+		if out := w.n.mustRun("dump-conntrack", "zone=7"); strings.TrimSpace(out) != "" {
+			t.Errorf("zone 7 should be empty:\n%s", out)
+		}
+		w.n.mustRun("flush-conntrack", "zone=65520")
+		if out := w.n.mustRun("dump-conntrack", "zone=65520"); strings.TrimSpace(out) != "" {
+			t.Errorf("flush-conntrack left:\n%s", out)
+		}
+	})
 }

@@ -32,12 +32,14 @@ type Reply struct {
 
 // Commands lists the control commands and their ovs-vsctl-style usage.
 var Commands = map[string]string{
-	"add-br":     "add-br BRIDGE [datapath_id=HEX] [fail_mode=secure|standalone] [listener=ptcp:PORT] [controller=tcp:IP:PORT]",
-	"del-br":     "del-br BRIDGE",
-	"add-port":   "add-port BRIDGE PORT [type=system|internal|geneve] [ofport_request=N] [mac=MAC] [mtu_request=N] [options:KEY=VALUE...] (geneve: options:remote_ip=flow|IP options:local_ip=IP [options:key=flow|0] [options:csum=true|false] [options:dst_port=N] [options:ttl=N])",
-	"del-port":   "del-port [BRIDGE] PORT",
-	"show":       "show",
-	"dump-cache": "dump-cache [BRIDGE]: the megaflow cache counters of each bridge",
+	"add-br":          "add-br BRIDGE [datapath_id=HEX] [fail_mode=secure|standalone] [listener=ptcp:PORT] [controller=tcp:IP:PORT]",
+	"del-br":          "del-br BRIDGE",
+	"add-port":        "add-port BRIDGE PORT [type=system|internal|geneve] [ofport_request=N] [mac=MAC] [mtu_request=N] [options:KEY=VALUE...] (geneve: options:remote_ip=flow|IP options:local_ip=IP [options:key=flow|0] [options:csum=true|false] [options:dst_port=N] [options:ttl=N])",
+	"del-port":        "del-port [BRIDGE] PORT",
+	"show":            "show",
+	"dump-cache":      "dump-cache [BRIDGE]: the megaflow cache counters of each bridge",
+	"dump-conntrack":  "dump-conntrack [zone=N]: the connections, like ovs-appctl dpctl/dump-conntrack",
+	"flush-conntrack": "flush-conntrack [zone=N]",
 }
 
 // Execute runs one control command.
@@ -103,6 +105,10 @@ func (d *Daemon) execute(req Request) (string, error) {
 		return d.Show(), nil
 	case "dump-cache":
 		return d.DumpCache(a)
+	case "dump-conntrack":
+		return d.DumpConntrack(a)
+	case "flush-conntrack":
+		return d.FlushConntrack(a)
 	}
 	return "", fmt.Errorf("unknown command %q", req.Command)
 }

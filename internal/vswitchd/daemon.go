@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -39,11 +40,12 @@ type Daemon struct {
 	// built in.
 	Openers map[string]PortOpener
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	tracker *conntrack.Tracker
-	mu      sync.Mutex
-	bridges map[string]*bridge
+	ctx       context.Context
+	cancel    context.CancelFunc
+	tracker   *conntrack.Tracker
+	stopSweep func()
+	mu        sync.Mutex
+	bridges   map[string]*bridge
 }
 
 type bridge struct {
@@ -70,6 +72,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	d.Openers["internal"] = openInternal
 	d.Openers["geneve"] = openGeneve
 	d.OpenFlow = OpenFlowBridge
+	d.stopSweep = d.tracker.StartSweeper()
 	return d
 }
 
@@ -339,6 +342,7 @@ func (d *Daemon) Close() error {
 		errs = append(errs, d.DelBridge(n))
 	}
 	d.cancel()
+	d.stopSweep()
 	return errors.Join(errs...)
 }
 
@@ -368,4 +372,46 @@ func (d *Daemon) DumpCache(names []string) (string, error) {
 			n, entries, st.Hits, st.Misses, hitRate, st.Upcalls, st.Installed, st.Evictions, st.Flushes, st.Uncachable)
 	}
 	return s.String(), nil
+}
+
+// DumpConntrack prints the connections like `ovs-appctl
+// dpctl/dump-conntrack [zone=N]`.
+func (d *Daemon) DumpConntrack(args []string) (string, error) {
+	var f conntrack.DumpFilter
+	for _, a := range args {
+		z, ok := strings.CutPrefix(a, "zone=")
+		if !ok {
+			return "", fmt.Errorf("%q: usage: dump-conntrack [zone=N]", a)
+		}
+		n, err := strconv.ParseUint(z, 10, 16)
+		if err != nil {
+			return "", fmt.Errorf("zone=%q: not a zone number", z)
+		}
+		zone := uint16(n)
+		f.Zone = &zone
+	}
+	var s strings.Builder
+	for _, e := range d.tracker.Dump(f) {
+		s.WriteString(e.String())
+		s.WriteByte('\n')
+	}
+	return s.String(), nil
+}
+
+// FlushConntrack removes every connection, or those of one zone.
+func (d *Daemon) FlushConntrack(args []string) (string, error) {
+	switch len(args) {
+	case 0:
+		d.tracker.Flush()
+		return "", nil
+	case 1:
+		z, ok := strings.CutPrefix(args[0], "zone=")
+		n, err := strconv.ParseUint(z, 10, 16)
+		if !ok || err != nil {
+			return "", fmt.Errorf("%q: usage: flush-conntrack [zone=N]", args[0])
+		}
+		d.tracker.FlushZone(uint16(n))
+		return "", nil
+	}
+	return "", fmt.Errorf("usage: flush-conntrack [zone=N]")
 }
