@@ -42,8 +42,11 @@ deps: deps-apt deps-go
 vet:
 	$(GO) vet ./...
 
+# The concurrent packages also run under the race detector.
+RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ofclient/
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
