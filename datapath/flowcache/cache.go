@@ -14,7 +14,7 @@
 package flowcache
 
 import (
-	"sync/atomic"
+	"sync"
 
 	"github.com/govs-project/govs/flowtable"
 )
@@ -67,7 +67,8 @@ type Cache struct {
 	rec        flowtable.Recording
 	savedCt    flowtable.Key
 	req        flowtable.CTRequest
-	published  atomic.Pointer[Stats]
+	pubMu      sync.Mutex
+	pub        Stats // the counters as of the last batch, for Stats
 	dirty      []*Entry
 	lastExpire int64
 }
@@ -77,19 +78,19 @@ func New(p *flowtable.Pipeline) *Cache {
 	return &Cache{p: p, byMask: map[flowtable.Key]*subtable{}, MaxEntries: DefaultMaxEntries}
 }
 
-// Stats returns the counters (safe from any goroutine: the loop publishes
-// a copy on every Flush and every 1024 packets).
+// Stats returns the counters as of the end of the last batch (safe from
+// any goroutine).
 func (c *Cache) Stats() Stats {
-	if s := c.published.Load(); s != nil {
-		return *s
-	}
-	return Stats{}
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	return c.pub
 }
 
 func (c *Cache) publish() {
-	s := c.stats
-	s.Entries = uint64(c.n)
-	c.published.Store(&s)
+	c.pubMu.Lock()
+	c.pub = c.stats
+	c.pub.Entries = uint64(c.n)
+	c.pubMu.Unlock()
 }
 
 // Len returns the number of entries.
@@ -107,6 +108,7 @@ func (c *Cache) FlushStats() {
 		e.packets, e.bytes, e.dirty = 0, 0, false
 	}
 	c.dirty = c.dirty[:0]
+	c.publish()
 }
 
 // Flush drops every entry.
@@ -194,9 +196,6 @@ func (c *Cache) Process(pkt *flowtable.Packet, sink flowtable.Sink) {
 			c.Flush()
 		}
 		c.gen = gen
-	}
-	if c.clock&1023 == 0 {
-		c.publish()
 	}
 	k := &pkt.Key
 	for hops := 0; hops < flowtable.MaxSegments+1; hops++ {

@@ -248,7 +248,7 @@ func TestWorker1Seed(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			tcpGet(frontend, "10.222.1.47:80")
 		}
-		time.Sleep(1200 * time.Millisecond) // counters are published at least every second of traffic
+		time.Sleep(200 * time.Millisecond) // counters are published after each batch
 		out := w.n.mustRun("dump-cache", "br-int")
 		m := regexp.MustCompile(`hits: (\d+)`).FindStringSubmatch(out)
 		if m == nil {
