@@ -1,8 +1,15 @@
 // Package afpacket attaches the datapath to an existing Linux interface (a
 // veth end, a NIC) with an AF_PACKET socket, the way OVS's netdev-linux
-// "system" ports do in the userspace datapath. Frames are received through a
-// TPACKET_V3 mmap ring (whole blocks of frames per wakeup, no copy) and sent
-// with sendmmsg (one system call per batch).
+// "system" ports do in the userspace datapath. Frames are received through an
+// mmap ring without copying and sent with sendmmsg (one system call per
+// batch) or a PACKET_TX_RING.
+//
+// The receive ring is TPACKET_V2 by default: one slot per frame, handed over
+// as soon as the frame is written, so a lone frame (a request/response
+// exchange) is read at once, and a busy port still takes every ready slot
+// per wakeup. TPACKET_V3 (Config.RingVersion) packs frames into blocks the
+// kernel hands over when full or when the block timer fires, which costs a
+// lone frame up to Config.BlockTimeout (at least 1 ms) of latency.
 package afpacket
 
 import (
@@ -20,11 +27,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Ring versions for Config.RingVersion, named after PACKET_VERSION.
+const (
+	TPacketV2 = 2 // per-frame slots: no added latency (the default)
+	TPacketV3 = 3 // blocks of frames retired by a timer
+)
+
 // Config tunes a port. The zero value is a good default for a veth port.
 type Config struct {
-	// BlockSize is the size of one ring block in bytes, a multiple of the
-	// page size. A block also bounds the largest frame the ring can hold.
-	// Default 128 KiB.
+	// RingVersion selects the receive ring layout, TPacketV2 or
+	// TPacketV3. 0 means TPacketV2.
+	RingVersion int
+
+	// FrameCount is the number of TPACKET_V2 frame slots (rounded up to
+	// fill whole pages). Each slot holds one frame of up to the
+	// interface MTU read at Open plus the Ethernet header and two VLAN
+	// tags. Default 2048 (4 MiB for a 1500-byte MTU).
+	FrameCount int
+
+	// BlockSize is the size of one TPACKET_V3 ring block in bytes, a
+	// multiple of the page size. A block also bounds the largest frame the
+	// ring can hold. Default 128 KiB. TPACKET_V3 only, like BlockCount
+	// and BlockTimeout.
 	BlockSize int
 	// BlockCount is the number of blocks in the ring. Default 32 (4 MiB).
 	BlockCount int
@@ -32,6 +56,17 @@ type Config struct {
 	// before handing it over anyway (retire_blk_tov). It is the latency a
 	// lone frame can see. Default 1 ms, the smallest the kernel takes.
 	BlockTimeout time.Duration
+	// BusyPoll is how long a TPACKET_V2 ReadBatch keeps checking the ring
+	// before it sleeps in poll(2) while frames stream in, that is when
+	// the last sleep in poll(2) lasted at most BusyPoll or the last
+	// busy-poll caught a frame. Under load the next frame almost always
+	// lands within it, which saves the sleep and the kernel's cross-CPU
+	// wakeup per frame (or per few frames) that a per-frame ring
+	// otherwise costs: it keeps V2's streaming rate near V3's. Sparse
+	// frames (request/response traffic, one frame per round trip) do not
+	// trigger it, so an idle port sleeps at once; no frame is ever delayed
+	// by it. Default 20 µs; negative turns it off.
+	BusyPoll time.Duration
 	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
 	// that long, so the loop can do housekeeping. 0 blocks until frames
 	// arrive or the port is closed.
@@ -53,11 +88,13 @@ type Config struct {
 }
 
 const (
+	defaultFrameCount   = 2048
 	defaultBlockSize    = 128 << 10
 	defaultBlockCount   = 32
 	defaultBlockTimeout = time.Millisecond
 	defaultTxBatch      = 64
 	defaultTxRingFrames = 256
+	defaultBusyPoll     = 20 * time.Microsecond
 	// nominalFrameSize only satisfies the ring request's consistency
 	// check: TPACKET_V3 packs frames of any size into blocks.
 	nominalFrameSize = 2048
@@ -82,10 +119,13 @@ type Port struct {
 	txMu   sync.Mutex // held by WriteBatch: guards msgs/iovs
 	statMu sync.Mutex // guards kernelDrops and the fd for PACKET_STATISTICS
 
-	ring    ring
-	tx      txRing // used when cfg.TxRing
+	v3      bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
+	v2      frameRing // TPACKET_V2 receive ring
+	ring    ring      // TPACKET_V3 receive ring
+	tx      txRing    // used when cfg.TxRing
 	rxPoll  [2]unix.PollFd
-	timeout int // poll timeout in ms, -1 for none
+	timeout int  // poll timeout in ms, -1 for none
+	rxBusy  bool // frames are streaming in: busy-poll before sleeping
 
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr
@@ -100,6 +140,34 @@ type Port struct {
 
 var _ port.Port = (*Port)(nil)
 
+// rxFill hands out ready frames of the receive ring into b.Frames[n:]
+// without blocking. The ring is picked with a branch rather than an
+// interface so the counters stay on the stack.
+func (p *Port) rxFill(b *port.Batch, n int, c *rxCounts) int {
+	if p.v3 {
+		return p.ring.fill(b, n, c)
+	}
+	return p.v2.fill(b, n, c)
+}
+
+// rxHeld reports whether the last fill walked slots or blocks that still
+// wait for release.
+func (p *Port) rxHeld() bool {
+	if p.v3 {
+		return p.ring.held()
+	}
+	return p.v2.held()
+}
+
+// rxRelease gives walked slots or blocks back to the kernel.
+func (p *Port) rxRelease() {
+	if p.v3 {
+		p.ring.release()
+	} else {
+		p.v2.release()
+	}
+}
+
 // mmsghdr is struct mmsghdr for sendmmsg(2).
 type mmsghdr struct {
 	hdr unix.Msghdr
@@ -111,25 +179,42 @@ type mmsghdr struct {
 // namespace (the namespace of the OS thread, so a test may call it inside
 // a namespace with runtime.LockOSThread + setns).
 func Open(name string, cfg Config) (*Port, error) {
-	if cfg.BlockSize == 0 {
-		cfg.BlockSize = defaultBlockSize
-	}
-	if cfg.BlockCount == 0 {
-		cfg.BlockCount = defaultBlockCount
-	}
-	if cfg.BlockTimeout == 0 {
-		cfg.BlockTimeout = defaultBlockTimeout
-	}
 	if cfg.TxBatch <= 0 {
 		cfg.TxBatch = defaultTxBatch
 	}
-	pageSize := unix.Getpagesize()
-	if cfg.BlockSize <= 0 || cfg.BlockSize%pageSize != 0 || cfg.BlockSize%nominalFrameSize != 0 {
-		return nil, fmt.Errorf("afpacket %s: block size %d must be a positive multiple of the page size %d and of %d",
-			name, cfg.BlockSize, pageSize, nominalFrameSize)
-	}
-	if cfg.BlockCount < 1 {
-		return nil, fmt.Errorf("afpacket %s: block count %d must be at least 1", name, cfg.BlockCount)
+	switch cfg.RingVersion {
+	case 0, TPacketV2:
+		cfg.RingVersion = TPacketV2
+		if cfg.FrameCount == 0 {
+			cfg.FrameCount = defaultFrameCount
+		}
+		if cfg.FrameCount < 1 {
+			return nil, fmt.Errorf("afpacket %s: frame count %d must be at least 1", name, cfg.FrameCount)
+		}
+		if cfg.BusyPoll == 0 {
+			cfg.BusyPoll = defaultBusyPoll
+		}
+	case TPacketV3:
+		if cfg.BlockSize == 0 {
+			cfg.BlockSize = defaultBlockSize
+		}
+		if cfg.BlockCount == 0 {
+			cfg.BlockCount = defaultBlockCount
+		}
+		if cfg.BlockTimeout == 0 {
+			cfg.BlockTimeout = defaultBlockTimeout
+		}
+		pageSize := unix.Getpagesize()
+		if cfg.BlockSize <= 0 || cfg.BlockSize%pageSize != 0 || cfg.BlockSize%nominalFrameSize != 0 {
+			return nil, fmt.Errorf("afpacket %s: block size %d must be a positive multiple of the page size %d and of %d",
+				name, cfg.BlockSize, pageSize, nominalFrameSize)
+		}
+		if cfg.BlockCount < 1 {
+			return nil, fmt.Errorf("afpacket %s: block count %d must be at least 1", name, cfg.BlockCount)
+		}
+	default:
+		return nil, fmt.Errorf("afpacket %s: ring version %d: want %d (TPACKET_V2) or %d (TPACKET_V3)",
+			name, cfg.RingVersion, TPacketV2, TPacketV3)
 	}
 
 	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1}
@@ -164,8 +249,12 @@ func (p *Port) open() error {
 	}
 	p.maxFrame = port.MaxFrameLen(p.mtu)
 
-	if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
-		return fmt.Errorf("afpacket %s: PACKET_VERSION TPACKET_V3: %w", name, err)
+	version := unix.TPACKET_V3
+	if cfg.RingVersion == TPacketV2 {
+		version = unix.TPACKET_V2
+	}
+	if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_VERSION, version); err != nil {
+		return fmt.Errorf("afpacket %s: PACKET_VERSION TPACKET_V%d: %w", name, cfg.RingVersion, err)
 	}
 	// Frames this socket sends come back as PACKET_OUTGOING copies unless
 	// told otherwise; the ring walk also skips them on older kernels.
@@ -180,36 +269,62 @@ func (p *Port) open() error {
 			return fmt.Errorf("afpacket %s: PACKET_LOSS: %w", name, err)
 		}
 	}
-	req := unix.TpacketReq3{
-		Block_size:     uint32(cfg.BlockSize),
-		Block_nr:       uint32(cfg.BlockCount),
-		Frame_size:     nominalFrameSize,
-		Frame_nr:       uint32(cfg.BlockSize / nominalFrameSize * cfg.BlockCount),
-		Retire_blk_tov: uint32(max(1, cfg.BlockTimeout.Milliseconds())),
+	var rxSize int
+	if cfg.RingVersion == TPacketV2 {
+		fs, bs, bn := slotGeometry(v2MacRoom, p.maxFrame, cfg.FrameCount, pageSize)
+		req := unix.TpacketReq{Block_size: uint32(bs), Block_nr: uint32(bn), Frame_size: uint32(fs), Frame_nr: uint32(bs / fs * bn)}
+		if err := unix.SetsockoptTpacketReq(p.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_RX_RING %d x %d-byte frames: %w", name, req.Frame_nr, fs, err)
+		}
+		rxSize = bs * bn
+		p.v2 = frameRing{frameSize: fs, frameNr: int(req.Frame_nr), maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped}
+	} else {
+		req := unix.TpacketReq3{
+			Block_size:     uint32(cfg.BlockSize),
+			Block_nr:       uint32(cfg.BlockCount),
+			Frame_size:     nominalFrameSize,
+			Frame_nr:       uint32(cfg.BlockSize / nominalFrameSize * cfg.BlockCount),
+			Retire_blk_tov: uint32(max(1, cfg.BlockTimeout.Milliseconds())),
+		}
+		if err := unix.SetsockoptTpacketReq3(p.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_RX_RING %d x %d bytes: %w", name, cfg.BlockCount, cfg.BlockSize, err)
+		}
+		rxSize = cfg.BlockSize * cfg.BlockCount
+		p.ring = ring{blockSize: cfg.BlockSize, blockNr: cfg.BlockCount, maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped}
+		p.v3 = true
 	}
-	if err := unix.SetsockoptTpacketReq3(p.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-		return fmt.Errorf("afpacket %s: PACKET_RX_RING %d x %d bytes: %w", name, cfg.BlockCount, cfg.BlockSize, err)
-	}
-	rxSize, txSize := cfg.BlockSize*cfg.BlockCount, 0
+	txSize := 0
 	if cfg.TxRing {
 		if cfg.TxRingFrames <= 0 {
 			cfg.TxRingFrames = defaultTxRingFrames
 		}
-		fs, bs, bn := txRingGeometry(p.maxFrame, cfg.TxRingFrames, pageSize)
-		treq := unix.TpacketReq3{Block_size: uint32(bs), Block_nr: uint32(bn), Frame_size: uint32(fs), Frame_nr: uint32(bs / fs * bn)}
-		if err := unix.SetsockoptTpacketReq3(p.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &treq); err != nil {
-			return fmt.Errorf("afpacket %s: PACKET_TX_RING %d x %d bytes: %w", name, bn, bs, err)
+		p.tx = newTxRing(cfg.RingVersion, p.maxFrame, cfg.TxRingFrames, pageSize)
+		// The TX request has the same fields in both versions; a V3 one
+		// must leave the block timer and private area at zero.
+		bn := p.tx.nr / p.tx.perBlock
+		treq := unix.TpacketReq{Block_size: uint32(p.tx.blockSize), Block_nr: uint32(bn), Frame_size: uint32(p.tx.frameSize), Frame_nr: uint32(p.tx.nr)}
+		var err error
+		if cfg.RingVersion == TPacketV2 {
+			err = unix.SetsockoptTpacketReq(p.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &treq)
+		} else {
+			treq3 := unix.TpacketReq3{Block_size: treq.Block_size, Block_nr: treq.Block_nr, Frame_size: treq.Frame_size, Frame_nr: treq.Frame_nr}
+			err = unix.SetsockoptTpacketReq3(p.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &treq3)
 		}
-		txSize = bs * bn
-		p.tx = txRing{blockSize: bs, frameSize: fs, perBlock: bs / fs, nr: bs / fs * bn}
+		if err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_TX_RING %d x %d bytes: %w", name, bn, p.tx.blockSize, err)
+		}
+		txSize = p.tx.blockSize * bn
 	}
 	// One mapping holds the RX ring followed by the TX ring.
 	mem, err := unix.Mmap(p.fd, 0, rxSize+txSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("afpacket %s: mmap ring: %w", name, err)
 	}
-	p.ring = ring{mem: mem[:rxSize:rxSize], blockSize: cfg.BlockSize, blockNr: cfg.BlockCount,
-		maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped}
+	if cfg.RingVersion == TPacketV2 {
+		p.v2.mem = mem[:rxSize:rxSize]
+	} else {
+		p.ring.mem = mem[:rxSize:rxSize]
+	}
 	p.mmap = mem
 	if cfg.TxRing {
 		p.tx.mem = mem[rxSize:]
@@ -275,24 +390,40 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	if len(b.Frames) == 0 {
 		return 0, fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
 	}
-	p.ring.release()
+	p.rxRelease()
 	var c rxCounts
 	n := 0
+	busyPoll := !p.v3 && p.cfg.BusyPoll > 0
 	for {
-		n = p.ring.fill(b, n, &c)
+		n = p.rxFill(b, n, &c)
 		if n > 0 {
 			break
 		}
-		if p.ring.relN > 0 {
-			// Every frame of the walked blocks was dropped: give them
-			// back and look at the next block before sleeping.
-			p.ring.release()
+		if p.rxHeld() {
+			// Every frame walked was dropped: give the slots or blocks
+			// back and look further before sleeping. This also keeps
+			// TPACKET_V2's poll honest: it reports POLLIN while the
+			// slot before the kernel's head is not TP_STATUS_KERNEL.
+			p.rxRelease()
 			continue
+		}
+		var sleep time.Time
+		if busyPoll {
+			if p.rxBusy && p.busyPoll() {
+				continue
+			}
+			sleep = time.Now()
 		}
 		ready, err := p.wait()
 		if err != nil {
 			p.count(&c)
 			return 0, err
+		}
+		if busyPoll {
+			// A short sleep means frames are streaming in: watch the ring
+			// for the next one rather than sleep again. A long one (or a
+			// timeout) means sparse traffic, where spinning only burns CPU.
+			p.rxBusy = ready && time.Since(sleep) <= p.cfg.BusyPoll
 		}
 		if !ready {
 			break // read timeout
@@ -300,6 +431,24 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	}
 	p.count(&c)
 	return n, nil
+}
+
+// busyPoll watches the next TPACKET_V2 slot for up to cfg.BusyPoll and
+// reports whether a frame landed in it. While the reader is not asleep in
+// poll(2), the kernel writes frames without waking anyone. A miss clears
+// rxBusy until a short sleep sets it again.
+func (p *Port) busyPoll() bool {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if p.v2.ready() {
+			return true
+		}
+		// Reading the clock costs more than looking at the slot.
+		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.closed.Load()) {
+			p.rxBusy = false
+			return false
+		}
+	}
 }
 
 func (p *Port) count(c *rxCounts) {
@@ -349,7 +498,7 @@ func (p *Port) wait() (bool, error) {
 func (p *Port) Release() {
 	p.rxMu.Lock()
 	if !p.closed.Load() {
-		p.ring.release()
+		p.rxRelease()
 	}
 	p.rxMu.Unlock()
 }
@@ -487,15 +636,29 @@ func (p *Port) Stats() port.Stats {
 }
 
 // pollKernelStats folds the kernel's drop counter into kernelDrops. The
-// caller holds statMu.
+// caller holds statMu. The kernel answers with struct tpacket_stats for
+// TPACKET_V2 and struct tpacket_stats_v3 for TPACKET_V3.
 func (p *Port) pollKernelStats() {
+	if p.cfg.RingVersion == TPacketV2 {
+		var st unix.TpacketStats
+		if getsockoptStats(p.fd, unsafe.Pointer(&st), unsafe.Sizeof(st)) {
+			p.kernelDrops += uint64(st.Drops)
+		}
+		return
+	}
 	var st unix.TpacketStatsV3
-	l := uint32(unsafe.Sizeof(st))
-	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(p.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
-		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
-	if errno == 0 {
+	if getsockoptStats(p.fd, unsafe.Pointer(&st), unsafe.Sizeof(st)) {
 		p.kernelDrops += uint64(st.Drops)
 	}
+}
+
+// getsockoptStats reads PACKET_STATISTICS into the size bytes at st
+// without allocating; it reports whether the kernel answered.
+func getsockoptStats(fd int, st unsafe.Pointer, size uintptr) bool {
+	l := uint32(size)
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+		uintptr(st), uintptr(unsafe.Pointer(&l)), 0)
+	return errno == 0
 }
 
 // Close implements port.Port: it wakes a blocked ReadBatch, waits for it
@@ -527,7 +690,7 @@ func (p *Port) release() error {
 		if err := unix.Munmap(p.mmap); err != nil {
 			errs = append(errs, fmt.Errorf("afpacket %s: munmap: %w", p.name, err))
 		}
-		p.mmap, p.ring.mem, p.tx.mem = nil, nil, nil
+		p.mmap, p.v2.mem, p.ring.mem, p.tx.mem = nil, nil, nil, nil
 	}
 	if p.fd >= 0 {
 		if err := unix.Close(p.fd); err != nil {

@@ -77,6 +77,9 @@ func (r *ring) ready() bool {
 	return r.inBlock || atomic.LoadUint32(r.blockStatus(r.cur))&unix.TP_STATUS_USER != 0
 }
 
+// held reports whether blocks walked by the last read are still ours.
+func (r *ring) held() bool { return r.relN > 0 }
+
 // release gives the blocks walked by the last read back to the kernel.
 func (r *ring) release() {
 	for ; r.relN > 0; r.relN-- {
@@ -170,62 +173,90 @@ func (r *ring) frame(hdr int, b *port.Batch, n int, c *rxCounts) (bool, int) {
 	snaplen := int(binary.NativeEndian.Uint32(h[hdrSnaplen:]))
 	wireLen := int(binary.NativeEndian.Uint32(h[hdrLen:]))
 	mac := int(binary.NativeEndian.Uint16(h[hdrMac:]))
-	status := binary.NativeEndian.Uint32(h[hdrStatus:])
-	if mac < hdrFixedLen || mac+snaplen > len(h) {
-		c.errors++
-		return false, nextOff
+	hf := rxHeader{
+		fixedLen: hdrFixedLen, mac: mac, snaplen: snaplen, wireLen: wireLen,
+		status: binary.NativeEndian.Uint32(h[hdrStatus:]),
+		tci:    binary.NativeEndian.Uint32(h[hdrVLANTCI:]),
+		tpid:   binary.NativeEndian.Uint16(h[hdrVLANTPID:]),
+		rxHash: binary.NativeEndian.Uint32(h[hdrRxHash:]),
 	}
-	if snaplen < wireLen {
-		// The kernel truncated the frame to fit the block: forwarding a
+	return deliver(h, &hf, r.maxFrame, r.reinsertV, b, n, c), nextOff
+}
+
+// rxHeader is what a ring frame header (tpacket2_hdr or tpacket3_hdr)
+// says about one received frame, in layout-independent form.
+type rxHeader struct {
+	fixedLen int    // header plus sockaddr_ll: tp_mac may not point below
+	mac      int    // tp_mac: frame start, relative to the header
+	snaplen  int    // tp_snaplen: bytes in the ring
+	wireLen  int    // tp_len: bytes on the wire
+	status   uint32 // tp_status
+	tci      uint32 // tp_vlan_tci
+	tpid     uint16 // tp_vlan_tpid
+	rxHash   uint32 // tp_rxhash (TPACKET_V3 only)
+}
+
+// deliver checks one frame whose header starts h (h ends where the frame's
+// slot or block ends) and, if it is good, stores it in slot n of b with
+// its metadata. Both ring versions share it so they treat VLAN tags,
+// checksum flags and bad lengths identically.
+func deliver(h []byte, f *rxHeader, maxFrame int, reinsertV bool, b *port.Batch, n int, c *rxCounts) bool {
+	mac, snaplen := f.mac, f.snaplen
+	if mac < f.fixedLen || snaplen < 0 || mac+snaplen > len(h) {
+		c.errors++
+		return false
+	}
+	if snaplen < f.wireLen {
+		// The kernel truncated the frame to fit the ring: forwarding a
 		// partial frame would corrupt it, so it is a length error.
 		c.lengthErrors++
 		c.errors++
-		return false, nextOff
+		return false
 	}
 
 	m := &b.Meta[n]
-	*m = port.Meta{RxHash: binary.NativeEndian.Uint32(h[hdrRxHash:])}
-	if status&unix.TP_STATUS_CSUMNOTREADY != 0 {
+	*m = port.Meta{RxHash: f.rxHash}
+	if f.status&unix.TP_STATUS_CSUMNOTREADY != 0 {
 		m.Flags |= port.FlagCsumNotReady
 	}
-	if status&unix.TP_STATUS_CSUM_VALID != 0 {
+	if f.status&unix.TP_STATUS_CSUM_VALID != 0 {
 		m.Flags |= port.FlagCsumValid
 	}
 	frame := h[mac : mac+snaplen]
 
-	tci := binary.NativeEndian.Uint32(h[hdrVLANTCI:])
 	// Like OVS, a zero TCI without TP_STATUS_VLAN_VALID means no tag
 	// (kernels before 3.0 had no such bit).
-	if tci != 0 || status&unix.TP_STATUS_VLAN_VALID != 0 {
+	if f.tci != 0 || f.status&unix.TP_STATUS_VLAN_VALID != 0 {
 		tpid := uint16(unix.ETH_P_8021Q)
-		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
-			tpid = binary.NativeEndian.Uint16(h[hdrVLANTPID:])
+		if f.status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			tpid = f.tpid
 		}
-		m.VLANTPID, m.VLANTCI, m.Flags = tpid, uint16(tci), m.Flags|port.FlagVLAN
-		if r.reinsertV && len(frame) >= port.EthHeaderLen {
-			frame = insertVLAN(h, mac, snaplen, tpid, uint16(tci), b, n)
+		m.VLANTPID, m.VLANTCI, m.Flags = tpid, uint16(f.tci), m.Flags|port.FlagVLAN
+		if reinsertV && len(frame) >= port.EthHeaderLen {
+			frame = insertVLAN(h, f.fixedLen, mac, snaplen, tpid, uint16(f.tci), b, n)
 		}
 	}
 
-	if !port.LengthOK(len(frame), r.maxFrame) {
+	if !port.LengthOK(len(frame), maxFrame) {
 		c.lengthErrors++
 		c.errors++
-		return false, nextOff
+		return false
 	}
 	b.Frames[n] = frame
 	c.packets++
 	c.bytes += uint64(len(frame))
-	return true, nextOff
+	return true
 }
 
 // insertVLAN puts the tag the kernel moved into the frame header back
 // after the source MAC. The kernel leaves at least 14 bytes of headroom
-// between the sockaddr_ll and tp_mac, so this normally moves the two MACs
-// 4 bytes towards the header in place; if the headroom is too small the
-// frame is copied into the batch's own buffer instead.
-func insertVLAN(h []byte, mac, snaplen int, tpid, tci uint16, b *port.Batch, n int) []byte {
+// between the sockaddr_ll (ending at fixedLen) and tp_mac, so this
+// normally moves the two MACs 4 bytes towards the header in place; if the
+// headroom is too small the frame is copied into the batch's own buffer
+// instead.
+func insertVLAN(h []byte, fixedLen, mac, snaplen int, tpid, tci uint16, b *port.Batch, n int) []byte {
 	var out []byte
-	if mac-port.VLANHeaderLen >= hdrFixedLen {
+	if mac-port.VLANHeaderLen >= fixedLen {
 		start := mac - port.VLANHeaderLen
 		copy(h[start:start+12], h[mac:mac+12])
 		out = h[start : mac+snaplen]

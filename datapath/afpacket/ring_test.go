@@ -14,7 +14,8 @@ import (
 type synthFrame struct {
 	data     []byte
 	wireLen  int    // tp_len; 0 means len(data)
-	mac      int    // tp_mac; 0 means the kernel's usual 82
+	snaplen  int    // tp_snaplen; 0 means len(data)
+	mac      int    // tp_mac; 0 means the kernel's usual (82 for V3, 66 for V2)
 	status   uint32 // tp_status bits
 	tci      uint32
 	tpid     uint16
@@ -23,6 +24,13 @@ type synthFrame struct {
 }
 
 const testBlockSize = 8192
+
+func (f *synthFrame) snaplenOr() int {
+	if f.snaplen != 0 {
+		return f.snaplen
+	}
+	return len(f.data)
+}
 
 // buildRing returns a ring memory of len(blocks) blocks where block i holds
 // blocks[i] and is marked TP_STATUS_USER (or left to the kernel when nil).
@@ -59,7 +67,7 @@ func buildRingSized(t testing.TB, blockSize int, blocks ...[]synthFrame) []byte 
 			if i < len(frames)-1 && !f.nextZero {
 				ne.PutUint32(h[hdrNextOffset:], uint32(size))
 			}
-			ne.PutUint32(h[hdrSnaplen:], uint32(len(f.data)))
+			ne.PutUint32(h[hdrSnaplen:], uint32(f.snaplenOr()))
 			ne.PutUint32(h[hdrLen:], uint32(wire))
 			ne.PutUint32(h[hdrStatus:], f.status)
 			ne.PutUint16(h[hdrMac:], uint16(mac))

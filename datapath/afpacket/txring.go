@@ -12,9 +12,10 @@ import (
 
 // txRing is a PACKET_TX_RING: fixed-size frame slots the kernel sends when
 // their tp_status is TP_STATUS_SEND_REQUEST and send(2) kicks it; it sets
-// the slot back to TP_STATUS_AVAILABLE once the frame left. Frame data
-// starts at txDataOff (tp_hdrlen - sizeof(sockaddr_ll), the kernel's
-// default when PACKET_TX_HAS_OFF is off).
+// the slot back to TP_STATUS_AVAILABLE once the frame left. The slot
+// header is the socket's PACKET_VERSION layout (tpacket2_hdr or
+// tpacket3_hdr); frame data starts at dataOff (tp_hdrlen -
+// sizeof(sockaddr_ll), the kernel's default when PACKET_TX_HAS_OFF is off).
 type txRing struct {
 	mem       []byte // the TX part of the socket's mmap
 	blockSize int
@@ -22,21 +23,24 @@ type txRing struct {
 	perBlock  int // frames per block
 	nr        int // frames in the ring
 	cur       int // next slot to fill
+
+	// Header layout.
+	statusOff, lenOff, snaplenOff, dataOff int
+	v3                                     bool // tp_next_offset must be written 0
 }
 
-const txDataOff = unix.SizeofTpacket3Hdr // 48
+const txDataOff = unix.SizeofTpacket3Hdr // 48, TPACKET_V3
 
-// txRingGeometry picks slot and block sizes for frames up to maxFrame
-// bytes: power-of-two slots so they pack blocks exactly.
-func txRingGeometry(maxFrame, frames, pageSize int) (frameSize, blockSize, blockNr int) {
-	frameSize = 256
-	for frameSize < txDataOff+maxFrame {
-		frameSize *= 2
+// newTxRing lays out a TX ring of about frames slots for frames up to
+// maxFrame bytes, with the header layout of ring version ver.
+func newTxRing(ver, maxFrame, frames, pageSize int) txRing {
+	t := txRing{statusOff: hdrStatus, lenOff: hdrLen, snaplenOff: hdrSnaplen, dataOff: txDataOff, v3: true}
+	if ver == TPacketV2 {
+		t = txRing{statusOff: v2Status, lenOff: v2Len, snaplenOff: v2Snaplen, dataOff: v2TxDataOff}
 	}
-	blockSize = max(pageSize, frameSize)
-	perBlock := blockSize / frameSize
-	blockNr = max(1, (frames+perBlock-1)/perBlock)
-	return frameSize, blockSize, blockNr
+	fs, bs, bn := slotGeometry(t.dataOff, maxFrame, frames, pageSize)
+	t.frameSize, t.blockSize, t.perBlock, t.nr = fs, bs, bs/fs, bs/fs*bn
+	return t
 }
 
 func (t *txRing) slot(i int) []byte {
@@ -45,7 +49,7 @@ func (t *txRing) slot(i int) []byte {
 }
 
 func (t *txRing) status(s []byte) *uint32 {
-	return (*uint32)(unsafe.Pointer(&s[hdrStatus]))
+	return (*uint32)(unsafe.Pointer(&s[t.statusOff]))
 }
 
 // writeRing implements WriteBatch on the TX ring: copy each frame into the
@@ -91,10 +95,12 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 			}
 			continue
 		}
-		copy(s[txDataOff:], f)
-		binary.NativeEndian.PutUint32(s[hdrNextOffset:], 0) // V3 TX requires 0
-		binary.NativeEndian.PutUint32(s[hdrLen:], uint32(len(f)))
-		binary.NativeEndian.PutUint32(s[hdrSnaplen:], uint32(len(f)))
+		copy(s[t.dataOff:], f)
+		if t.v3 {
+			binary.NativeEndian.PutUint32(s[hdrNextOffset:], 0) // V3 TX requires 0
+		}
+		binary.NativeEndian.PutUint32(s[t.lenOff:], uint32(len(f)))
+		binary.NativeEndian.PutUint32(s[t.snaplenOff:], uint32(len(f)))
 		atomic.StoreUint32(t.status(s), unix.TP_STATUS_SEND_REQUEST)
 		queued++
 		queuedBytes += uint64(len(f))
