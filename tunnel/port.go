@@ -114,8 +114,8 @@ type Port struct {
 	txFrame []int // frame index of each prepared slot
 	txInner []int // inner frame length of each prepared slot
 
-	rxPackets, rxBytes, rxDropped, rxErrors, rxLengthErrors, rxHeaderErrors atomic.Uint64
-	txPackets, txBytes, txDropped, txErrors, txMTUDrops, txNoDst            atomic.Uint64
+	ctr                                 port.Counters
+	rxHeaderErrors, txMTUDrops, txNoDst atomic.Uint64
 }
 
 var _ port.Port = (*Port)(nil)
@@ -369,7 +369,7 @@ func (p *Port) ReadTunnelBatch(b *port.Batch, md []Metadata) (int, error) {
 				return 0, err
 			}
 		default:
-			p.rxErrors.Add(1)
+			p.ctr.RxErrors.Add(1)
 			return 0, fmt.Errorf("tunnel %s: recvmmsg: %w", p.name, e)
 		}
 	}
@@ -410,12 +410,12 @@ func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
 	}
 	errs = lenErrs + hdrErrs
 	if pkts != 0 {
-		p.rxPackets.Add(pkts)
-		p.rxBytes.Add(bytes)
+		p.ctr.RxPackets.Add(pkts)
+		p.ctr.RxBytes.Add(bytes)
 	}
 	if errs != 0 {
-		p.rxErrors.Add(errs)
-		p.rxLengthErrors.Add(lenErrs)
+		p.ctr.RxErrors.Add(errs)
+		p.ctr.RxLengthErrors.Add(lenErrs)
 		p.rxHeaderErrors.Add(hdrErrs)
 	}
 	return n
@@ -441,9 +441,9 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			ovfl := binary.NativeEndian.Uint32(data)
 			if p.rxOvflOK {
-				p.rxDropped.Add(uint64(ovfl - p.rxOvfl))
+				p.ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
 			} else {
-				p.rxDropped.Add(uint64(ovfl))
+				p.ctr.RxDropped.Add(uint64(ovfl))
 			}
 			p.rxOvfl, p.rxOvflOK = ovfl, true
 		}
@@ -528,25 +528,25 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 		binary.BigEndian.PutUint32(dst[:], k.TunDst())
 		if dst == [4]byte{} {
 			p.txNoDst.Add(1)
-			p.txDropped.Add(1)
+			p.ctr.TxDropped.Add(1)
 			return false
 		}
 	}
 	optLen, err := om.OptionsLen(k)
 	if err != nil || len(frame) < EthHeaderLen {
-		p.txDropped.Add(1)
+		p.ctr.TxDropped.Add(1)
 		return false
 	}
 	total := OuterOverhead + optLen + len(frame)
 	if total > p.mtu {
 		p.txMTUDrops.Add(1)
-		p.txDropped.Add(1)
+		p.ctr.TxDropped.Add(1)
 		return false
 	}
 	buf := p.txBufs[s]
 	pkt, sport, err := Encap(buf[IPv4HeaderLen+UDPHeaderLen:IPv4HeaderLen+UDPHeaderLen], frame, k, om)
 	if err != nil {
-		p.txDropped.Add(1)
+		p.ctr.TxDropped.Add(1)
 		return false
 	}
 	udpLen := UDPHeaderLen + len(pkt)
@@ -586,16 +586,16 @@ func (p *Port) send(slots int) (int, error) {
 		switch e {
 		case 0:
 			for j := done; j < done+int(r); j++ {
-				p.txPackets.Add(1)
-				p.txBytes.Add(uint64(p.txInner[j]))
+				p.ctr.TxPackets.Add(1)
+				p.ctr.TxBytes.Add(uint64(p.txInner[j]))
 			}
 			done += int(r)
 		case unix.EINTR:
 		case unix.ENOBUFS, unix.EAGAIN, unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EMSGSIZE, unix.EPERM, unix.EINVAL:
-			p.txDropped.Add(1)
+			p.ctr.TxDropped.Add(1)
 			done++
 		default:
-			p.txErrors.Add(uint64(slots - done))
+			p.ctr.TxErrors.Add(uint64(slots - done))
 			return p.txFrame[done], fmt.Errorf("tunnel %s: sendmmsg to %s: %w", p.name, netip.AddrFrom4(p.txNames[done].Addr), e)
 		}
 	}
@@ -643,17 +643,7 @@ func (p *Port) Stats() port.Stats { return p.TunnelStats().Stats }
 // TunnelStats returns the port counters with the tunnel drop reasons.
 func (p *Port) TunnelStats() Stats {
 	return Stats{
-		Stats: port.Stats{
-			RxPackets:      p.rxPackets.Load(),
-			RxBytes:        p.rxBytes.Load(),
-			RxDropped:      p.rxDropped.Load(),
-			RxErrors:       p.rxErrors.Load(),
-			RxLengthErrors: p.rxLengthErrors.Load(),
-			TxPackets:      p.txPackets.Load(),
-			TxBytes:        p.txBytes.Load(),
-			TxDropped:      p.txDropped.Load(),
-			TxErrors:       p.txErrors.Load(),
-		},
+		Stats:          p.ctr.Snapshot(),
 		RxHeaderErrors: p.rxHeaderErrors.Load(),
 		TxMTUDrops:     p.txMTUDrops.Load(),
 		TxNoDst:        p.txNoDst.Load(),

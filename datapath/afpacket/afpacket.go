@@ -133,9 +133,8 @@ type Port struct {
 	txLens   []int // frame length of msgs[i], for byte counters
 	maxFrame int
 
-	rxPackets, rxBytes, rxErrors, rxLengthErrors atomic.Uint64
-	txPackets, txBytes, txDropped, txErrors      atomic.Uint64
-	kernelDrops                                  uint64
+	ctr         port.Counters
+	kernelDrops uint64
 }
 
 var _ port.Port = (*Port)(nil)
@@ -453,12 +452,12 @@ func (p *Port) busyPoll() bool {
 
 func (p *Port) count(c *rxCounts) {
 	if c.packets != 0 {
-		p.rxPackets.Add(c.packets)
-		p.rxBytes.Add(c.bytes)
+		p.ctr.RxPackets.Add(c.packets)
+		p.ctr.RxBytes.Add(c.bytes)
 	}
 	if c.errors != 0 {
-		p.rxErrors.Add(c.errors)
-		p.rxLengthErrors.Add(c.lengthErrors)
+		p.ctr.RxErrors.Add(c.errors)
+		p.ctr.RxLengthErrors.Add(c.lengthErrors)
 	}
 }
 
@@ -532,7 +531,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 			k++
 		}
 		if dropped != 0 {
-			p.txDropped.Add(dropped)
+			p.ctr.TxDropped.Add(dropped)
 		}
 		sent, err := p.sendAll(k)
 		if err != nil {
@@ -562,8 +561,8 @@ func (p *Port) sendAll(k int) (int, error) {
 	i := 0
 	var pkts, bytes uint64
 	defer func() {
-		p.txPackets.Add(pkts)
-		p.txBytes.Add(bytes)
+		p.ctr.TxPackets.Add(pkts)
+		p.ctr.TxBytes.Add(bytes)
 	}()
 	for i < k {
 		r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(p.fd),
@@ -583,10 +582,10 @@ func (p *Port) sendAll(k int) (int, error) {
 		case unix.ENOBUFS, unix.EMSGSIZE:
 			// This frame cannot go now (no qdisc room, or longer than the
 			// device takes); drop it like a full NIC queue would.
-			p.txDropped.Add(1)
+			p.ctr.TxDropped.Add(1)
 			i++
 		default:
-			p.txErrors.Add(uint64(k - i))
+			p.ctr.TxErrors.Add(uint64(k - i))
 			return i, fmt.Errorf("afpacket %s: sendmmsg: %w", p.name, errno)
 		}
 	}
@@ -622,17 +621,9 @@ func (p *Port) Stats() port.Stats {
 	}
 	drops := p.kernelDrops
 	p.statMu.Unlock()
-	return port.Stats{
-		RxPackets:      p.rxPackets.Load(),
-		RxBytes:        p.rxBytes.Load(),
-		RxDropped:      drops,
-		RxErrors:       p.rxErrors.Load(),
-		RxLengthErrors: p.rxLengthErrors.Load(),
-		TxPackets:      p.txPackets.Load(),
-		TxBytes:        p.txBytes.Load(),
-		TxDropped:      p.txDropped.Load(),
-		TxErrors:       p.txErrors.Load(),
-	}
+	s := p.ctr.Snapshot()
+	s.RxDropped = drops
+	return s
 }
 
 // pollKernelStats folds the kernel's drop counter into kernelDrops. The

@@ -59,9 +59,9 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 	t := &p.tx
 	var pkts, bytes, dropped uint64
 	defer func() {
-		p.txPackets.Add(pkts)
-		p.txBytes.Add(bytes)
-		p.txDropped.Add(dropped)
+		p.ctr.TxPackets.Add(pkts)
+		p.ctr.TxBytes.Add(bytes)
+		p.ctr.TxDropped.Add(dropped)
 	}()
 	queued := 0 // frames marked but not yet kicked
 	var queuedBytes uint64
@@ -77,7 +77,7 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 		if st == unix.TP_STATUS_WRONG_FORMAT {
 			// The kernel refused what we put there earlier (PACKET_LOSS
 			// makes it skip such slots); reuse it.
-			p.txErrors.Add(1)
+			p.ctr.TxErrors.Add(1)
 			st = unix.TP_STATUS_AVAILABLE
 		}
 		if st != unix.TP_STATUS_AVAILABLE {

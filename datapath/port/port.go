@@ -8,6 +8,7 @@ package port
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 )
 
 // ErrClosed is returned (wrapped) by ReadBatch and WriteBatch once Close was
@@ -161,4 +162,26 @@ func (b *Batch) Buffer(i, size int) []byte {
 		b.bufs[i] = make([]byte, size)
 	}
 	return b.bufs[i][:size]
+}
+
+// Counters are the live counters of a port, updated from the packet path
+// with atomics; every port kind keeps one set and reports it with Snapshot.
+type Counters struct {
+	RxPackets, RxBytes, RxDropped, RxErrors, RxLengthErrors atomic.Uint64
+	TxPackets, TxBytes, TxDropped, TxErrors                 atomic.Uint64
+}
+
+// Snapshot reads the counters.
+func (c *Counters) Snapshot() Stats {
+	return Stats{
+		RxPackets:      c.RxPackets.Load(),
+		RxBytes:        c.RxBytes.Load(),
+		RxDropped:      c.RxDropped.Load(),
+		RxErrors:       c.RxErrors.Load(),
+		RxLengthErrors: c.RxLengthErrors.Load(),
+		TxPackets:      c.TxPackets.Load(),
+		TxBytes:        c.TxBytes.Load(),
+		TxDropped:      c.TxDropped.Load(),
+		TxErrors:       c.TxErrors.Load(),
+	}
 }

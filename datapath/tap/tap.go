@@ -54,8 +54,7 @@ type Port struct {
 	timeout  int
 	maxFrame int
 
-	rxPackets, rxBytes, rxErrors, rxLengthErrors atomic.Uint64
-	txPackets, txBytes, txDropped, txErrors      atomic.Uint64
+	ctr port.Counters
 }
 
 var _ port.Port = (*Port)(nil)
@@ -162,12 +161,12 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	var pkts, bytes, lenErrs uint64
 	defer func() {
 		if pkts != 0 {
-			p.rxPackets.Add(pkts)
-			p.rxBytes.Add(bytes)
+			p.ctr.RxPackets.Add(pkts)
+			p.ctr.RxBytes.Add(bytes)
 		}
 		if lenErrs != 0 {
-			p.rxErrors.Add(lenErrs)
-			p.rxLengthErrors.Add(lenErrs)
+			p.ctr.RxErrors.Add(lenErrs)
+			p.ctr.RxLengthErrors.Add(lenErrs)
 		}
 	}()
 	for n < len(b.Frames) {
@@ -196,7 +195,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 				return 0, err
 			}
 		default:
-			p.rxErrors.Add(1)
+			p.ctr.RxErrors.Add(1)
 			return n, fmt.Errorf("tap %s: read: %w", p.name, err)
 		}
 	}
@@ -236,9 +235,9 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 	}
 	var pkts, bytes, dropped uint64
 	defer func() {
-		p.txPackets.Add(pkts)
-		p.txBytes.Add(bytes)
-		p.txDropped.Add(dropped)
+		p.ctr.TxPackets.Add(pkts)
+		p.ctr.TxBytes.Add(bytes)
+		p.ctr.TxDropped.Add(dropped)
 	}()
 	for i := 0; i < len(frames); {
 		f := frames[i]
@@ -261,7 +260,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 			dropped++
 			i++
 		default:
-			p.txErrors.Add(uint64(len(frames) - i))
+			p.ctr.TxErrors.Add(uint64(len(frames) - i))
 			return i, fmt.Errorf("tap %s: write: %w", p.name, err)
 		}
 	}
@@ -271,18 +270,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 // Stats implements port.Port. Frames the kernel dropped because the
 // switch did not read fast enough show up in the device's own tx_dropped
 // counter (ip -s link), not here.
-func (p *Port) Stats() port.Stats {
-	return port.Stats{
-		RxPackets:      p.rxPackets.Load(),
-		RxBytes:        p.rxBytes.Load(),
-		RxErrors:       p.rxErrors.Load(),
-		RxLengthErrors: p.rxLengthErrors.Load(),
-		TxPackets:      p.txPackets.Load(),
-		TxBytes:        p.txBytes.Load(),
-		TxDropped:      p.txDropped.Load(),
-		TxErrors:       p.txErrors.Load(),
-	}
-}
+func (p *Port) Stats() port.Stats { return p.ctr.Snapshot() }
 
 // Close implements port.Port. Closing the file deletes the device.
 func (p *Port) Close() error {
