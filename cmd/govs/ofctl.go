@@ -632,15 +632,22 @@ func parseGroupID(s string) (uint32, error) {
 	return uint32(n), nil
 }
 
-func runDelGroups(o *ofctlOptions, args []string, _ io.Writer) error {
+// groupSession parses "SWITCH [GROUP]" (GROUP defaults to all) and opens
+// the session, for the group commands that take an optional group id.
+func (o *ofctlOptions) groupSession(args []string) (uint32, *session, error) {
 	id := uint32(flowtable.GroupAllID)
 	if len(args) > 1 {
 		var err error
 		if id, err = parseGroupID(args[1]); err != nil {
-			return err
+			return 0, nil, err
 		}
 	}
 	s, err := o.session(args[0])
+	return id, s, err
+}
+
+func runDelGroups(o *ofctlOptions, args []string, _ io.Writer) error {
+	id, s, err := o.groupSession(args)
 	if err != nil {
 		return err
 	}
@@ -650,14 +657,7 @@ func runDelGroups(o *ofctlOptions, args []string, _ io.Writer) error {
 }
 
 func runDumpGroups(o *ofctlOptions, args []string, w io.Writer) error {
-	id := uint32(flowtable.GroupAllID)
-	if len(args) > 1 {
-		var err error
-		if id, err = parseGroupID(args[1]); err != nil {
-			return err
-		}
-	}
-	s, err := o.session(args[0])
+	id, s, err := o.groupSession(args)
 	if err != nil {
 		return err
 	}
