@@ -16,6 +16,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/porttest"
 	"github.com/govs-project/govs/flowtable"
 	"golang.org/x/sys/unix"
 )
@@ -418,26 +419,7 @@ func TestCloseWakesReader(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := p.ReadBatch(port.NewBatch(4))
-		errc <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-errc:
-		if !errors.Is(err, port.ErrClosed) {
-			t.Errorf("read after close: %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not wake ReadBatch")
-	}
-	if _, err := p.WriteBatch([][]byte{seedFrame(t)}); !errors.Is(err, port.ErrClosed) {
-		t.Errorf("write after close: %v", err)
-	}
+	porttest.CloseWakesReader(t, p, seedFrame(t))
 }
 
 func TestOpenErrors(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/porttest"
 )
 
 var (
@@ -505,29 +506,7 @@ func TestReadTimeoutAndClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := p.ReadBatch(port.NewBatch(8))
-				done <- err
-			}()
-			time.Sleep(50 * time.Millisecond)
-			if err := p.Close(); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				if !errors.Is(err, port.ErrClosed) {
-					t.Errorf("blocked ReadBatch returned %v, want ErrClosed", err)
-				}
-			case <-time.After(3 * time.Second):
-				t.Fatal("Close did not wake the blocked ReadBatch")
-			}
-			if _, err := p.ReadBatch(b); !errors.Is(err, port.ErrClosed) {
-				t.Errorf("ReadBatch after Close = %v, want ErrClosed", err)
-			}
-			if _, err := p.WriteBatch([][]byte{testFrame(peerMAC, hostMAC, 1, 60)}); !errors.Is(err, port.ErrClosed) {
-				t.Errorf("WriteBatch after Close = %v, want ErrClosed", err)
-			}
+			porttest.CloseWakesReader(t, p, testFrame(peerMAC, hostMAC, 1, 60))
 			if err := p.Close(); err != nil {
 				t.Errorf("second Close = %v", err)
 			}

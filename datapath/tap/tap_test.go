@@ -12,6 +12,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/porttest"
 )
 
 var (
@@ -204,26 +205,7 @@ func TestReadTimeoutAndClose(t *testing.T) {
 	if err := ns.Do(func() (err error) { blocking, err = Create(Config{LeaveDown: true}); return err }); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := blocking.ReadBatch(port.NewBatch(4))
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := blocking.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, port.ErrClosed) {
-			t.Errorf("blocked ReadBatch returned %v, want ErrClosed", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Close did not wake the blocked ReadBatch")
-	}
-	if _, err := blocking.WriteBatch([][]byte{make([]byte, 60)}); !errors.Is(err, port.ErrClosed) {
-		t.Errorf("WriteBatch after Close = %v, want ErrClosed", err)
-	}
+	porttest.CloseWakesReader(t, blocking, make([]byte, 60))
 }
 
 // readUntil reads frames until match accepts one and returns a copy.
