@@ -204,22 +204,8 @@ func BenchmarkProcessToTunnel(b *testing.B) {
 	}
 	data := tcpFrame(b, true, "ack", 1, 1, 64)
 	l := newLoop(br, br.ports.Load().byNo[2])
-	batch := port.NewBatch(BatchSize)
 	before := local.Stats().TxPackets
-	b.ReportAllocs()
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for done := 0; done < b.N; {
-		n := min(BatchSize, b.N-done)
-		for i := range n {
-			buf := batch.Buffer(i, len(data))
-			copy(buf, data)
-			batch.Frames[i] = buf
-		}
-		l.process(batch.Frames[:n])
-		done += n
-	}
-	b.StopTimer()
+	benchProcess(b, l, data)
 	st := local.TunnelStats()
 	if got := st.TxPackets + st.TxDropped - before; got < uint64(b.N) {
 		b.Fatalf("tunnel handled %d frames, want %d", got, b.N)
