@@ -119,6 +119,13 @@ type Args struct {
 
 	// NAT is the nat() clause, nil when the action has none.
 	NAT *NAT
+
+	// CsumPartial: the packet's TCP/UDP checksum is partial
+	// (CHECKSUM_PARTIAL from a port with offload metadata): the field
+	// holds only the pseudo-header sum. NAT then updates it for address
+	// changes the uncomplemented way and leaves it alone for port changes,
+	// and checksum verification skips it.
+	CsumPartial bool
 }
 
 // Clock returns the current time in nanoseconds (any epoch, monotonic).

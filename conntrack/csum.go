@@ -65,6 +65,14 @@ func fixCsum(frame []byte, off int, old, new []byte) {
 	binary.BigEndian.PutUint16(frame[off:], csumAdjust(c, old, new))
 }
 
+// fixPartialCsum updates a partial checksum (CHECKSUM_PARTIAL: the field
+// holds the uncomplemented pseudo-header sum) at frame[off:off+2] for the
+// replacement of old by new in the pseudo-header.
+func fixPartialCsum(frame []byte, off int, old, new []byte) {
+	c := binary.BigEndian.Uint16(frame[off:])
+	binary.BigEndian.PutUint16(frame[off:], ^csumAdjust(^c, old, new))
+}
+
 // fixUDPCsum is fixCsum for UDP over IPv4, where 0 means "no checksum" and a
 // computed 0 is sent as 0xffff.
 func fixUDPCsum(frame []byte, off int, old, new []byte) {

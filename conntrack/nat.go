@@ -266,6 +266,7 @@ func (t *Tracker) natPacket(frame []byte, p *pkt, c *conn, dir int) uint8 {
 		if csumOff+2 > p.end {
 			csumOff = 0
 		}
+		partial := p.csumPartial && (proto == protoTCP || proto == protoUDP)
 		icmp4 := proto == protoICMP && !v6
 		// Addresses.
 		var aoff int
@@ -275,7 +276,19 @@ func (t *Tracker) natPacket(frame []byte, p *pkt, c *conn, dir int) uint8 {
 		} else {
 			aoff, naddr = dstOff, other.src[:alen]
 		}
-		rewrite(frame, aoff, naddr, v6, p.l3, csumOff, udp4, icmp4)
+		if partial {
+			// The partial checksum covers the pseudo-header only: fix it
+			// for the address, not for the ports.
+			var old [16]byte
+			copy(old[:alen], frame[aoff:aoff+alen])
+			rewrite(frame, aoff, naddr, v6, p.l3, 0, false, false)
+			if csumOff > 0 {
+				fixPartialCsum(frame, csumOff, old[:alen], naddr)
+			}
+			csumOff = 0
+		} else {
+			rewrite(frame, aoff, naddr, v6, p.l3, csumOff, udp4, icmp4)
+		}
 		// Ports, or the ICMP query id.
 		if c.keys[0].hasPorts() {
 			if c.keys[0].isICMP() {

@@ -137,11 +137,12 @@ func (t *Tracker) setExp(c *conn, tm int, now int64) {
 func (t *Tracker) Execute(frame []byte, l3 int, ethType uint16, md *Meta, a *Args, now int64) {
 	var p pkt
 	var k key
-	r := parse(frame, l3, ethType, a.Zone, &k, &p, t.verifyCs)
+	r := parse(frame, l3, ethType, a.Zone, &k, &p, t.verifyCs && !a.CsumPartial)
 	t.executeParsed(frame, r, &p, &k, md, a, now)
 }
 
 func (t *Tracker) executeParsed(frame []byte, r parseResult, p *pkt, k *key, md *Meta, a *Args, now int64) {
+	p.csumPartial = a.CsumPartial
 	zone := a.Zone
 	// Only the translation bits of an earlier ct() carry over, and only in
 	// the same zone (OVS resets ct_state when a packet enters another zone):
@@ -203,7 +204,7 @@ func (t *Tracker) ExecuteBatch(pkts []Packet, a *Args, now int64) {
 		n := min(len(pkts), batchGroup)
 		for i := 0; i < n; i++ {
 			q := &pkts[i]
-			rs[i] = parse(q.Frame, q.L3, q.EthType, a.Zone, &ks[i], &ps[i], t.verifyCs)
+			rs[i] = parse(q.Frame, q.L3, q.EthType, a.Zone, &ks[i], &ps[i], t.verifyCs && !a.CsumPartial)
 		}
 		// Index slots: independent loads, so their misses overlap.
 		var sink uint64

@@ -140,6 +140,9 @@ type pkt struct {
 	// the datagram's identification.
 	frag   uint8
 	fragID uint32
+
+	// csumPartial is Args.CsumPartial for this packet.
+	csumPartial bool
 }
 
 const (

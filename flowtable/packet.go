@@ -16,6 +16,10 @@ type Packet struct {
 	base Key
 	L3   int // offset of the L3 header (-1: none)
 	L4   int // offset of the L4 header (-1: none)
+
+	// Offload is the receiving port's offload metadata (partial
+	// checksum, GSO), set before Extract; zero for plain frames.
+	Offload Offload
 }
 
 // Errors from Extract.
@@ -282,18 +286,13 @@ func (p *Packet) commitIPv4() {
 			}
 		}
 	}
-	upd16 := func(b []byte, old, new uint16) {
-		if b != nil {
-			binary.BigEndian.PutUint16(b, csumUpdate16(binary.BigEndian.Uint16(b), old, new))
-		}
-	}
+	upd16, pseudo16 := p.l4CsumUpdaters(l4csum)
 	for _, a := range [2]struct{ koff, poff int }{{offNwSrc, 12}, {offNwDst, 16}} {
 		if headerChanged(k, base, a.koff, 4) {
 			old, new := binary.BigEndian.Uint32(ip[a.poff:]), k.u32(a.koff)
 			csum = csumUpdate32(csum, old, new)
-			if l4csum != nil {
-				binary.BigEndian.PutUint16(l4csum, csumUpdate32(binary.BigEndian.Uint16(l4csum), old, new))
-			}
+			pseudo16(l4csum, uint16(old>>16), uint16(new>>16))
+			pseudo16(l4csum, uint16(old), uint16(new))
 			binary.BigEndian.PutUint32(ip[a.poff:], new)
 		}
 	}
@@ -336,13 +335,11 @@ func (p *Packet) commitIPv6() {
 			}
 		}
 	}
+	upd16, pseudo16 := p.l4CsumUpdaters(l4csum)
 	for _, a := range [2]struct{ koff, poff int }{{offIPv6Src, 8}, {offIPv6Dst, 24}} {
 		if headerChanged(k, base, a.koff, 16) {
 			for i := 0; i < 16; i += 2 {
-				old, new := binary.BigEndian.Uint16(ip[a.poff+i:]), k.u16(a.koff+i)
-				if l4csum != nil {
-					binary.BigEndian.PutUint16(l4csum, csumUpdate16(binary.BigEndian.Uint16(l4csum), old, new))
-				}
+				pseudo16(l4csum, binary.BigEndian.Uint16(ip[a.poff+i:]), k.u16(a.koff+i))
 			}
 			copy(ip[a.poff:a.poff+16], k[a.koff:a.koff+16])
 		}
@@ -354,12 +351,33 @@ func (p *Packet) commitIPv6() {
 		v := uint32(6)<<28 | uint32(k[offNwTos])<<20 | k.u32(offIPv6Label)&0xfffff
 		binary.BigEndian.PutUint32(ip[0:], v)
 	}
-	upd16 := func(b []byte, old, new uint16) {
-		if b != nil {
-			binary.BigEndian.PutUint16(b, csumUpdate16(binary.BigEndian.Uint16(b), old, new))
-		}
-	}
 	p.commitL4(upd16, l4csum)
+}
+
+// l4CsumUpdaters returns how Commit updates the L4 checksum l4csum (nil:
+// none) for a change of a word the L4 checksum covers (ports) and of a
+// pseudo-header word (addresses). A partial checksum (Offload.CsumPartial)
+// holds only the pseudo-header sum: ports are not in it yet, and addresses
+// change it the uncomplemented way.
+func (p *Packet) l4CsumUpdaters(l4csum []byte) (upd16, pseudo16 func([]byte, uint16, uint16)) {
+	o := &p.Offload
+	at := o.CsumStart + o.CsumOffset
+	if l4csum != nil && o.CsumPartial && o.CsumStart == p.L4 && at >= 0 && at < len(p.Frame) && &l4csum[0] == &p.Frame[at] {
+		return noCsumUpdate, partialCsumUpdate
+	}
+	return fullCsumUpdate, fullCsumUpdate
+}
+
+func noCsumUpdate([]byte, uint16, uint16) {}
+
+func fullCsumUpdate(b []byte, old, new uint16) {
+	if b != nil {
+		binary.BigEndian.PutUint16(b, csumUpdate16(binary.BigEndian.Uint16(b), old, new))
+	}
+}
+
+func partialCsumUpdate(b []byte, old, new uint16) {
+	binary.BigEndian.PutUint16(b, partialUpdate16(binary.BigEndian.Uint16(b), old, new))
 }
 
 func (p *Packet) commitL4(upd16 func([]byte, uint16, uint16), l4csum []byte) {

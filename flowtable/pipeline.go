@@ -751,6 +751,9 @@ func (x *xlate) pushVLAN(ethType uint16) {
 	binary.BigEndian.PutUint16(f[12:], ethType)
 	binary.BigEndian.PutUint16(f[14:], tci)
 	p.Frame = f
+	if p.Offload.Active() {
+		p.Offload.CsumStart += 4
+	}
 	if p.L3 >= 0 {
 		p.L3 += 4
 	}
@@ -769,6 +772,9 @@ func (x *xlate) popVLAN() {
 	p.Commit()
 	copy(p.Frame[12:], p.Frame[16:])
 	p.Frame = p.Frame[:len(p.Frame)-4]
+	if p.Offload.Active() {
+		p.Offload.CsumStart -= 4
+	}
 	if p.L3 >= 0 {
 		p.L3 -= 4
 	}

@@ -60,6 +60,15 @@ func (a *Adapter) Execute(pkt *flowtable.Packet, req *flowtable.CTRequest) {
 		nat.Random = n.Flags&flowtable.NATRandom != 0
 		args.NAT = &nat
 	}
+	if o := &pkt.Offload; o.CsumPartial {
+		proto := k.NwProto()
+		if o.CsumStart == pkt.L4 && (proto == flowtable.IPProtoTCP || proto == flowtable.IPProtoUDP) {
+			args.CsumPartial = true
+		} else if req.NAT != nil {
+			// Only TCP/UDP partial checksums are rewritten as such.
+			_ = pkt.CompleteChecksum()
+		}
+	}
 	if pkt.L3 < 0 {
 		pkt.L3 = len(pkt.Frame)
 	}
