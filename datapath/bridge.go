@@ -133,6 +133,11 @@ type bridgePort struct {
 	tun    TunnelPort
 	tlvGen atomic.Uint64
 
+	// vnet is p when it sends frames with offload metadata (nil
+	// otherwise): GSO frames and partial checksums go to it as they are,
+	// other ports get them segmented and completed.
+	vnet port.VnetWriter
+
 	// Frames the bridge dropped, reported in PortInfo.Stats.
 	rxLengthErrors atomic.Uint64 // runts, oversize, unparsable
 	rxConfigDrops  atomic.Uint64 // port down / no-recv
@@ -202,6 +207,9 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 		return 0, fmt.Errorf("bridge %s: add port %s as %d: %w", b.name, p.Name(), ofport, ErrPortExists)
 	}
 	bp := &bridgePort{ofport: ofport, p: p, kind: kind, maxFrame: port.MaxFrameLen(p.MTU()), done: make(chan struct{})}
+	if vw, ok := p.(port.VnetWriter); ok && vw.VnetEnabled() {
+		bp.vnet = vw
+	}
 	if tp, ok := p.(TunnelPort); ok {
 		bp.tun = tp
 		bp.tlvGen.Store(^uint64(0))

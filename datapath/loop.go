@@ -50,6 +50,7 @@ type outQueue struct {
 	bp     *bridgePort
 	frames [][]byte
 	keys   []*flowtable.Key // per frame, for a tunnel port only
+	vnets  []port.VnetHdr   // per frame, for a port with offload metadata only
 }
 
 // frameBufSize is the capacity new output buffers start with: a
@@ -108,7 +109,18 @@ func (l *loop) process(frames [][]byte) {
 	pipe := l.b.pipeline
 	var bad uint64
 	for i, f := range frames {
-		if len(f) < port.MinFrameLen || len(f) > in.maxFrame {
+		l.pkt.Offload = flowtable.Offload{}
+		maxFrame := in.maxFrame
+		if m := &l.batch.Meta[i]; m.Flags&port.FlagVnet != 0 {
+			if !vnetToOffload(&m.Vnet, &l.pkt.Offload) {
+				bad++
+				continue
+			}
+			if l.pkt.Offload.GSOType != flowtable.GSONone {
+				maxFrame = port.MaxGSOFrameLen
+			}
+		}
+		if len(f) < port.MinFrameLen || len(f) > maxFrame {
 			bad++
 			continue
 		}
@@ -161,11 +173,36 @@ func (l *loop) Output(ofport uint32, pkt *flowtable.Packet) {
 		return
 	}
 	q := l.queue(bp)
+	if pkt.Offload.Active() && bp.vnet == nil {
+		l.outputSegments(q, pkt)
+		return
+	}
 	q.frames = append(q.frames, l.copyFrame(pkt.Frame))
+	if bp.vnet != nil {
+		q.vnets = append(q.vnets, offloadToVnet(pkt))
+	}
 	if bp.tun != nil {
 		// The tunnel header comes from the key as the actions left it
 		// (set_field:...->tun_dst, tun_metadataN).
 		q.keys = append(q.keys, l.copyKey(&pkt.Key))
+	}
+}
+
+// outputSegments queues a GSO frame or one with a partial checksum for a
+// port that takes neither: cut into MTU-sized segments with complete
+// checksums, as the kernel does for a device without offloads.
+func (l *loop) outputSegments(q *outQueue, pkt *flowtable.Packet) {
+	_, err := pkt.Segment(func(n int) []byte {
+		buf := l.frameBuf(n)
+		q.frames = append(q.frames, buf)
+		if q.bp.tun != nil {
+			q.keys = append(q.keys, l.copyKey(&pkt.Key))
+		}
+		return buf
+	})
+	if err != nil {
+		q.bp.txErrors.Add(1)
+		l.b.log.Debug("segmenting a GSO frame failed", zap.String("port", q.bp.p.Name()), zap.Error(err))
 	}
 }
 
@@ -185,18 +222,29 @@ func (l *loop) queue(bp *bridgePort) *outQueue {
 	q.bp = bp
 	q.frames = q.frames[:0]
 	q.keys = q.keys[:0]
+	q.vnets = q.vnets[:0]
 	return q
 }
 
 // copyFrame copies f into the next free buffer of the pool.
 func (l *loop) copyFrame(f []byte) []byte {
-	if l.nBufs == len(l.bufs) {
-		l.bufs = append(l.bufs, make([]byte, 0, max(frameBufSize, len(f))))
-	}
-	buf := append(l.bufs[l.nBufs][:0], f...)
-	l.bufs[l.nBufs] = buf // keep a grown buffer
-	l.nBufs++
+	buf := l.frameBuf(len(f))
+	copy(buf, f)
 	return buf
+}
+
+// frameBuf returns the next free buffer of the pool with length n.
+func (l *loop) frameBuf(n int) []byte {
+	if l.nBufs == len(l.bufs) {
+		l.bufs = append(l.bufs, make([]byte, 0, max(frameBufSize, n)))
+	}
+	buf := l.bufs[l.nBufs]
+	if cap(buf) < n {
+		buf = make([]byte, n)
+		l.bufs[l.nBufs] = buf // keep the grown buffer
+	}
+	l.nBufs++
+	return buf[:n]
 }
 
 // flush transmits the queued frames and resets the queues.
@@ -210,6 +258,8 @@ func (l *loop) flush() {
 		if bp.tun != nil {
 			l.b.syncTLV(bp)
 			n, err = bp.tun.WriteTunnel(q.frames, q.keys)
+		} else if bp.vnet != nil {
+			n, err = bp.vnet.WriteBatchVnet(q.frames, q.vnets)
 		} else {
 			n, err = bp.p.WriteBatch(q.frames)
 		}
@@ -224,6 +274,7 @@ func (l *loop) flush() {
 		q.frames = q.frames[:0]
 		clear(q.keys)
 		q.keys = q.keys[:0]
+		q.vnets = q.vnets[:0]
 		q.bp = nil
 	}
 	l.nOuts = 0
@@ -245,5 +296,69 @@ func (l *loop) PacketIn(pkt *flowtable.Packet, pi *flowtable.PacketIn) {
 	}
 	pic := *pi
 	key := pkt.Key
-	h(slices.Clone(pkt.Frame), inPort, &pic, &key)
+	frame := slices.Clone(pkt.Frame)
+	if pkt.Offload.CsumPartial {
+		// A controller gets a frame as it would be on the wire.
+		off := pkt.Offload
+		_ = flowtable.CompleteChecksum(frame, &off, pkt.L4 == off.CsumStart && pkt.Key.NwProto() == flowtable.IPProtoUDP)
+	}
+	h(frame, inPort, &pic, &key)
+}
+
+// vnetToOffload converts a received virtio_net_hdr into the flow model's
+// offload metadata. It reports false for a header it cannot honour (UFO,
+// unknown GSO types), which the loop drops as a bad frame.
+func vnetToOffload(h *port.VnetHdr, o *flowtable.Offload) bool {
+	if h.Flags&port.VnetFlagNeedsCsum != 0 {
+		o.CsumPartial = true
+		o.CsumStart, o.CsumOffset = int(h.CsumStart), int(h.CsumOffset)
+	}
+	switch h.GSOType &^ port.VnetGSOECN {
+	case port.VnetGSONone:
+		return true
+	case port.VnetGSOTCPv4:
+		o.GSOType = flowtable.GSOTCPv4
+	case port.VnetGSOTCPv6:
+		o.GSOType = flowtable.GSOTCPv6
+	case port.VnetGSOUDPL4:
+		o.GSOType = flowtable.GSOUDPL4
+	default:
+		return false
+	}
+	o.GSOSize = int(h.GSOSize)
+	o.GSOECN = h.GSOType&port.VnetGSOECN != 0
+	return o.GSOSize > 0
+}
+
+// offloadToVnet is the virtio_net_hdr a port with offload metadata sends
+// pkt with.
+func offloadToVnet(pkt *flowtable.Packet) port.VnetHdr {
+	o := &pkt.Offload
+	var h port.VnetHdr
+	if o.CsumPartial {
+		h.Flags = port.VnetFlagNeedsCsum
+		h.CsumStart, h.CsumOffset = uint16(o.CsumStart), uint16(o.CsumOffset)
+	}
+	switch o.GSOType {
+	case flowtable.GSONone:
+		return h
+	case flowtable.GSOTCPv4:
+		h.GSOType = port.VnetGSOTCPv4
+	case flowtable.GSOTCPv6:
+		h.GSOType = port.VnetGSOTCPv6
+	case flowtable.GSOUDPL4:
+		h.GSOType = port.VnetGSOUDPL4
+	}
+	if o.GSOECN {
+		h.GSOType |= port.VnetGSOECN
+	}
+	h.GSOSize = uint16(o.GSOSize)
+	// hdr_len: the headers up to the L4 payload, which the kernel keeps
+	// in the linear part of the socket buffer.
+	if pkt.L4 >= 0 && len(pkt.Frame) >= pkt.L4+20 && pkt.Key.NwProto() == flowtable.IPProtoTCP {
+		h.HdrLen = uint16(min(len(pkt.Frame), pkt.L4+int(pkt.Frame[pkt.L4+12]>>4)*4))
+	} else if pkt.L4 >= 0 {
+		h.HdrLen = uint16(min(len(pkt.Frame), pkt.L4+8))
+	}
+	return h
 }

@@ -19,10 +19,16 @@ import (
 // and attaches it to b as ofport.
 func attachVeth(t *testing.T, b *Bridge, sw *netnstest.NS, v *netnstest.Veth, ofport uint32) {
 	t.Helper()
+	attachVethConfig(t, b, sw, v, ofport, afpacket.Config{})
+}
+
+// attachVethConfig is attachVeth with a port configuration.
+func attachVethConfig(t *testing.T, b *Bridge, sw *netnstest.NS, v *netnstest.Veth, ofport uint32, cfg afpacket.Config) {
+	t.Helper()
 	var p *afpacket.Port
 	err := sw.Do(func() error {
 		var err error
-		p, err = afpacket.Open(v.Host, afpacket.Config{})
+		p, err = afpacket.Open(v.Host, cfg)
 		return err
 	})
 	if err != nil {

@@ -85,10 +85,21 @@ type Config struct {
 	// 256.
 	TxRing       bool
 	TxRingFrames int
+
+	// VnetHdr exchanges a virtio_net_hdr with every frame
+	// (PACKET_VNET_HDR), as OVS's userspace TSO does: the port then
+	// receives TCP/UDP super-segments of up to 64 KiB with partial
+	// checksums from senders with offloads on (port.Meta.Vnet), and
+	// WriteBatchVnet hands such frames back to the kernel, which
+	// segments them and finishes their checksums only if it must. The
+	// receive ring then holds FrameCount (default 256) slots of 64 KiB.
+	// Not with TxRing.
+	VnetHdr bool
 }
 
 const (
 	defaultFrameCount   = 2048
+	defaultVnetFrames   = 256
 	defaultBlockSize    = 128 << 10
 	defaultBlockCount   = 32
 	defaultBlockTimeout = time.Millisecond
@@ -130,14 +141,19 @@ type Port struct {
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr
 	iovs     []unix.Iovec
-	txLens   []int // frame length of msgs[i], for byte counters
+	vnet     bool                    // Config.VnetHdr: frames carry a virtio_net_hdr
+	vhdrs    [][port.VnetHdrLen]byte // TX headers, one per msgs slot (vnet only)
+	txLens   []int                   // frame length of msgs[i], for byte counters
 	maxFrame int
 
 	ctr         port.Counters
 	kernelDrops uint64
 }
 
-var _ port.Port = (*Port)(nil)
+var (
+	_ port.Port       = (*Port)(nil)
+	_ port.VnetWriter = (*Port)(nil)
+)
 
 // rxFill hands out ready frames of the receive ring into b.Frames[n:]
 // without blocking. The ring is picked with a branch rather than an
@@ -186,6 +202,9 @@ func Open(name string, cfg Config) (*Port, error) {
 		cfg.RingVersion = TPacketV2
 		if cfg.FrameCount == 0 {
 			cfg.FrameCount = defaultFrameCount
+			if cfg.VnetHdr {
+				cfg.FrameCount = defaultVnetFrames
+			}
 		}
 		if cfg.FrameCount < 1 {
 			return nil, fmt.Errorf("afpacket %s: frame count %d must be at least 1", name, cfg.FrameCount)
@@ -214,6 +233,10 @@ func Open(name string, cfg Config) (*Port, error) {
 	default:
 		return nil, fmt.Errorf("afpacket %s: ring version %d: want %d (TPACKET_V2) or %d (TPACKET_V3)",
 			name, cfg.RingVersion, TPacketV2, TPacketV3)
+	}
+
+	if cfg.VnetHdr && cfg.TxRing {
+		return nil, fmt.Errorf("afpacket %s: VnetHdr does not work with TxRing", name)
 	}
 
 	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1}
@@ -261,6 +284,18 @@ func (p *Port) open() error {
 		!errors.Is(err, unix.ENOPROTOOPT) {
 		return fmt.Errorf("afpacket %s: PACKET_IGNORE_OUTGOING: %w", name, err)
 	}
+	rx := rxOpts{maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped, vnet: cfg.VnetHdr}
+	room := v2MacRoom
+	maxRx := p.maxFrame
+	if cfg.VnetHdr {
+		// Before any ring: the kernel refuses it afterwards (EBUSY).
+		if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+			return fmt.Errorf("afpacket %s: PACKET_VNET_HDR: %w", name, err)
+		}
+		room += port.VnetHdrLen
+		maxRx = port.MaxGSOFrameLen
+		p.vnet = true
+	}
 	if cfg.TxRing {
 		// Skip a malformed TX slot instead of stopping the whole ring.
 		// The kernel takes this only before any ring exists.
@@ -270,13 +305,14 @@ func (p *Port) open() error {
 	}
 	var rxSize int
 	if cfg.RingVersion == TPacketV2 {
-		fs, bs, bn := slotGeometry(v2MacRoom, p.maxFrame, cfg.FrameCount, pageSize)
+		fs, bs, bn := slotGeometry(room, maxRx, cfg.FrameCount, pageSize)
 		req := unix.TpacketReq{Block_size: uint32(bs), Block_nr: uint32(bn), Frame_size: uint32(fs), Frame_nr: uint32(bs / fs * bn)}
 		if err := unix.SetsockoptTpacketReq(p.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
 			return fmt.Errorf("afpacket %s: PACKET_RX_RING %d x %d-byte frames: %w", name, req.Frame_nr, fs, err)
 		}
 		rxSize = bs * bn
-		p.v2 = frameRing{frameSize: fs, frameNr: int(req.Frame_nr), maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped}
+		p.v2 = frameRing{frameSize: fs, frameNr: int(req.Frame_nr), opts: rx,
+			blockSize: bs, perBlock: bs / fs, sparse: bs%fs != 0}
 	} else {
 		req := unix.TpacketReq3{
 			Block_size:     uint32(cfg.BlockSize),
@@ -289,7 +325,7 @@ func (p *Port) open() error {
 			return fmt.Errorf("afpacket %s: PACKET_RX_RING %d x %d bytes: %w", name, cfg.BlockCount, cfg.BlockSize, err)
 		}
 		rxSize = cfg.BlockSize * cfg.BlockCount
-		p.ring = ring{blockSize: cfg.BlockSize, blockNr: cfg.BlockCount, maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped}
+		p.ring = ring{blockSize: cfg.BlockSize, blockNr: cfg.BlockCount, opts: rx}
 		p.v3 = true
 	}
 	txSize := 0
@@ -355,12 +391,22 @@ func (p *Port) open() error {
 		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
 	}
 
+	// One iovec per frame, or two with the virtio_net_hdr in front.
+	per := 1
+	if p.vnet {
+		per = 2
+		p.vhdrs = make([][port.VnetHdrLen]byte, cfg.TxBatch)
+	}
 	p.msgs = make([]mmsghdr, cfg.TxBatch)
-	p.iovs = make([]unix.Iovec, cfg.TxBatch)
+	p.iovs = make([]unix.Iovec, per*cfg.TxBatch)
 	p.txLens = make([]int, cfg.TxBatch)
 	for i := range p.msgs {
-		p.msgs[i].hdr.Iov = &p.iovs[i]
-		p.msgs[i].hdr.Iovlen = 1
+		p.msgs[i].hdr.Iov = &p.iovs[per*i]
+		p.msgs[i].hdr.SetIovlen(per)
+		if p.vnet {
+			p.iovs[2*i].Base = &p.vhdrs[i][0]
+			p.iovs[2*i].Len = port.VnetHdrLen
+		}
 	}
 	return nil
 }
@@ -503,8 +549,28 @@ func (p *Port) Release() {
 }
 
 // WriteBatch implements port.Port with sendmmsg(2) on the bound socket, or
-// through the TX ring when Config.TxRing is set.
+// through the TX ring when Config.TxRing is set. On a port with VnetHdr
+// every frame goes with an empty virtio_net_hdr.
 func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	return p.write(frames, nil)
+}
+
+// VnetEnabled implements port.VnetWriter: whether the port was opened
+// with Config.VnetHdr.
+func (p *Port) VnetEnabled() bool { return p.vnet }
+
+// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i].
+func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
+	if !p.vnet {
+		return 0, fmt.Errorf("afpacket %s: write with virtio_net_hdr on a port without VnetHdr", p.name)
+	}
+	if len(hdrs) != len(frames) {
+		return 0, fmt.Errorf("afpacket %s: %d frames with %d virtio_net_hdrs", p.name, len(frames), len(hdrs))
+	}
+	return p.write(frames, hdrs)
+}
+
+func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	p.txMu.Lock()
 	defer p.txMu.Unlock()
 	if p.closed.Load() {
@@ -513,6 +579,10 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 	if p.tx.mem != nil {
 		return p.writeRing(frames)
 	}
+	per := 1
+	if p.vnet {
+		per = 2
+	}
 	done := 0
 	for done < len(frames) {
 		// Gather up to TxBatch valid frames; bad lengths are dropped here.
@@ -520,13 +590,25 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 		var dropped uint64
 		for done < len(frames) && k < len(p.msgs) {
 			f := frames[done]
+			var h port.VnetHdr
+			if hdrs != nil {
+				h = hdrs[done]
+			}
 			done++
-			if !port.LengthOK(len(f), p.maxFrame) {
+			maxLen := p.maxFrame
+			if h.IsGSO() {
+				maxLen = port.MaxGSOFrameLen
+			}
+			if !port.LengthOK(len(f), maxLen) {
 				dropped++
 				continue
 			}
-			p.iovs[k].Base = &f[0]
-			p.iovs[k].Len = uint64(len(f))
+			if p.vnet {
+				h.Encode(p.vhdrs[k][:])
+			}
+			iov := &p.iovs[per*k+per-1]
+			iov.Base = &f[0]
+			iov.Len = uint64(len(f))
 			p.txLens[k] = len(f)
 			k++
 		}
@@ -548,8 +630,12 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 // clearIovs drops the references to the caller's frames so they can be
 // garbage collected.
 func (p *Port) clearIovs(k int) {
-	for i := range min(k, len(p.iovs)) {
-		p.iovs[i].Base = nil
+	per := 1
+	if p.vnet {
+		per = 2 // the header iovecs point at p.vhdrs: keep them
+	}
+	for i := range min(k, len(p.msgs)) {
+		p.iovs[per*i+per-1].Base = nil
 	}
 }
 

@@ -52,12 +52,20 @@ type frameRing struct {
 	relFirst int
 	relN     int
 
-	maxFrame  int  // longest frame accepted (port.MaxFrameLen of the MTU)
-	reinsertV bool // put stripped VLAN tags back into the frame
+	opts rxOpts
+
+	// Slots are packed perBlock to a block of blockSize bytes. Unless
+	// they leave a gap at the end of each block (sparse), slot i is
+	// simply at i*frameSize.
+	blockSize, perBlock int
+	sparse              bool
 }
 
 func (r *frameRing) slot(i int) []byte {
 	off := i * r.frameSize
+	if r.sparse {
+		off = (i/r.perBlock)*r.blockSize + (i%r.perBlock)*r.frameSize
+	}
 	return r.mem[off : off+r.frameSize : off+r.frameSize]
 }
 
@@ -128,20 +136,31 @@ func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *rxCo
 		tci:      uint32(binary.NativeEndian.Uint16(s[v2VLANTCI:])),
 		tpid:     binary.NativeEndian.Uint16(s[v2VLANTPID:]),
 	}
-	return deliver(s, &hf, r.maxFrame, r.reinsertV, b, n, c)
+	return deliver(s, &hf, &r.opts, b, n, c)
 }
 
-// slotGeometry picks power-of-two slot sizes holding room header bytes
-// plus frames up to maxFrame bytes, and page-sized (or slot-sized) blocks
-// they pack exactly, so slot i sits at i*frameSize in the mapping. The
-// frame count is rounded up to whole blocks.
+// slotGeometry picks slot and block sizes for frames up to maxFrame bytes
+// after room header bytes. Slots up to a page are powers of two packed in
+// page-sized blocks (slot i at i*frameSize). Bigger slots (64 KiB GSO
+// frames) are rounded to TPACKET_ALIGNMENT and packed into 1 MiB blocks,
+// so a ring of them wastes little memory; the kernel allocates each block
+// as one piece. The frame count is rounded up to whole blocks.
 func slotGeometry(room, maxFrame, frames, pageSize int) (frameSize, blockSize, blockNr int) {
-	frameSize = 256
-	for frameSize < room+maxFrame {
-		frameSize *= 2
+	need := room + maxFrame
+	if need > pageSize {
+		frameSize = (need + unix.TPACKET_ALIGNMENT - 1) &^ (unix.TPACKET_ALIGNMENT - 1)
+		blockSize = max(bigBlockSize, (frameSize+pageSize-1)/pageSize*pageSize)
+	} else {
+		frameSize = 256
+		for frameSize < need {
+			frameSize *= 2
+		}
+		blockSize = pageSize
 	}
-	blockSize = max(pageSize, frameSize)
 	perBlock := blockSize / frameSize
 	blockNr = max(1, (frames+perBlock-1)/perBlock)
 	return frameSize, blockSize, blockNr
 }
+
+// bigBlockSize is the block size for slots larger than a page.
+const bigBlockSize = 1 << 20

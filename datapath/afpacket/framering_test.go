@@ -155,7 +155,7 @@ func TestFrameRingFill(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := frameRing{mem: buildFrameRing(t, testSlotSize, tc.slots...), frameSize: testSlotSize,
-				frameNr: len(tc.slots), maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}
+				frameNr: len(tc.slots), opts: rxOpts{maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}}
 			b := port.NewBatch(8)
 			var c rxCounts
 			n := r.fill(b, 0, &c)
@@ -199,7 +199,7 @@ func TestFrameRingWrapsAndHolds(t *testing.T) {
 	for i := range slots {
 		slots[i] = &synthFrame{data: ethFrame(40+i, byte(i))}
 	}
-	r := frameRing{mem: buildFrameRing(t, testSlotSize, slots...), frameSize: testSlotSize, frameNr: nr, maxFrame: 1518}
+	r := frameRing{mem: buildFrameRing(t, testSlotSize, slots...), frameSize: testSlotSize, frameNr: nr, opts: rxOpts{maxFrame: 1518}}
 	// kernelFills writes frame data into slot i and hands it to user space,
 	// like tpacket_rcv.
 	kernelFills := func(i int, data []byte) {
@@ -285,7 +285,7 @@ func FuzzFrameRingFill(f *testing.F) {
 			binary.NativeEndian.PutUint32(s[v2Status:], binary.NativeEndian.Uint32(s[v2Status:])|unix.TP_STATUS_USER)
 		}
 		const maxFrame = 200
-		r := frameRing{mem: mem, frameSize: slot, frameNr: nr, maxFrame: maxFrame, reinsertV: true}
+		r := frameRing{mem: mem, frameSize: slot, frameNr: nr, opts: rxOpts{maxFrame: maxFrame, reinsertV: true}}
 		b := port.NewBatch(3)
 		total := 0
 		for range 3 {

@@ -58,8 +58,7 @@ type ring struct {
 	relFirst int
 	relN     int
 
-	maxFrame  int  // longest frame accepted (port.MaxFrameLen of the MTU)
-	reinsertV bool // put stripped VLAN tags back into the frame
+	opts rxOpts
 }
 
 // rxCounts accumulates one read's counters; the port adds them to its
@@ -180,7 +179,7 @@ func (r *ring) frame(hdr int, b *port.Batch, n int, c *rxCounts) (bool, int) {
 		tpid:   binary.NativeEndian.Uint16(h[hdrVLANTPID:]),
 		rxHash: binary.NativeEndian.Uint32(h[hdrRxHash:]),
 	}
-	return deliver(h, &hf, r.maxFrame, r.reinsertV, b, n, c), nextOff
+	return deliver(h, &hf, &r.opts, b, n, c), nextOff
 }
 
 // rxHeader is what a ring frame header (tpacket2_hdr or tpacket3_hdr)
@@ -196,13 +195,26 @@ type rxHeader struct {
 	rxHash   uint32 // tp_rxhash (TPACKET_V3 only)
 }
 
+// rxOpts is how a receive ring treats the frames it hands out.
+type rxOpts struct {
+	maxFrame  int  // longest frame accepted (port.MaxFrameLen of the MTU)
+	reinsertV bool // put stripped VLAN tags back into the frame
+	// vnet: a virtio_net_hdr precedes each frame (PACKET_VNET_HDR), and
+	// GSO frames up to port.MaxGSOFrameLen are accepted.
+	vnet bool
+}
+
 // deliver checks one frame whose header starts h (h ends where the frame's
 // slot or block ends) and, if it is good, stores it in slot n of b with
 // its metadata. Both ring versions share it so they treat VLAN tags,
-// checksum flags and bad lengths identically.
-func deliver(h []byte, f *rxHeader, maxFrame int, reinsertV bool, b *port.Batch, n int, c *rxCounts) bool {
+// checksum flags, offload headers and bad lengths identically.
+func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *rxCounts) bool {
 	mac, snaplen := f.mac, f.snaplen
-	if mac < f.fixedLen || snaplen < 0 || mac+snaplen > len(h) {
+	fixedLen := f.fixedLen
+	if o.vnet {
+		fixedLen += port.VnetHdrLen // the header sits right before tp_mac
+	}
+	if mac < fixedLen || snaplen < 0 || mac+snaplen > len(h) {
 		c.errors++
 		return false
 	}
@@ -216,6 +228,16 @@ func deliver(h []byte, f *rxHeader, maxFrame int, reinsertV bool, b *port.Batch,
 
 	m := &b.Meta[n]
 	*m = port.Meta{RxHash: f.rxHash}
+	maxFrame := o.maxFrame
+	if o.vnet {
+		// Read before a VLAN tag is put back: that moves the MACs into
+		// the bytes the header occupies.
+		m.Vnet = port.DecodeVnetHdr(h[mac-port.VnetHdrLen : mac])
+		m.Flags |= port.FlagVnet
+		if m.Vnet.IsGSO() {
+			maxFrame = port.MaxGSOFrameLen
+		}
+	}
 	if f.status&unix.TP_STATUS_CSUMNOTREADY != 0 {
 		m.Flags |= port.FlagCsumNotReady
 	}
@@ -232,8 +254,11 @@ func deliver(h []byte, f *rxHeader, maxFrame int, reinsertV bool, b *port.Batch,
 			tpid = f.tpid
 		}
 		m.VLANTPID, m.VLANTCI, m.Flags = tpid, uint16(f.tci), m.Flags|port.FlagVLAN
-		if reinsertV && len(frame) >= port.EthHeaderLen {
+		if o.reinsertV && len(frame) >= port.EthHeaderLen {
 			frame = insertVLAN(h, f.fixedLen, mac, snaplen, tpid, uint16(f.tci), b, n)
+			if m.Vnet.Flags&port.VnetFlagNeedsCsum != 0 {
+				m.Vnet.CsumStart += port.VLANHeaderLen // the kernel counted without the tag
+			}
 		}
 	}
 

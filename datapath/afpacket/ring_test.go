@@ -206,7 +206,7 @@ func TestRingFill(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ring{mem: buildRing(t, tc.blocks...), blockSize: testBlockSize, blockNr: len(tc.blocks),
-				maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}
+				opts: rxOpts{maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}}
 			b := port.NewBatch(8)
 			var c rxCounts
 			n := r.fill(b, 0, &c)
@@ -244,7 +244,7 @@ func TestRingFillResumesBlock(t *testing.T) {
 	for i := range 5 {
 		frames = append(frames, synthFrame{data: ethFrame(40+i, byte(i))})
 	}
-	r := ring{mem: buildRing(t, frames, nil), blockSize: testBlockSize, blockNr: 2, maxFrame: 1518}
+	r := ring{mem: buildRing(t, frames, nil), blockSize: testBlockSize, blockNr: 2, opts: rxOpts{maxFrame: 1518}}
 	b := port.NewBatch(2)
 	var got [][]byte
 	for round, want := range []int{2, 2, 1, 0} {
@@ -289,7 +289,7 @@ func FuzzRingFill(f *testing.F) {
 		binary.NativeEndian.PutUint32(mem[bdBlockStatus:], unix.TP_STATUS_USER)
 		binary.NativeEndian.PutUint32(mem[bs+bdBlockStatus:], unix.TP_STATUS_USER)
 		const maxFrame = 200
-		r := ring{mem: mem, blockSize: bs, blockNr: 2, maxFrame: maxFrame, reinsertV: true}
+		r := ring{mem: mem, blockSize: bs, blockNr: 2, opts: rxOpts{maxFrame: maxFrame, reinsertV: true}}
 		b := port.NewBatch(4)
 		for range 4 {
 			r.release()

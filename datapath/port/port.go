@@ -115,6 +115,9 @@ const (
 	FlagCsumNotReady
 	// FlagCsumValid: the device already validated the L4 checksum.
 	FlagCsumValid
+	// FlagVnet: Meta.Vnet holds the frame's virtio_net_hdr (a port with
+	// offload metadata, e.g. AF_PACKET with PACKET_VNET_HDR).
+	FlagVnet
 )
 
 // Meta is per-frame receive metadata, parallel to Batch.Frames.
@@ -122,7 +125,8 @@ type Meta struct {
 	VLANTPID uint16 // 0x8100 or 0x88a8 when FlagVLAN is set
 	VLANTCI  uint16 // PCP(3) DEI(1) VID(12) when FlagVLAN is set
 	Flags    FrameFlags
-	RxHash   uint32 // kernel flow hash (skb->hash), 0 if unknown
+	RxHash   uint32  // kernel flow hash (skb->hash), 0 if unknown
+	Vnet     VnetHdr // when FlagVnet is set
 }
 
 // Batch is a reusable set of frame slots for ReadBatch. Allocate one per
