@@ -59,7 +59,7 @@ func offloadFrame(t *testing.T, v6 bool, proto uint8, payload []byte) (full, par
 	l4 := pkt.L4
 	if proto == IPProtoTCP {
 		binary.BigEndian.PutUint32(f[l4+4:], 1000) // seq
-		f[l4+13] = 0x18 | 0x80                      // PSH ACK CWR
+		f[l4+13] = 0x18 | 0x80                     // PSH ACK CWR
 	}
 	hdr := len(f) - len(payload)
 	copy(f[hdr:], payload)
