@@ -24,14 +24,15 @@ func main() {
 	rundir := flag.String("rundir", "/var/run/govs", "`DIR` for the management and control sockets")
 	config := flag.String("config", "", "YAML `FILE` with the bridges and ports to create at start")
 	level := flag.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
+	tso := flag.Bool("userspace-tso", false, "open system ports with offload metadata (PACKET_VNET_HDR): forward TCP super-segments and partial checksums from veths with offloads on, like OVS's userspace-tso-enable")
 	flag.Parse()
-	if err := run(*rundir, *config, *level); err != nil {
+	if err := run(*rundir, *config, *level, *tso); err != nil {
 		fmt.Fprintf(os.Stderr, "govs-vswitchd: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(rundir, config, level string) error {
+func run(rundir, config, level string, tso bool) error {
 	var lvl zapcore.Level
 	if err := lvl.Set(level); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -50,11 +51,13 @@ func run(rundir, config, level string) error {
 	}
 	d := vswitchd.New(rundir, log)
 	defer d.Close()
+	d.UserspaceTSO = tso
 	if config != "" {
 		c, err := vswitchd.LoadConfig(config)
 		if err != nil {
 			return err
 		}
+		d.UserspaceTSO = d.UserspaceTSO || c.UserspaceTSO
 		if err := d.Apply(c); err != nil {
 			return err
 		}

@@ -15,8 +15,11 @@ import (
 
 // Config is the daemon configuration file.
 type Config struct {
-	Rundir  string         `yaml:"rundir"`
-	Bridges []BridgeConfig `yaml:"bridges"`
+	Rundir string `yaml:"rundir"`
+	// UserspaceTSO opens system ports with offload metadata (see
+	// Daemon.UserspaceTSO), like OVS's other_config:userspace-tso-enable.
+	UserspaceTSO bool           `yaml:"userspace_tso"`
+	Bridges      []BridgeConfig `yaml:"bridges"`
 }
 
 // BridgeConfig describes one bridge, with the ovs-vsctl column names.

@@ -39,6 +39,11 @@ type Daemon struct {
 	// Openers open ports by type; "system", "internal" and "geneve" are
 	// built in.
 	Openers map[string]PortOpener
+	// UserspaceTSO opens system ports with PACKET_VNET_HDR unless a
+	// port says options:vnet_hdr=false: TCP super-segments and partial
+	// checksums from veths with offloads on are forwarded as they are
+	// (segmented in software only for ports that need it).
+	UserspaceTSO bool
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -67,8 +72,8 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	d := &Daemon{Rundir: rundir, Log: log, ctx: ctx, cancel: cancel,
 		tracker: conntrack.New(conntrack.Config{}), bridges: map[string]*bridge{},
 		Openers: map[string]PortOpener{}}
-	d.Openers["system"] = openSystem
-	d.Openers[""] = openSystem
+	d.Openers["system"] = d.openSystem
+	d.Openers[""] = d.openSystem
 	d.Openers["internal"] = openInternal
 	d.Openers["geneve"] = openGeneve
 	d.OpenFlow = OpenFlowBridge
@@ -76,8 +81,21 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	return d
 }
 
-func openSystem(cfg PortConfig) (port.Port, error) {
-	return afpacket.Open(cfg.Name, afpacket.Config{})
+// openSystem opens an AF_PACKET port. Its one option, vnet_hdr=true|false,
+// overrides UserspaceTSO for the port.
+func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {
+	ac := afpacket.Config{VnetHdr: d.UserspaceTSO}
+	for k, v := range cfg.Options {
+		if k != "vnet_hdr" {
+			return nil, fmt.Errorf("system port %s: option %q not supported (supported: vnet_hdr)", cfg.Name, k)
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("system port %s: options:vnet_hdr=%q: want true or false", cfg.Name, v)
+		}
+		ac.VnetHdr = b
+	}
+	return afpacket.Open(cfg.Name, ac)
 }
 
 func openInternal(cfg PortConfig) (port.Port, error) {
