@@ -89,43 +89,61 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-// TestSmokeGeneve runs the two-node Geneve scenario of govs briefly (one
-// repetition of the packet-rate and one-stream TCP tests) and requires
-// that frames and bytes crossed the tunnel and both daemons' CPU time was
-// counted, with nothing left behind.
-func TestSmokeGeneve(t *testing.T) {
+// TestSmokeScenarios runs single govs scenarios briefly (one repetition
+// of a few measurements) and requires a positive value for each metric,
+// the switches' CPU time counted, the pods' offload setting as the
+// scenario needs it, and nothing left behind: the two-node Geneve
+// scenario (frames and bytes cross the tunnel) and userspace TSO (TCP
+// super-segments through ports with offload metadata).
+func TestSmokeScenarios(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the benchmark harness needs root (network namespaces, veth, AF_PACKET)")
 	}
-	before := benchNamespaces(t)
-	var log bytes.Buffer
-	start := time.Now()
-	rep, err := Run(context.Background(), Config{
-		Scenarios:    []string{"govs-geneve"},
-		Measurements: []string{"udp", "tcp1"},
-		Reps:         1,
-		Duration:     time.Second,
-		Log:          &log,
-	})
-	t.Logf("harness log (%v):\n%s", time.Since(start).Round(time.Millisecond), log.String())
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		scenario     string
+		measure      []string
+		metrics      []string
+		wantOffloads string
+	}{
+		{"govs-geneve", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_offered_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
+		{"govs-antrea-tso", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "on"},
 	}
-	if len(rep.Scenarios) != 1 {
-		t.Fatalf("report has %d scenarios, want 1", len(rep.Scenarios))
-	}
-	s := rep.Scenarios[0]
-	if s.Skipped != "" || len(s.Errors) > 0 {
-		t.Errorf("%s: skipped %q, errors %q", s.Name, s.Skipped, s.Errors)
-	}
-	for _, k := range []string{"udp_pps", "udp_offered_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"} {
-		st := s.Metrics[k]
-		if st == nil || len(st.Values) != 1 || !(st.Median > 0) {
-			t.Errorf("%s: %s = %+v, want one positive value", s.Name, k, st)
-		}
-	}
-	if after := benchNamespaces(t); len(after) > len(before) {
-		t.Errorf("namespaces left behind: before %q, after %q", before, after)
+	for _, tc := range tests {
+		t.Run(tc.scenario, func(t *testing.T) {
+			before := benchNamespaces(t)
+			var log bytes.Buffer
+			start := time.Now()
+			rep, err := Run(context.Background(), Config{
+				Scenarios:    []string{tc.scenario},
+				Measurements: tc.measure,
+				Reps:         1,
+				Duration:     time.Second,
+				Log:          &log,
+			})
+			t.Logf("harness log (%v):\n%s", time.Since(start).Round(time.Millisecond), log.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Scenarios) != 1 {
+				t.Fatalf("report has %d scenarios, want 1", len(rep.Scenarios))
+			}
+			s := rep.Scenarios[0]
+			if s.Skipped != "" || len(s.Errors) > 0 {
+				t.Errorf("%s: skipped %q, errors %q", s.Name, s.Skipped, s.Errors)
+			}
+			if !strings.HasPrefix(s.Offloads, tc.wantOffloads) {
+				t.Errorf("%s: offloads %q, want %s", s.Name, s.Offloads, tc.wantOffloads)
+			}
+			for _, k := range tc.metrics {
+				st := s.Metrics[k]
+				if st == nil || len(st.Values) != 1 || !(st.Median > 0) {
+					t.Errorf("%s: %s = %+v, want one positive value", s.Name, k, st)
+				}
+			}
+			if after := benchNamespaces(t); len(after) > len(before) {
+				t.Errorf("namespaces left behind: before %q, after %q", before, after)
+			}
+		})
 	}
 }
 

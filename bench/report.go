@@ -138,11 +138,13 @@ func (s *Stat) summarize() {
 // and the direct veth pair.
 var ratioPairs = [][2]string{
 	{"govs-antrea", "ovs-antrea"},
+	{"govs-antrea-tso", "ovs-antrea-tso"},
 	{"govs-normal", "ovs-normal"},
 	{"govs-geneve", "ovs-geneve"},
 	{"govs-antrea", "bridge"},
 	{"govs-normal", "bridge"},
 	{"govs-antrea", "direct"},
+	{"govs-antrea-tso", "direct"},
 	{"govs-normal", "direct"},
 }
 

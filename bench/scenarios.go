@@ -63,8 +63,11 @@ type Scenario struct {
 	Name        string
 	Description string
 	// Userspace is true for the userspace switches, whose pod veths need
-	// checksum and segmentation offloads off.
+	// checksum and segmentation offloads off...
 	Userspace bool
+	// ...unless the switch runs with userspace TSO (offload metadata on
+	// its ports): then the pods keep their offloads, as on a kernel path.
+	TSO bool
 	setup     func(e *env, cs *cleanupStack, offloads bool) (*topology, error)
 }
 
@@ -72,10 +75,12 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{Name: "direct", Description: "the two pods on one veth pair (baseline)", setup: setupDirect},
 	{Name: "bridge", Description: "a Linux bridge", setup: setupBridge},
-	{Name: "ovs-normal", Description: "Open vSwitch userspace (netdev) datapath, actions=NORMAL", Userspace: true, setup: setupOVS(false)},
-	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true)},
-	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false)},
-	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true)},
+	{Name: "ovs-normal", Description: "Open vSwitch userspace (netdev) datapath, actions=NORMAL", Userspace: true, setup: setupOVS(false, false)},
+	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true, false)},
+	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false, false)},
+	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, false)},
+	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
+	{Name: "govs-antrea-tso", Description: "govs-vswitchd --userspace-tso, seed worker 1 pipeline", Userspace: true, TSO: true, setup: setupGovs(true, true)},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
 }
@@ -261,7 +266,7 @@ func loadPipeline(target, dir, flows string, tlv bool) error {
 	return nil
 }
 
-func setupOVS(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+func setupOVS(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 		if err := ovsMissing(); err != nil {
 			return nil, err
@@ -270,7 +275,11 @@ func setupOVS(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topol
 		if err != nil {
 			return nil, err
 		}
-		o, stop, err := ovstest.Launch(ovstest.Options{FailMode: "secure"}, e.logf)
+		opts := ovstest.Options{FailMode: "secure"}
+		if tso {
+			opts.OtherConfig = map[string]string{"userspace-tso-enable": "true"}
+		}
+		o, stop, err := ovstest.Launch(opts, e.logf)
 		if err != nil {
 			return nil, fmt.Errorf("start Open vSwitch: %w", err)
 		}
@@ -353,9 +362,10 @@ type govsNode struct {
 	proc   *process
 }
 
-// startGovs starts govs-vswitchd in node with a fresh rundir, creates
-// br-int in fail-mode secure and registers the daemon's stop.
-func startGovs(e *env, cs *cleanupStack, node netns) (*govsNode, error) {
+// startGovs starts govs-vswitchd in node with a fresh rundir and the given
+// extra flags, creates br-int in fail-mode secure and registers the
+// daemon's stop.
+func startGovs(e *env, cs *cleanupStack, node netns, flags ...string) (*govsNode, error) {
 	bin, err := e.vswitchd()
 	if err != nil {
 		return nil, err
@@ -366,7 +376,7 @@ func startGovs(e *env, cs *cleanupStack, node netns) (*govsNode, error) {
 		return nil, fmt.Errorf("govs rundir: %w", err)
 	}
 	cs.push(func() error { return os.RemoveAll(rundir) })
-	p, err := startProcess("govs-vswitchd", nil, node.cmd(bin, "--rundir", rundir, "--log-level", "warn")...)
+	p, err := startProcess("govs-vswitchd", nil, node.cmd(append([]string{bin, "--rundir", rundir, "--log-level", "warn"}, flags...)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -410,7 +420,7 @@ func (g *govsNode) target() (string, error) {
 	return "unix:" + mgmt, nil
 }
 
-func setupGovs(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+func setupGovs(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 		if err := ofctlMissing(); err != nil {
 			return nil, err
@@ -423,7 +433,11 @@ func setupGovs(antrea bool) func(e *env, cs *cleanupStack, offloads bool) (*topo
 		if err != nil {
 			return nil, err
 		}
-		g, err := startGovs(e, cs, node)
+		var flags []string
+		if tso {
+			flags = append(flags, "--userspace-tso")
+		}
+		g, err := startGovs(e, cs, node, flags...)
 		if err != nil {
 			return nil, err
 		}

@@ -23,11 +23,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +87,9 @@ type Options struct {
 	Ports []Port
 	// StartTimeout bounds the wait for each daemon socket; 30 s if zero.
 	StartTimeout time.Duration
+	// OtherConfig is set in the Open_vSwitch table before ovs-vswitchd
+	// starts (some keys, like userspace-tso-enable, are read only then).
+	OtherConfig map[string]string
 }
 
 // OVS is one running private Open vSwitch instance.
@@ -195,6 +200,11 @@ func Start(tb testing.TB, opts Options) *OVS {
 		db)
 	if _, err := o.Vsctl("--no-wait", "init"); err != nil {
 		o.fatalf("ovs-vsctl init: %v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.OtherConfig)) {
+		if _, err := o.Vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:"+k+"="+opts.OtherConfig[k]); err != nil {
+			o.fatalf("ovs-vsctl set other_config:%s: %v", k, err)
+		}
 	}
 
 	o.startDaemon(opts.StartTimeout, "ovs-vswitchd", filepath.Join(dir, "ovs-vswitchd.ctl"),
