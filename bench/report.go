@@ -139,12 +139,14 @@ func (s *Stat) summarize() {
 var ratioPairs = [][2]string{
 	{"govs-antrea", "ovs-antrea"},
 	{"govs-antrea-tso", "ovs-antrea-tso"},
+	{"govs-antrea-pmd", "ovs-antrea"},
 	{"govs-normal", "ovs-normal"},
 	{"govs-geneve", "ovs-geneve"},
 	{"govs-antrea", "bridge"},
 	{"govs-normal", "bridge"},
 	{"govs-antrea", "direct"},
 	{"govs-antrea-tso", "direct"},
+	{"govs-antrea-pmd", "direct"},
 	{"govs-normal", "direct"},
 }
 

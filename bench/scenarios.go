@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,7 +69,10 @@ type Scenario struct {
 	// ...unless the switch runs with userspace TSO (offload metadata on
 	// its ports): then the pods keep their offloads, as on a kernel path.
 	TSO bool
-	setup     func(e *env, cs *cleanupStack, offloads bool) (*topology, error)
+	// PMD runs govs with a poll-mode thread pinned away from the
+	// measurement's pinned CPU.
+	PMD   bool
+	setup func(e *env, cs *cleanupStack, offloads bool) (*topology, error)
 }
 
 // Scenarios lists every scenario in the order they run and print.
@@ -77,10 +81,11 @@ var Scenarios = []Scenario{
 	{Name: "bridge", Description: "a Linux bridge", setup: setupBridge},
 	{Name: "ovs-normal", Description: "Open vSwitch userspace (netdev) datapath, actions=NORMAL", Userspace: true, setup: setupOVS(false, false)},
 	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true, false)},
-	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false, false)},
-	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, false)},
+	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false, govsMode{})},
+	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{})},
 	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
-	{Name: "govs-antrea-tso", Description: "govs-vswitchd --userspace-tso, seed worker 1 pipeline", Userspace: true, TSO: true, setup: setupGovs(true, true)},
+	{Name: "govs-antrea-tso", Description: "govs-vswitchd --userspace-tso, seed worker 1 pipeline", Userspace: true, TSO: true, setup: setupGovs(true, govsMode{tso: true})},
+	{Name: "govs-antrea-pmd", Description: "govs-vswitchd --pmd-cpu (a busy-polling thread on the CPU the workers do not use), seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{pmd: true})},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
 }
@@ -420,7 +425,28 @@ func (g *govsNode) target() (string, error) {
 	return "unix:" + mgmt, nil
 }
 
-func setupGovs(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+// govsMode are the datapath options a govs scenario runs with.
+type govsMode struct {
+	tso bool // --userspace-tso
+	pmd bool // --pmd-cpu with a CPU the workers are not pinned to
+}
+
+// pmdCPU picks the CPU for the PMD thread: the first one the workers are
+// not pinned to (e.cpu, a taskset list like "0" or "0,2").
+func pmdCPU(e *env) (int, error) {
+	pinned := map[string]bool{}
+	for _, c := range strings.Split(e.cpu, ",") {
+		pinned[strings.TrimSpace(c)] = true
+	}
+	for c := range runtime.NumCPU() {
+		if !pinned[strconv.Itoa(c)] {
+			return c, nil
+		}
+	}
+	return 0, &errSkip{reason: fmt.Sprintf("a PMD thread needs a CPU besides the workers' %s (this machine has %d)", e.cpu, runtime.NumCPU())}
+}
+
+func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 		if err := ofctlMissing(); err != nil {
 			return nil, err
@@ -434,8 +460,15 @@ func setupGovs(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (
 			return nil, err
 		}
 		var flags []string
-		if tso {
+		if mode.tso {
 			flags = append(flags, "--userspace-tso")
+		}
+		if mode.pmd {
+			cpu, err := pmdCPU(e)
+			if err != nil {
+				return nil, err
+			}
+			flags = append(flags, "--pmd-cpu", strconv.Itoa(cpu))
 		}
 		g, err := startGovs(e, cs, node, flags...)
 		if err != nil {

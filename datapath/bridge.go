@@ -79,6 +79,10 @@ type Bridge struct {
 	// CacheDisabled turns the megaflow cache off for ports added from
 	// then on: every packet runs the OpenFlow pipeline (tests, benchmarks).
 	CacheDisabled bool
+	// PMD serves the ports that can be polled from one poll-mode thread
+	// instead of a goroutine each. Set it before the first AddPort.
+	PMD PMDConfig
+	pmd *pmd // started with the first polled port
 
 	name     string
 	dpid     uint64
@@ -132,6 +136,10 @@ type bridgePort struct {
 	// pipeline generation its option map was compiled at.
 	tun    TunnelPort
 	tlvGen atomic.Uint64
+
+	// poller is p when the bridge's PMD thread serves it (nil: the port
+	// has its own goroutine).
+	poller port.Poller
 
 	// vnet is p when it sends frames with offload metadata (nil
 	// otherwise): GSO frames and partial checksums go to it as they are,
@@ -215,6 +223,16 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 		bp.tlvGen.Store(^uint64(0))
 		b.syncTLV(bp)
 	}
+	if pl, ok := p.(port.Poller); ok && b.PMD.Enabled && bp.tun == nil {
+		if b.pmd == nil {
+			m, err := newPMD(b, b.PMD)
+			if err != nil {
+				return 0, fmt.Errorf("bridge %s: add port %s: %w", b.name, p.Name(), err)
+			}
+			b.pmd = m
+		}
+		bp.poller = pl
+	}
 	next := &portSet{byNo: make(map[uint32]*bridgePort, len(cur.byNo)+1)}
 	for n, q := range cur.byNo {
 		next.byNo[n] = q
@@ -228,10 +246,14 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 	bp.loop = l
 	// The port list feeds FLOOD/ALL decisions the caches keep.
 	b.pipeline.Generation.Add(1)
-	go func() {
-		defer close(bp.done)
-		l.run()
-	}()
+	if bp.poller != nil {
+		b.pmd.add(bp)
+	} else {
+		go func() {
+			defer close(bp.done)
+			l.run()
+		}()
+	}
 	b.log.Info("port added", zap.String("port", p.Name()), zap.Uint32("ofport", ofport), zap.String("kind", kind))
 	b.notify(PortStatusAdd, bp)
 	return ofport, nil
@@ -266,8 +288,12 @@ func (b *Bridge) DelPort(ofport uint32) error {
 }
 
 // stopPort closes the port (which ends its ReadBatch with ErrClosed) and
-// waits for its goroutine.
+// waits for its goroutine, or takes it off the PMD thread first.
 func (b *Bridge) stopPort(bp *bridgePort) error {
+	if bp.poller != nil {
+		b.pmd.remove(bp)
+		close(bp.done)
+	}
 	err := bp.p.Close()
 	<-bp.done
 	if err != nil {
@@ -351,6 +377,9 @@ func (b *Bridge) Close() error {
 		if err := b.stopPort(cur.byNo[n]); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if b.pmd != nil {
+		b.pmd.close()
 	}
 	return errors.Join(errs...)
 }

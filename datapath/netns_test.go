@@ -1,8 +1,10 @@
 package datapath
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govs-project/govs/datapath/afpacket"
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -65,31 +67,76 @@ func TestNetnsPingAcrossBridge(t *testing.T) {
 		{"drop", "actions=drop", false},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
-			// NewVeth turns tx checksum offload (and TSO/GSO) off, so the
-			// frames the bridge reads carry final checksums.
-			va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.200.0.1/24"})
-			vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.200.0.2/24"})
-			b := newBridge(t, c.flows, false)
-			attachVeth(t, b, sw, va, 1)
-			attachVeth(t, b, sw, vb, 2)
+		for _, pmd := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pmd %v", c.name, pmd), func(t *testing.T) {
+				sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+				// NewVeth turns tx checksum offload (and TSO/GSO) off, so the
+				// frames the bridge reads carry final checksums.
+				va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.200.0.1/24"})
+				vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.200.0.2/24"})
+				b := newBridge(t, c.flows, false)
+				b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+				attachVeth(t, b, sw, va, 1)
+				attachVeth(t, b, sw, vb, 2)
 
-			if !c.reach {
-				if out, err := nsA.Exec("ping", "-c", "1", "-W", "1", "10.200.0.2"); err == nil {
-					t.Fatalf("ping got through a bridge that drops everything:\n%s", out)
+				if !c.reach {
+					if out, err := nsA.Exec("ping", "-c", "1", "-W", "1", "10.200.0.2"); err == nil {
+						t.Fatalf("ping got through a bridge that drops everything:\n%s", out)
+					}
+					return
 				}
-				return
-			}
-			ping(t, nsA, "10.200.0.2")
-			ping(t, nsB, "10.200.0.1")
-			for _, pi := range b.Ports() {
-				// 6 echo requests/replies each way at least, plus ARP.
-				if pi.Stats.RxPackets < 6 || pi.Stats.TxPackets < 6 {
-					t.Errorf("port %d (%s): rx %d tx %d, want >= 6 each", pi.OFPort, pi.Name, pi.Stats.RxPackets, pi.Stats.TxPackets)
+				ping(t, nsA, "10.200.0.2")
+				ping(t, nsB, "10.200.0.1")
+				for _, pi := range b.Ports() {
+					// 6 echo requests/replies each way at least, plus ARP.
+					if pi.Stats.RxPackets < 6 || pi.Stats.TxPackets < 6 {
+						t.Errorf("port %d (%s): rx %d tx %d, want >= 6 each", pi.OFPort, pi.Name, pi.Stats.RxPackets, pi.Stats.TxPackets)
+					}
 				}
-			}
-		})
+			})
+		}
+	}
+}
+
+// With a PMD thread, ports come and go while it polls: a deleted port
+// stops forwarding at once, a re-added one is polled again, and closing
+// the bridge stops the thread.
+func TestNetnsPMDPortChurn(t *testing.T) {
+	sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.203.0.1/24"})
+	vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.203.0.2/24"})
+	b := newBridge(t, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false)
+	b.PMD = PMDConfig{Enabled: true, CPU: -1}
+	attachVeth(t, b, sw, va, 1)
+	attachVeth(t, b, sw, vb, 2)
+	ping(t, nsA, "10.203.0.2")
+	if b.pmd == nil || len(b.pmd.ports) != 2 {
+		t.Fatalf("PMD serves %v, want both ports", b.pmd)
+	}
+	for round := range 3 {
+		if err := b.DelPort(2); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := nsA.Exec("ping", "-c", "1", "-W", "1", "10.203.0.2"); err == nil {
+			t.Fatalf("round %d: ping got through with port 2 deleted:\n%s", round, out)
+		}
+		attachVeth(t, b, sw, vb, 2)
+		ping(t, nsA, "10.203.0.2")
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not stop the PMD thread")
+	}
+	select {
+	case <-b.pmd.done:
+	default:
+		t.Fatal("PMD thread still running after Close")
 	}
 }
 

@@ -3,7 +3,6 @@ package datapath
 import (
 	"bytes"
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"math/rand"
 	"net"
@@ -36,8 +35,11 @@ table=2,ip,nw_dst=10.202.0.2,actions=output:2
 table=2,ip,nw_dst=10.202.0.3,actions=output:3
 `
 	macC := net.HardwareAddr{0x02, 0x00, 0x0a, 0xca, 0x00, 0x03}
-	for _, cacheOff := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cache disabled %v", cacheOff), func(t *testing.T) {
+	for _, mode := range []struct {
+		name          string
+		cacheOff, pmd bool
+	}{{"cache", false, false}, {"no cache", true, false}, {"cache and PMD", false, true}} {
+		t.Run(mode.name, func(t *testing.T) {
 			sw, nsA, nsB, nsC := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 			va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.202.0.1/24", KeepOffloads: true})
 			vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.202.0.2/24", KeepOffloads: true})
@@ -46,7 +48,8 @@ table=2,ip,nw_dst=10.202.0.3,actions=output:3
 			// node's proxy would arrange.
 			nsA.MustExec(t, "ip", "neigh", "replace", "10.202.0.100", "lladdr", macC.String(), "dev", va.Peer, "nud", "permanent")
 			b := newBridge(t, flows, true)
-			b.CacheDisabled = cacheOff
+			b.CacheDisabled = mode.cacheOff
+			b.PMD = PMDConfig{Enabled: mode.pmd, CPU: -1}
 			attachVethConfig(t, b, sw, va, 1, afpacket.Config{VnetHdr: true})
 			attachVethConfig(t, b, sw, vb, 2, afpacket.Config{VnetHdr: true})
 			attachVeth(t, b, sw, vc, 3)

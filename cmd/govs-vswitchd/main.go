@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/govs-project/govs/datapath"
 	"github.com/govs-project/govs/internal/vswitchd"
 )
 
@@ -25,14 +27,24 @@ func main() {
 	config := flag.String("config", "", "YAML `FILE` with the bridges and ports to create at start")
 	level := flag.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	tso := flag.Bool("userspace-tso", false, "open system ports with offload metadata (PACKET_VNET_HDR): forward TCP super-segments and partial checksums from veths with offloads on, like OVS's userspace-tso-enable")
+	pmd := flag.Bool("pmd", false, "serve each bridge's system ports from one busy-polling thread (like OVS's PMD threads): lowest latency, a CPU busy while traffic flows")
+	pmdCPU := flag.Int("pmd-cpu", -1, "pin the PMD threads to `CPU` (implies --pmd); -1 leaves them unpinned")
 	flag.Parse()
-	if err := run(*rundir, *config, *level, *tso); err != nil {
+	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU}
+	if err := run(*rundir, *config, *level, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "govs-vswitchd: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(rundir, config, level string, tso bool) error {
+// options are the datapath flags.
+type options struct {
+	tso    bool
+	pmd    bool
+	pmdCPU int
+}
+
+func run(rundir, config, level string, o options) error {
 	var lvl zapcore.Level
 	if err := lvl.Set(level); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -51,13 +63,23 @@ func run(rundir, config, level string, tso bool) error {
 	}
 	d := vswitchd.New(rundir, log)
 	defer d.Close()
-	d.UserspaceTSO = tso
+	if o.pmdCPU >= runtime.NumCPU() {
+		return fmt.Errorf("--pmd-cpu %d: this machine has CPUs 0 to %d", o.pmdCPU, runtime.NumCPU()-1)
+	}
+	d.UserspaceTSO = o.tso
+	d.PMD = datapath.PMDConfig{Enabled: o.pmd, CPU: o.pmdCPU}
 	if config != "" {
 		c, err := vswitchd.LoadConfig(config)
 		if err != nil {
 			return err
 		}
 		d.UserspaceTSO = d.UserspaceTSO || c.UserspaceTSO
+		if c.PMD || c.PMDCPU != nil {
+			d.PMD.Enabled = true
+		}
+		if c.PMDCPU != nil && o.pmdCPU < 0 {
+			d.PMD.CPU = *c.PMDCPU
+		}
 		if err := d.Apply(c); err != nil {
 			return err
 		}

@@ -153,6 +153,7 @@ type Port struct {
 var (
 	_ port.Port       = (*Port)(nil)
 	_ port.VnetWriter = (*Port)(nil)
+	_ port.Poller     = (*Port)(nil)
 )
 
 // rxFill hands out ready frames of the receive ring into b.Frames[n:]
@@ -477,6 +478,34 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	p.count(&c)
 	return n, nil
 }
+
+// TryReadBatch implements port.Poller: the frames ready in the ring now,
+// without waiting.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+	}
+	if len(b.Frames) == 0 {
+		return 0, fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
+	}
+	p.rxRelease()
+	var c rxCounts
+	n := p.rxFill(b, 0, &c)
+	for n == 0 && p.rxHeld() {
+		// Every frame walked was dropped: give the slots back (which
+		// also keeps poll(2) on the socket honest) and look further.
+		p.rxRelease()
+		n = p.rxFill(b, 0, &c)
+	}
+	p.count(&c)
+	return n, nil
+}
+
+// PollFd implements port.Poller: the socket, readable when the ring has
+// frames.
+func (p *Port) PollFd() int { return p.fd }
 
 // busyPoll watches the next TPACKET_V2 slot for up to cfg.BusyPoll and
 // reports whether a frame landed in it. While the reader is not asleep in

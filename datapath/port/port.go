@@ -189,3 +189,14 @@ func (c *Counters) Snapshot() Stats {
 		TxErrors:       c.TxErrors.Load(),
 	}
 }
+
+// Poller is a port a poll-mode thread can serve together with others, the
+// way OVS's PMD threads poll their rx queues: TryReadBatch is ReadBatch
+// without waiting (0, nil when no frame is ready), and PollFd is a
+// descriptor that poll(2) reports readable when frames wait, for the
+// thread to sleep on when every port is idle. Frames stay valid until the
+// next TryReadBatch or Release, as with ReadBatch.
+type Poller interface {
+	TryReadBatch(b *Batch) (int, error)
+	PollFd() int
+}

@@ -18,8 +18,12 @@ type Config struct {
 	Rundir string `yaml:"rundir"`
 	// UserspaceTSO opens system ports with offload metadata (see
 	// Daemon.UserspaceTSO), like OVS's other_config:userspace-tso-enable.
-	UserspaceTSO bool           `yaml:"userspace_tso"`
-	Bridges      []BridgeConfig `yaml:"bridges"`
+	UserspaceTSO bool `yaml:"userspace_tso"`
+	// PMD and PMDCPU turn on a poll-mode thread per bridge, pinned to
+	// PMDCPU when it is set (see Daemon.PMD).
+	PMD     bool           `yaml:"pmd"`
+	PMDCPU  *int           `yaml:"pmd_cpu"`
+	Bridges []BridgeConfig `yaml:"bridges"`
 }
 
 // BridgeConfig describes one bridge, with the ovs-vsctl column names.

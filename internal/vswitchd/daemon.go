@@ -44,6 +44,9 @@ type Daemon struct {
 	// checksums from veths with offloads on are forwarded as they are
 	// (segmented in software only for ports that need it).
 	UserspaceTSO bool
+	// PMD serves every bridge's system ports from one poll-mode thread
+	// per bridge (datapath.PMDConfig), like OVS's PMD threads.
+	PMD datapath.PMDConfig
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -156,6 +159,7 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	p.Conntrack = ctadapter.Wrap(d.tracker)
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
+	dp.PMD = d.PMD
 	if cfg.FailMode == "standalone" {
 		// Standalone: behave as a learning switch until a controller says otherwise.
 		f := &flowtable.Flow{Priority: 0, Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortNormal}}}
