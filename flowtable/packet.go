@@ -214,19 +214,13 @@ func (p *Packet) extractL4(proto uint8, l4 int, v6 bool) {
 
 // clearHeaders zeroes the packet-header fields of the key.
 func clearHeaders(k *Key) {
-	for i := offNwProto; i < offCtIPv6Src; i++ {
-		k[i] = 0
-	}
+	clear(k[offNwProto:offCtIPv6Src])
 }
 
 // headerSpan is the range of key bytes that describe packet headers.
 func headerChanged(a, b *Key, off, n int) bool {
-	for i := off; i < off+n; i++ {
-		if a[i] != b[i] {
-			return true
-		}
-	}
-	return false
+	// A string comparison compiles to memequal, without a copy.
+	return string(a[off:off+n]) != string(b[off:off+n])
 }
 
 // Commit writes every header field the pipeline changed in Key into the

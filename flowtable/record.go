@@ -52,6 +52,22 @@ type DPOp struct {
 	Write Key
 	CT    CTRequest
 	Table uint8
+
+	// words lists the key words WMask touches once Compile ran, so a
+	// cache hit does not scan the whole mask.
+	words    []uint8
+	compiled bool
+}
+
+// Compile prepares the op for repeated ApplyWrites (a cache entry's ops).
+func (op *DPOp) Compile() {
+	op.words = op.words[:0]
+	for i := 0; i < KeyWords; i++ {
+		if op.WMask.Word(i) != 0 {
+			op.words = append(op.words, uint8(i))
+		}
+	}
+	op.compiled = true
 }
 
 // RecircID returns the recirc_id a segment recirculated to table gets.
@@ -65,6 +81,14 @@ func (k *Key) RecircID() uint32 { return k.u32(offRecircID) }
 
 // ApplyWrites sets the op's written bits in k.
 func (op *DPOp) ApplyWrites(k *Key) {
+	if op.compiled {
+		for _, w := range op.words {
+			i := int(w)
+			m := op.WMask.Word(i)
+			k.SetWord(i, k.Word(i)&^m|op.Write.Word(i)&m)
+		}
+		return
+	}
 	for i := 0; i < KeyWords; i++ {
 		m := op.WMask.Word(i)
 		if m != 0 {

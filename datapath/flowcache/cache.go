@@ -180,6 +180,9 @@ func (c *Cache) install(s *flowtable.Segment) {
 	}
 	e := &Entry{st: st, value: s.Start, ops: append([]flowtable.DPOp(nil), s.Ops...),
 		rules: append([]*flowtable.Rule(nil), s.Rules...), used: c.clock}
+	for i := range e.ops {
+		e.ops[i].Compile()
+	}
 	st.index[h] = append(st.index[h], e)
 	st.n++
 	c.n++
