@@ -46,6 +46,15 @@ type Entry struct {
 	dirty          bool
 }
 
+// maxRecirc is the largest recirc_id: RecircID of table 255.
+const maxRecirc = 256
+
+// subtableKey identifies a subtable: its segment's recirc_id and mask.
+type subtableKey struct {
+	recirc uint32
+	mask   flowtable.Key
+}
+
 type subtable struct {
 	mask  flowtable.Key
 	words []uint8
@@ -58,8 +67,13 @@ type Cache struct {
 	p          *flowtable.Pipeline
 	ct         flowtable.Conntrack
 	gen        uint64
+	// subtables holds every subtable; bySeg[r] those of the segments
+	// that start with recirc_id r (the mask always has recirc_id, so a
+	// lookup only visits the subtables its segment can match, like
+	// dpif-netdev's per-recirc_id classification).
 	subtables  []*subtable
-	byMask     map[flowtable.Key]*subtable
+	bySeg      [maxRecirc + 1][]*subtable
+	byMask     map[subtableKey]*subtable
 	n          int
 	MaxEntries int
 	clock      int64
@@ -75,7 +89,7 @@ type Cache struct {
 
 // New returns an empty cache in front of p.
 func New(p *flowtable.Pipeline) *Cache {
-	return &Cache{p: p, byMask: map[flowtable.Key]*subtable{}, MaxEntries: DefaultMaxEntries}
+	return &Cache{p: p, byMask: map[subtableKey]*subtable{}, MaxEntries: DefaultMaxEntries}
 }
 
 // Stats returns the counters as of the end of the last batch (safe from
@@ -114,9 +128,7 @@ func (c *Cache) FlushStats() {
 // Flush drops every entry.
 func (c *Cache) Flush() {
 	c.FlushStats()
-	c.subtables = c.subtables[:0]
-	clear(c.byMask)
-	c.n = 0
+	c.dropSubtables()
 	c.stats.Flushes++
 	c.publish()
 }
@@ -140,9 +152,19 @@ func (st *subtable) matches(k *flowtable.Key, e *Entry) bool {
 	return true
 }
 
+// dropSubtables empties the cache.
+func (c *Cache) dropSubtables() {
+	for i := range c.bySeg {
+		c.bySeg[i] = c.bySeg[i][:0]
+	}
+	c.subtables = c.subtables[:0]
+	clear(c.byMask)
+	c.n = 0
+}
+
 // lookup finds an entry matching k.
 func (c *Cache) lookup(k *flowtable.Key) *Entry {
-	for _, st := range c.subtables {
+	for _, st := range c.bySeg[min(k.RecircID(), maxRecirc)] {
 		for _, e := range st.index[hashMasked(st, k)] {
 			if st.matches(k, e) {
 				return e
@@ -157,11 +179,11 @@ func (c *Cache) install(s *flowtable.Segment) {
 		c.FlushStats()
 		// Full: start over (simple and bounded; a cache rebuilds quickly).
 		c.stats.Evictions += uint64(c.n)
-		c.subtables = c.subtables[:0]
-		clear(c.byMask)
-		c.n = 0
+		c.dropSubtables()
 	}
-	st := c.byMask[s.Mask]
+	recirc := min(s.Start.RecircID(), maxRecirc)
+	sk := subtableKey{recirc: recirc, mask: s.Mask}
+	st := c.byMask[sk]
 	if st == nil {
 		st = &subtable{mask: s.Mask, index: map[uint64][]*Entry{}}
 		for i := 0; i < flowtable.KeyWords; i++ {
@@ -169,8 +191,9 @@ func (c *Cache) install(s *flowtable.Segment) {
 				st.words = append(st.words, uint8(i))
 			}
 		}
-		c.byMask[s.Mask] = st
+		c.byMask[sk] = st
 		c.subtables = append(c.subtables, st)
+		c.bySeg[recirc] = append(c.bySeg[recirc], st)
 	}
 	h := hashMasked(st, &s.Start)
 	for _, e := range st.index[h] {
