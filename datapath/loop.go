@@ -107,6 +107,11 @@ func (l *loop) process(frames [][]byte) {
 		return
 	}
 	pipe := l.b.pipeline
+	var ctNow int64
+	if clk, ok := pipe.Conntrack.(flowtable.ConntrackClock); ok {
+		ctNow = clk.Now()
+	}
+	l.pkt.CtNow = ctNow
 	var bad uint64
 	for i, f := range frames {
 		l.pkt.Offload = flowtable.Offload{}

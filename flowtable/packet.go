@@ -20,6 +20,10 @@ type Packet struct {
 	// Offload is the receiving port's offload metadata (partial
 	// checksum, GSO), set before Extract; zero for plain frames.
 	Offload Offload
+
+	// CtNow is the time of the packet's batch on the Conntrack's clock
+	// (ConntrackClock.Now), 0 when the caller did not read it.
+	CtNow int64
 }
 
 // Errors from Extract.

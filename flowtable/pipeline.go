@@ -18,6 +18,16 @@ type Conntrack interface {
 	Execute(pkt *Packet, req *CTRequest)
 }
 
+// ConntrackClock is a Conntrack whose clock a packet loop can read once
+// per batch and hand to every packet of it (Packet.CtNow), rather than
+// have each ct() read the clock: connection timeouts do not need a finer
+// time than a batch's, and reading the clock is a good part of a cached
+// ct() in a VM.
+type ConntrackClock interface {
+	Conntrack
+	Now() int64
+}
+
 // CTRequest is a resolved ct() action.
 type CTRequest struct {
 	Zone      uint16

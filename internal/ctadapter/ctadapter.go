@@ -21,6 +21,9 @@ func New() *Adapter { return &Adapter{T: conntrack.New(conntrack.Config{})} }
 // Wrap returns an adapter over an existing tracker.
 func Wrap(t *conntrack.Tracker) *Adapter { return &Adapter{T: t} }
 
+// Now implements flowtable.ConntrackClock.
+func (a *Adapter) Now() int64 { return a.T.Now() }
+
 // Execute implements flowtable.Conntrack.
 func (a *Adapter) Execute(pkt *flowtable.Packet, req *flowtable.CTRequest) {
 	k := &pkt.Key
@@ -72,7 +75,11 @@ func (a *Adapter) Execute(pkt *flowtable.Packet, req *flowtable.CTRequest) {
 	if pkt.L3 < 0 {
 		pkt.L3 = len(pkt.Frame)
 	}
-	a.T.Execute(pkt.Frame, pkt.L3, k.EthType(), &md, &args, a.T.Now())
+	now := pkt.CtNow
+	if now == 0 {
+		now = a.T.Now()
+	}
+	a.T.Execute(pkt.Frame, pkt.L3, k.EthType(), &md, &args, now)
 	k.SetCtState(uint32(md.State))
 	k.SetCtZone(md.Zone)
 	k.SetCtMark(md.Mark)
