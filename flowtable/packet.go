@@ -235,6 +235,11 @@ func (p *Packet) Commit() {
 	if len(f) < 14 {
 		return
 	}
+	// Most commits (before each output and ct()) find nothing changed:
+	// one comparison of the whole header part of the key says so.
+	if !headerChanged(k, base, offNwProto, offCtIPv6Src-offNwProto) {
+		return
+	}
 	if headerChanged(k, base, offEthDst, 6) {
 		copy(f[0:6], k[offEthDst:offEthDst+6])
 	}
