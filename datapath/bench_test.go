@@ -142,6 +142,35 @@ func BenchmarkProcessSimple(b *testing.B) {
 	benchProcess(b, l, data)
 }
 
+// BenchmarkProcessNormal is a learned conversation through
+// actions=NORMAL: after the first packets (a flood, the answer) the
+// destination is known and the megaflow cache serves NORMAL's decision.
+// One op is one packet.
+func BenchmarkProcessNormal(b *testing.B) {
+	br := newBridge(b, "actions=NORMAL", false)
+	ps := map[uint32]*MemPort{}
+	for _, n := range []uint32{1, 2, 3} {
+		mp := NewMemPort(MemPortConfig{Name: "mem"})
+		if _, err := br.AddPort(n, mp, KindMemory); err != nil {
+			b.Fatal(err)
+		}
+		ps[n] = mp
+	}
+	inject(b, br, ps, 1, tcpFrame(b, true, "syn", 1, 0, 0))
+	inject(b, br, ps, 2, tcpFrame(b, false, "syn|ack", 1, 2, 0))
+	data := tcpFrame(b, true, "ack", 2, 2, 64)
+	l := newLoop(br, br.ports.Load().byNo[1])
+	before := ps[2].Stats().TxPackets
+	flooded := ps[3].Stats().TxPackets
+	benchProcess(b, l, data)
+	if got := ps[2].Stats().TxPackets - before; got != uint64(b.N) {
+		b.Fatalf("port 2 sent %d frames, want %d", got, b.N)
+	}
+	if ps[3].Stats().TxPackets != flooded {
+		b.Fatalf("a learned destination was flooded")
+	}
+}
+
 // benchProcess drives l.process synchronously with b.N copies of data in
 // batches of BatchSize, as a port's ReadBatch would hand them over; one op
 // is one packet. The timer runs only around the loop.

@@ -130,6 +130,10 @@ type MACTable struct {
 	mu      sync.Mutex
 	entries map[macKey]macEntry
 	aging   time.Duration
+	// gen changes whenever a lookup could answer differently: a MAC
+	// learned for the first time or on another port, an entry aged out
+	// or flushed. Flow caches keep NORMAL decisions while it stays.
+	gen atomic.Uint64
 }
 
 type macKey struct {
@@ -152,24 +156,42 @@ func (t *MACTable) Learn(vlan uint16, mac [6]byte, port uint32, now time.Time) {
 	if mac[0]&1 != 0 {
 		return // never learn multicast sources
 	}
+	k := macKey{vlan, mac}
 	t.mu.Lock()
-	t.entries[macKey{vlan, mac}] = macEntry{port, now}
+	if old, ok := t.entries[k]; !ok || old.port != port {
+		t.gen.Add(1)
+	}
+	t.entries[k] = macEntry{port, now}
 	t.mu.Unlock()
 }
 
+// Gen is the table's generation (see MACTable.gen).
+func (t *MACTable) Gen() uint64 { return t.gen.Load() }
+
+// Aging is how long an entry lives without being learned again.
+func (t *MACTable) Aging() time.Duration { return t.aging }
+
 // Lookup returns the port of mac on vlan if known and fresh.
 func (t *MACTable) Lookup(vlan uint16, mac [6]byte, now time.Time) (uint32, bool) {
+	port, _, ok := t.LookupExpiry(vlan, mac, now)
+	return port, ok
+}
+
+// LookupExpiry is Lookup that also says when the entry ages out unless
+// learned again.
+func (t *MACTable) LookupExpiry(vlan uint16, mac [6]byte, now time.Time) (uint32, time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.entries[macKey{vlan, mac}]
 	if !ok {
-		return 0, false
+		return 0, time.Time{}, false
 	}
 	if now.Sub(e.seen) > t.aging {
 		delete(t.entries, macKey{vlan, mac})
-		return 0, false
+		t.gen.Add(1)
+		return 0, time.Time{}, false
 	}
-	return e.port, true
+	return e.port, e.seen.Add(t.aging), true
 }
 
 // Flush forgets every entry (or those on port, when port != PortNone).
@@ -181,4 +203,5 @@ func (t *MACTable) Flush(port uint32) {
 			delete(t.entries, k)
 		}
 	}
+	t.gen.Add(1)
 }

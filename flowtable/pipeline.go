@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 )
 
 // Conntrack is what the pipeline needs from a connection tracker. The
@@ -559,8 +560,12 @@ func (x *xlate) flood(which uint32) {
 }
 
 // normal is the NORMAL action: a MAC-learning L2 switch per VLAN.
+//
+// A flow cache may keep its decision (the megaflow has in_port, the MACs
+// and the VLAN) while the MAC table's generation stays and the destination
+// entry it used has not aged; a hit learns the source again, as OVS's
+// revalidators do for cached NORMAL flows.
 func (x *xlate) normal() {
-	x.uncacheable("NORMAL learns MAC addresses")
 	k := &x.pkt.Key
 	x.orMask(FieldInPort)
 	x.orMask(FieldEthSrc)
@@ -568,10 +573,22 @@ func (x *xlate) normal() {
 	x.orMask(FieldVlanTCI)
 	vlan := k.VlanTCI() & VlanVIDMask
 	now := x.p.Now()
-	x.p.MACs.Learn(vlan, k.EthSrc(), k.InPort(), now)
+	// The generation before the table is read: any later change makes
+	// the recorded decision stale.
+	gen := x.p.MACs.Gen()
+	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: k.InPort()}
+	x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
 	dst := k.EthDst()
+	var expires time.Time
+	defer func() {
+		if x.r != nil {
+			x.r.usesMACs(gen, expires, learn)
+		}
+	}()
 	if dst[0]&1 == 0 {
-		if port, ok := x.p.MACs.Lookup(vlan, dst, now); ok {
+		port, exp, ok := x.p.MACs.LookupExpiry(vlan, dst, now)
+		if ok {
+			expires = exp
 			if port == k.InPort() {
 				x.note("NORMAL: learned port of %x is the input port, dropping", dst)
 				return

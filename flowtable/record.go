@@ -1,5 +1,7 @@
 package flowtable
 
+import "time"
+
 // Recording is what a flow cache needs from one slow-path run: for each
 // recirculation segment, the key it started from, the bits of the key its
 // decisions depended on (the megaflow mask) and the datapath operations it
@@ -25,6 +27,22 @@ type Segment struct {
 	Cacheable bool
 	// Why says what made the segment uncacheable.
 	Why string
+
+	// NORMAL's dependencies, when the segment ran it (UsesMACs): its
+	// decisions hold while the MAC table's generation is MACGen and until
+	// Expires (when a destination it found would age out; zero: never);
+	// a cache hit must refresh the Learns, as the pipeline would have.
+	UsesMACs bool
+	MACGen   uint64
+	Expires  time.Time
+	Learns   []MACLearn
+}
+
+// MACLearn is one MAC learning NORMAL did: mac on vlan seen on port.
+type MACLearn struct {
+	VLAN uint16
+	MAC  [6]byte
+	Port uint32
 }
 
 // DPOpKind is a datapath operation.
@@ -112,6 +130,20 @@ func (r *recorder) uncacheable(why string) {
 	if s.Cacheable {
 		s.Cacheable, s.Why = false, why
 	}
+}
+
+// usesMACs records that the segment's decisions came from the MAC table
+// as of generation gen, valid until expires (zero: no aging bound), and
+// that it learned l.
+func (r *recorder) usesMACs(gen uint64, expires time.Time, l MACLearn) {
+	s := r.seg()
+	if !s.UsesMACs {
+		s.UsesMACs, s.MACGen = true, gen
+	}
+	if !expires.IsZero() && (s.Expires.IsZero() || expires.Before(s.Expires)) {
+		s.Expires = expires
+	}
+	s.Learns = append(s.Learns, l)
 }
 
 // wrote marks the key bits of mask (in key layout) as written.

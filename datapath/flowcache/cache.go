@@ -15,6 +15,7 @@ package flowcache
 
 import (
 	"sync"
+	"time"
 
 	"github.com/govs-project/govs/flowtable"
 )
@@ -44,7 +45,21 @@ type Entry struct {
 	// Counters not yet added to the rules (see FlushStats).
 	packets, bytes uint64
 	dirty          bool
+
+	// NORMAL's decisions (flowtable.Segment.UsesMACs): valid while the
+	// MAC table has generation macGen and until expires (Unix ns, 0:
+	// no bound); learns are refreshed at most every learnRefresh.
+	usesMACs  bool
+	macGen    uint64
+	expires   int64
+	learns    []flowtable.MACLearn
+	lastLearn int64
 }
+
+// learnRefresh is how often a cached NORMAL flow learns its source MAC
+// again: often enough that no MAC ages out (300 s) while its traffic hits
+// the cache, seldom enough to cost nothing per packet.
+const learnRefresh = int64(time.Second)
 
 // maxRecirc is the largest recirc_id: RecircID of table 255.
 const maxRecirc = 256
@@ -85,6 +100,10 @@ type Cache struct {
 	pub        Stats // the counters as of the last batch, for Stats
 	dirty      []*Entry
 	lastExpire int64
+	// now is the pipeline's clock, read at most once per batch (when a
+	// NORMAL entry needs it); nowOK says it was read in this batch.
+	now   int64
+	nowOK bool
 }
 
 // New returns an empty cache in front of p.
@@ -114,6 +133,7 @@ func (c *Cache) Len() int { return c.n }
 // the counters of the flows they went through: once per megaflow rather
 // than once per packet. The packet loop calls it after every batch.
 func (c *Cache) FlushStats() {
+	c.nowOK = false // the next batch reads the clock again
 	for _, e := range c.dirty {
 		for _, r := range e.rules {
 			r.Stats.Packets.Add(e.packets)
@@ -198,18 +218,68 @@ func (c *Cache) install(s *flowtable.Segment) {
 	h := hashMasked(st, &s.Start)
 	for _, e := range st.index[h] {
 		if st.matches(&s.Start, e) {
-			return // another packet of the batch installed it already
+			if e.usesMACs {
+				c.fill(e, s) // a stale NORMAL decision, recorded again
+			}
+			return // else another packet of the batch installed it already
 		}
 	}
-	e := &Entry{st: st, value: s.Start, ops: append([]flowtable.DPOp(nil), s.Ops...),
-		rules: append([]*flowtable.Rule(nil), s.Rules...), used: c.clock}
-	for i := range e.ops {
-		e.ops[i].Compile()
-	}
+	e := &Entry{st: st, value: s.Start}
+	c.fill(e, s)
 	st.index[h] = append(st.index[h], e)
 	st.n++
 	c.n++
 	c.stats.Installed++
+}
+
+// fill sets e's operations from the recorded segment s.
+func (c *Cache) fill(e *Entry, s *flowtable.Segment) {
+	e.ops = append(e.ops[:0], s.Ops...)
+	for i := range e.ops {
+		e.ops[i].Compile()
+	}
+	e.rules = append(e.rules[:0], s.Rules...)
+	e.used = c.clock
+	e.usesMACs, e.macGen, e.expires = s.UsesMACs, s.MACGen, 0
+	if !s.Expires.IsZero() {
+		e.expires = s.Expires.UnixNano()
+	}
+	e.learns = append(e.learns[:0], s.Learns...)
+	e.lastLearn = 0
+	if s.UsesMACs {
+		e.lastLearn = c.clockNow() // the run itself just learned
+	}
+}
+
+// clockNow is the pipeline's time in Unix ns, read once per batch.
+func (c *Cache) clockNow() int64 {
+	if !c.nowOK {
+		c.now, c.nowOK = c.p.Now().UnixNano(), true
+	}
+	return c.now
+}
+
+// normalValid reports whether e's NORMAL decisions still hold, and
+// learns its source MACs again when due.
+func (c *Cache) normalValid(e *Entry) bool {
+	macs := c.p.MACs
+	if macs == nil || macs.Gen() != e.macGen {
+		return false
+	}
+	now := c.clockNow()
+	if e.expires != 0 && now >= e.expires {
+		return false
+	}
+	if now-e.lastLearn >= learnRefresh {
+		t := time.Unix(0, now)
+		for _, l := range e.learns {
+			macs.Learn(l.VLAN, l.MAC, l.Port, t)
+		}
+		e.lastLearn = now
+		// A relearned MAC that had been forgotten changed the table.
+		return macs.Gen() == e.macGen
+	}
+	return true
 }
 
 // Process sends pkt (extracted, in_port set) through the cache, running
@@ -226,7 +296,7 @@ func (c *Cache) Process(pkt *flowtable.Packet, sink flowtable.Sink) {
 	k := &pkt.Key
 	for hops := 0; hops < flowtable.MaxSegments+1; hops++ {
 		e := c.lookup(k)
-		if e == nil {
+		if e == nil || (e.usesMACs && !c.normalValid(e)) {
 			c.upcall(pkt, sink)
 			return
 		}

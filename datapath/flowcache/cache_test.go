@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/flowtable"
@@ -242,5 +243,80 @@ func TestCacheConcurrentFlowMods(t *testing.T) {
 		if !sameOuts(want, got) {
 			t.Fatalf("packet %d %s:\n pipeline: %v\n cache:    %v", i, spec, describe(want), describe(got))
 		}
+	}
+}
+
+// TestCacheNormal: NORMAL's decisions are cached (hits, not upcalls, for
+// a learned conversation) yet stay exactly the pipeline's through
+// learning, a MAC moving to another port, sources kept alive by cached
+// traffic only, aging, and a port flush.
+func TestCacheNormal(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	slow, fast := pipeline(t, "actions=NORMAL"), pipeline(t, "actions=NORMAL")
+	slow.Now, fast.Now = clock, clock
+	cache := flowcache.New(fast)
+	const (
+		a = "02:00:00:00:00:0a"
+		b = "02:00:00:00:00:0b"
+	)
+	pkt := func(in int, src, dst string) string {
+		return fmt.Sprintf("in_port=%d,dl_src=%s,dl_dst=%s,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2", in, src, dst)
+	}
+	steps := []struct {
+		name    string
+		advance time.Duration
+		spec    string
+		want    []uint32 // output ports
+	}{
+		{"a to unknown b floods", 0, pkt(1, a, b), []uint32{2, 3, 4, 35, 48, 49}},
+		{"b answers a on its learned port", 0, pkt(2, b, a), []uint32{1}},
+		{"a to b, learned", 0, pkt(1, a, b), []uint32{2}},
+		{"a to b again (cache)", time.Millisecond, pkt(1, a, b), []uint32{2}},
+		{"a to b again (cache)", time.Millisecond, pkt(1, a, b), []uint32{2}},
+		{"broadcast floods", 0, pkt(1, a, "ff:ff:ff:ff:ff:ff"), []uint32{2, 3, 4, 35, 48, 49}},
+		{"a moves to port 3", 0, pkt(3, a, b), []uint32{2}},
+		{"b to a follows the move", 0, pkt(2, b, a), []uint32{3}},
+		{"b keeps talking (cache hit learns b again)", 200 * time.Second, pkt(2, b, a), []uint32{3}},
+		{"a to b still known after 400 s", 200 * time.Second, pkt(3, a, b), []uint32{2}},
+		{"b aged out: flood", 400 * time.Second, pkt(3, a, b), []uint32{1, 2, 4, 35, 48, 49}},
+		{"input port equals learned port: drop", 0, pkt(3, b, a), nil},
+	}
+	hitsBefore := uint64(0)
+	for i, s := range steps {
+		now = now.Add(s.advance)
+		k, frame := frameOf(t, s.spec)
+		want := runSlow(slow, k, frame)
+		got := runFast(cache, k, frame)
+		if !sameOuts(want, got) {
+			t.Fatalf("step %d %s: pipeline %v, cache %v", i, s.name, describe(want), describe(got))
+		}
+		var ports []uint32
+		for _, o := range got {
+			ports = append(ports, o.port)
+		}
+		if !slices.Equal(ports, s.want) {
+			t.Errorf("step %d %s: output to %v, want %v", i, s.name, ports, s.want)
+		}
+		if i == 2 {
+			hitsBefore = cache.Stats().Hits
+		}
+		if i == 4 && cache.Stats().Hits < hitsBefore+2 {
+			t.Errorf("repeated a->b missed the cache: %+v", cache.Stats())
+		}
+	}
+	// Flushing a port's MACs (port deleted) invalidates cached decisions.
+	k, frame := frameOf(t, pkt(3, a, b))
+	runSlow(slow, k, frame)
+	runFast(cache, k, frame)
+	k, frame = frameOf(t, pkt(2, b, a))
+	runSlow(slow, k, frame)
+	runFast(cache, k, frame)
+	slow.MACs.Flush(3)
+	fast.MACs.Flush(3)
+	want := runSlow(slow, k, frame)
+	got := runFast(cache, k, frame)
+	if !sameOuts(want, got) || len(got) < 2 {
+		t.Errorf("after flushing port 3: pipeline %v, cache %v (want a flood)", describe(want), describe(got))
 	}
 }
