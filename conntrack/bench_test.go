@@ -352,6 +352,14 @@ func TestConnLayout(t *testing.T) {
 	if s := unsafe.Sizeof(conn{}); s != 192 {
 		t.Fatalf("conn is %d bytes, want 192 (3 cache lines)", s)
 	}
+	var c conn
+	// A lookup without NAT reads the first two lines only (see conn).
+	if o := unsafe.Offsetof(c.key0) + unsafe.Sizeof(c.key0); o > 64 {
+		t.Fatalf("original key ends at byte %d, want it in the first line", o)
+	}
+	if o, e := unsafe.Offsetof(c.tcp), unsafe.Offsetof(c.label)+unsafe.Sizeof(c.label); o < 64 || e > 128 {
+		t.Fatalf("tcp and label at bytes %d..%d, want them in the second line", o, e)
+	}
 	if s := unsafe.Sizeof(key{}); s != 42 {
 		t.Fatalf("key is %d bytes, want 42 (no padding)", s)
 	}
