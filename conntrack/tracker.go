@@ -121,16 +121,10 @@ func (t *Tracker) Now() int64 { return t.clock() }
 const expSlack = int64(10 * time.Millisecond)
 
 func (t *Tracker) setExp(c *conn, tm int, now int64) {
-	if exp, ok := t.newExp(c.exp.Load(), tm, now); ok {
+	exp := now + t.timeouts[tm]
+	if old := c.exp.Load(); exp < old || exp-old > expSlack {
 		c.exp.Store(exp)
 	}
-}
-
-// newExp returns the expiration of timeout class tm from now and whether it
-// must replace old.
-func (t *Tracker) newExp(old int64, tm int, now int64) (int64, bool) {
-	exp := now + t.timeouts[tm]
-	return exp, exp < old || exp-old > expSlack
 }
 
 // Execute runs the ct() action a on one packet: frame is the Ethernet frame
@@ -381,7 +375,9 @@ func (t *Tracker) fillMeta(md *Meta, st uint8, c *conn, a *Args) {
 	if a.Commit && a.SetMark {
 		c.mark.Store(mark)
 	}
-	c.label = label
+	if a.Commit && a.SetLabel {
+		c.label = label
+	}
 	setMeta(md, st, a.Zone, mark, label, &c.key0)
 }
 
