@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -351,6 +352,14 @@ func TestConnLayout(t *testing.T) {
 	if s := unsafe.Sizeof(conn{}); s != 192 {
 		t.Fatalf("conn is %d bytes, want 192 (3 cache lines)", s)
 	}
+	var c conn
+	// A lookup without NAT reads the first two lines only (see conn).
+	if o := unsafe.Offsetof(c.key0) + unsafe.Sizeof(c.key0); o > 64 {
+		t.Fatalf("original key ends at byte %d, want it in the first line", o)
+	}
+	if o, e := unsafe.Offsetof(c.tcp), unsafe.Offsetof(c.label)+unsafe.Sizeof(c.label); o < 64 || e > 128 {
+		t.Fatalf("tcp and label at bytes %d..%d, want them in the second line", o, e)
+	}
 	if s := unsafe.Sizeof(key{}); s != 42 {
 		t.Fatalf("key is %d bytes, want 42 (no padding)", s)
 	}
@@ -387,3 +396,143 @@ func BenchmarkLookupBatch(b *testing.B) { benchLookupBatch(b, 1000) }
 
 // BenchmarkLookupBatch1M: the same with 1M connections in random order.
 func BenchmarkLookupBatch1M(b *testing.B) { benchLookupBatch(b, 1_000_000) }
+
+// BenchmarkLookupEstablishedData: established TCP traffic whose every
+// packet moves the window: a 100-byte data segment from the client, then
+// the server's ACK of it, over 1k connections. Unlike
+// BenchmarkLookupEstablished (the same ACK again and again, which changes
+// nothing in the connection), each packet here updates the TCP state, as
+// real traffic does. The benchmark rewrites the sequence and acknowledgment
+// numbers of its frames (a few ns of the figure).
+func BenchmarkLookupEstablishedData(b *testing.B) {
+	const n = 1000
+	tr := New(Config{})
+	now := int64(time.Hour)
+	type flow struct {
+		data, ack []byte
+		cseq      uint32
+	}
+	flows := make([]flow, n)
+	for i := range flows {
+		cv := &tcpConv{c: "10.1.0.1", s: "10.2.0.1", cport: uint16(1024 + i), sport: 80, cseq: 1, sseq: 100}
+		steps := []pk{cv.fromC(tcpSYN, 0), cv.fromS(tcpSYN|tcpACK, 0), cv.fromC(tcpACK, 0)}
+		for j, s := range steps {
+			var md Meta
+			tr.Execute(build(s), ethLen, EthTypeIPv4, &md, &Args{Commit: j == 0}, now)
+		}
+		flows[i] = flow{data: build(cv.fromC(tcpACK|tcpPSH, 100)), ack: build(cv.fromS(tcpACK, 0)), cseq: cv.cseq - 100}
+	}
+	tcpOff := ethLen + 20
+	a := Args{}
+	b.ReportAllocs()
+	m := startCPU(b)
+	var md Meta
+	for i := 0; i < b.N; i++ {
+		f := &flows[(i>>1)%n]
+		var frame []byte
+		if i&1 == 0 {
+			frame = f.data
+			binary.BigEndian.PutUint32(frame[tcpOff+4:], f.cseq)
+			f.cseq += 100
+		} else {
+			frame = f.ack
+			binary.BigEndian.PutUint32(frame[tcpOff+8:], f.cseq)
+		}
+		md.State = 0
+		tr.Execute(frame, ethLen, EthTypeIPv4, &md, &a, now)
+		if md.State&StateEst == 0 {
+			b.Fatalf("packet %d: state %s", i, stateString(md.State))
+		}
+	}
+	m.stop(b)
+}
+
+// BenchmarkCommitScaling measures, in one run, the commit rate of one
+// goroutine and of two goroutines committing at once (GOMAXPROCS raised to
+// 2 if needed) into one tracker, and reports the ratio. Each round commits
+// commitRound new TCP connections with one goroutine, then the same number
+// split over two, each phase into a table flushed before it (the flush is
+// not timed), so both phases see the same table size.
+//
+// Metrics: ns/op is the wall time per commit with two goroutines;
+// 1g-ns/commit the same with one; speedup = 1g/2g wall rate (the issue's
+// goal is >= 1.6). cpu-speedup = 2*cpu1/cpu2 from the threads' CPU time
+// (what the speedup would be if each goroutine had a core to itself; on a
+// shared machine the wall figure includes time stolen by other work).
+func BenchmarkCommitScaling(b *testing.B) {
+	for _, size := range []struct {
+		name  string
+		round int
+	}{{"small", 4096}, {"large", 1 << 19}} {
+		b.Run(size.name, func(b *testing.B) { benchCommitScaling(b, size.round) })
+	}
+}
+
+func benchCommitScaling(b *testing.B, round int) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	tr := New(Config{MaxConns: 1 << 30})
+	now := int64(time.Hour)
+	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	// commit runs count commits of goroutine g starting at tuple base
+	// and returns the thread's CPU time.
+	commit := func(g, base, count int) int64 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		t0 := threadCPU()
+		f := append([]byte(nil), tmpl...)
+		a := Args{Commit: true}
+		var md Meta
+		for i := base; i < base+count; i++ {
+			copy(f, tmpl)
+			newTupleFrame(f, uint32(i))
+			f[ethLen+16] = byte(11 + g) // a destination per goroutine
+			md = Meta{}
+			tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, now)
+		}
+		return threadCPU() - t0
+	}
+	// Warm up: grow the table and its index to the round's size.
+	commit(0, 0, round)
+	commit(1, 0, round)
+	tr.Flush()
+	var wall1, wall2, cpu1, cpu2 time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += round {
+		n := min(round, b.N-done)
+		b.StopTimer()
+		tr.Flush()
+		b.StartTimer()
+		t0 := time.Now()
+		cpu1 += time.Duration(commit(0, done, n))
+		wall1 += time.Since(t0)
+
+		b.StopTimer()
+		tr.Flush()
+		b.StartTimer()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		cpus := make([]int64, 2)
+		for g := 0; g < 2; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				<-start // blocked, not spinning: main needs a P to start the clock
+				cpus[g] = commit(g, done+g*n/2, n/2+g*(n%2))
+			}(g)
+		}
+		t0 = time.Now()
+		close(start)
+		wg.Wait()
+		wall2 += time.Since(t0)
+		cpu2 += time.Duration(cpus[0] + cpus[1])
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d) / float64(b.N) }
+	b.ReportMetric(per(wall2), "ns/op")
+	b.ReportMetric(per(wall1), "1g-ns/commit")
+	b.ReportMetric(per(wall1)/per(wall2), "speedup")
+	b.ReportMetric(2*per(cpu1)/per(cpu2), "cpu-speedup")
+}

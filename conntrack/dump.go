@@ -171,25 +171,25 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 				continue
 			}
 			c := t.connAt(uint32(e) &^ entryDirBit)
-			if f.Zone != nil && c.keys[0].zone != *f.Zone {
+			if f.Zone != nil && c.key0.zone != *f.Zone {
 				continue
 			}
 			exp := c.exp.Load()
 			if exp <= now {
 				continue
 			}
-			c.mu.Lock()
+			c.lock()
 			en := Entry{
-				Orig:  tupleOf(&c.keys[0]),
-				Reply: tupleOf(&c.keys[1]),
-				Zone:  c.keys[0].zone,
+				Orig:  tupleOf(&c.key0),
+				Reply: tupleOf(&c.key1),
+				Zone:  c.key0.zone,
 				Mark:  c.mark.Load(),
 				Label: c.label,
 			}
-			if c.keys[0].proto == protoTCP {
+			if c.key0.proto == protoTCP {
 				en.TCPStateOrig, en.TCPStateReply = c.tcp[0].state, c.tcp[1].state
 			}
-			c.mu.Unlock()
+			c.unlock()
 			en.Timeout = uint32((exp - now) / 1e9)
 			out = append(out, en)
 		}
@@ -217,7 +217,7 @@ func (t *Tracker) Count() int {
 // ZoneCount returns the number of connections held in zone. It walks the
 // table (a management operation, not for the packet path).
 func (t *Tracker) ZoneCount(zone uint16) int {
-	return t.scan(func(c *conn) bool { return c.keys[0].zone == zone })
+	return t.scan(func(c *conn) bool { return c.key0.zone == zone })
 }
 
 // ZoneLimitCount returns how many connections count against zone's limit:
@@ -281,7 +281,7 @@ func (t *Tracker) Flush() int { return t.flush(func(*conn) bool { return true })
 
 // FlushZone removes the connections of one zone.
 func (t *Tracker) FlushZone(zone uint16) int {
-	return t.flush(func(c *conn) bool { return c.keys[0].zone == zone })
+	return t.flush(func(c *conn) bool { return c.key0.zone == zone })
 }
 
 func (t *Tracker) flush(match func(*conn) bool) int {
@@ -352,7 +352,7 @@ func (t *Tracker) FlushTuple(zone uint16, tup Tuple) error {
 	c, _, ref := t.find(s, &k, h, now)
 	var v victim
 	if c != nil {
-		c.mu.Unlock()
+		c.unlock()
 		v = victim{ref, c.gen}
 	}
 	s.mu.RUnlock()

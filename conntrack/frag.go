@@ -149,7 +149,7 @@ func (t *Tracker) laterFragment(frame []byte, p *pkt, k *key, st uint8, md *Meta
 		out |= t.natAddrs(frame, p, c, dir)
 	}
 	t.fillMeta(md, out, c, a)
-	c.mu.Unlock()
+	c.unlock()
 }
 
 // natAddrs is natPacket for a fragment without L4 header: addresses only.
@@ -158,7 +158,7 @@ func (t *Tracker) natAddrs(frame []byte, p *pkt, c *conn, dir int) uint8 {
 	if dir == 1 {
 		act = natReverse(act)
 	}
-	other := &c.keys[1-dir]
+	other := c.key(1 - dir)
 	alen, srcOff, dstOff := 4, p.l3+12, p.l3+16
 	if p.v6 {
 		alen, srcOff, dstOff = 16, p.l3+8, p.l3+24

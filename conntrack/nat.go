@@ -231,7 +231,7 @@ func (t *Tracker) natPacket(frame []byte, p *pkt, c *conn, dir int) uint8 {
 	if dir == 1 {
 		act = natReverse(act)
 	}
-	other := &c.keys[1-dir]
+	other := c.key(1 - dir)
 	v6 := p.v6
 	alen := 4
 	if v6 {
@@ -241,7 +241,7 @@ func (t *Tracker) natPacket(frame []byte, p *pkt, c *conn, dir int) uint8 {
 	if v6 {
 		srcOff, dstOff = p.l3+8, p.l3+24
 	}
-	proto := c.keys[0].proto
+	proto := c.key0.proto
 
 	if !p.related {
 		var csumOff int
@@ -290,8 +290,8 @@ func (t *Tracker) natPacket(frame []byte, p *pkt, c *conn, dir int) uint8 {
 			rewrite(frame, aoff, naddr, v6, p.l3, csumOff, udp4, icmp4)
 		}
 		// Ports, or the ICMP query id.
-		if c.keys[0].hasPorts() {
-			if c.keys[0].isICMP() {
+		if c.key0.hasPorts() {
+			if c.key0.isICMP() {
 				setPort(frame, p.l4+4, other.sport, csumOff, false)
 			} else {
 				setPort(frame, p.l4, other.dport, csumOff, udp4)
@@ -336,8 +336,8 @@ func (t *Tracker) natPacket(frame []byte, p *pkt, c *conn, dir int) uint8 {
 		} else {
 			rewrite(frame, idst, other.dst[:alen], iv6, inIPCsum, icsum, iudp4, false)
 		}
-		if c.keys[0].hasPorts() {
-			if c.keys[0].isICMP() {
+		if c.key0.hasPorts() {
+			if c.key0.isICMP() {
 				if p.in4+6 <= p.end {
 					binary.BigEndian.PutUint16(frame[p.in4+4:], other.sport)
 				}

@@ -21,14 +21,17 @@ import (
 //
 // Locking. A shard's RWMutex serializes the writers of its index, chunk
 // list, free list and expiry wheel. Lookups do not take it: index entries
-// and the slot array are read with atomic loads, and a candidate connection
-// is checked under its own mutex (live, same key, not expired), which also
-// keeps it from being freed while the packet uses it (freeing clears live
-// under that mutex). A lockless probe can miss an entry that a concurrent
-// deletion is shifting, so a miss is repeated under the shard's read lock
-// before the packet is called new. Writers that need two shards (a
-// connection's two keys) lock them in shard order; the lock order is always
-// shard(s) before connection.
+// and the slot array are read with atomic loads. A lockless probe can miss
+// an entry that a concurrent deletion is shifting, so a miss is repeated
+// under the shard's read lock before the packet is called new. Writers that
+// need two shards (a connection's two keys) lock them in shard order; the
+// lock order is always shard(s) before connection.
+//
+// A connection's own mutex guards its fields that packets read and write
+// (keys, live, exp, nat, state, tcp, mark, label), as conn->lock does in
+// OVS: a lookup locks the candidate, checks it (live, same key, not
+// expired) and keeps it locked while the packet updates it; freeing clears
+// live under that mutex, so a connection cannot be freed under a packet.
 const (
 	shardBits   = 6
 	nShards     = 1 << shardBits
@@ -51,29 +54,65 @@ type tcpPeer struct {
 	state        uint8
 }
 
+func (a *tcpPeer) same(b *tcpPeer) bool {
+	return a.seqlo == b.seqlo && a.seqhi == b.seqhi && a.maxWin == b.maxWin &&
+		a.wscale == b.wscale && a.state == b.state
+}
+
 // conn is one connection: 192 bytes, three cache lines, 64-byte aligned in
-// its chunk. A lookup reads all three (lock, expiration and keys; mark and
-// label; TCP peers); the cold fields (wheel links, generation) share the
-// last line with the TCP state. Each line has an atomic field that
-// ExecuteBatch loads to bring the line in early without a data race.
+// its chunk. The first line has what a lookup checks (lock, expiration,
+// original key), the second what an established packet reads and updates
+// (TCP peers, mark, label) and the expiry wheel links, the third the reply
+// key, which only NAT connections need (without NAT it is the reverse of
+// the original key, and lookups compare that instead). So a lookup of a
+// connection without NAT reads two lines, not three.
 type conn struct {
 	mu     sync.Mutex    // 0
 	exp    atomic.Int64  // 8: expiration, ns; <= now means gone
-	keys   [2]key        // 16: [0] original direction, [1] reply direction (after NAT)
-	nat    uint8         // 100: natSrc or natDst (0: none)
-	live   bool          // 101
-	state  uint8         // 102: ICMP / other protocols state
-	rshard uint8         // 103: shard of keys[1]
-	mark   atomic.Uint32 // 104: written under mu; atomic so ExecuteBatch can prefetch the line
-	label  Label         // 112
-	tcp    [2]tcpPeer    // 128
-	wslot  uint16        // 160
-	gen    uint32        // 164: bumped when the slot is freed (see lockConn)
-	next   uint32        // 168: expiry wheel list (local index) or free list
-	prev   uint32        // 172
-	touch  atomic.Uint32 // 176: never written; ExecuteBatch loads it to prefetch the line
-	zcount bool          // 180: counted in zoneCount (a zone limit applied at commit)
-	_      [11]byte      // 181: pad to 192 = 3 cache lines
+	key0   key           // 16: original direction
+	nat    uint8         // 58: natSrc or natDst (0: none)
+	live   bool          // 59
+	state  uint8         // 60: ICMP / other protocols state
+	rshard uint8         // 61: shard of key1
+	_      [2]byte       // 62
+	tcp    [2]tcpPeer    // 64
+	label  Label         // 96
+	mark   atomic.Uint32 // 112: written under mu; atomic so ExecuteBatch can touch the line
+	gen    uint32        // 116: bumped when the slot is freed (see lockConn)
+	next   uint32        // 120: expiry wheel list (local index) or free list
+	prev   uint32        // 124
+	key1   key           // 128: reply direction (after NAT)
+	wslot  uint16        // 170
+	zcount bool          // 172: counted in zoneCount (a zone limit applied at commit)
+	_      [19]byte      // 173: pad to 192 = 3 cache lines
+}
+
+// key returns the original (d = 0) or reply (d = 1) key.
+func (c *conn) key(d int) *key {
+	if d == 0 {
+		return &c.key0
+	}
+	return &c.key1
+}
+
+func (c *conn) lock()   { c.mu.Lock() }
+func (c *conn) unlock() { c.mu.Unlock() }
+
+// match tells whether c is live, unexpired and has key k, and in which
+// direction: d is the direction of the index entry that led to c. A
+// connection without NAT has one entry for both directions, and its reply
+// key is the reverse of the original one. The caller holds c's lock.
+func (c *conn) match(k *key, d int, now int64) (int, bool) {
+	if !c.live || c.exp.Load() <= now {
+		return 0, false
+	}
+	if c.key(d).eq(k) {
+		return d, true
+	}
+	if c.nat == 0 && k.eqReverse(&c.key0) {
+		return 1, true
+	}
+	return 0, false
 }
 
 type connChunk [chunkSize]conn
@@ -129,8 +168,8 @@ func (s *shard) local(idx uint32) *conn {
 }
 
 // find returns the live, unexpired connection one of whose keys is k,
-// locked (c.mu held), which key (0 original, 1 reply) and its ref. It may be
-// called with or without s.mu; without it, a miss is not authoritative.
+// locked, which key (0 original, 1 reply) and its ref. It may be called
+// with or without s.mu; without it, a miss is not authoritative.
 func (t *Tracker) find(s *shard, k *key, h uint64, now int64) (*conn, int, uint32) {
 	tab := *s.tab.Load()
 	mask := uint64(len(tab) - 1)
@@ -143,18 +182,12 @@ func (t *Tracker) find(s *shard, k *key, h uint64, now int64) (*conn, int, uint3
 		}
 		if uint32(e>>32) == tag {
 			ref := uint32(e) &^ entryDirBit
-			d := int(uint32(e) >> 31)
 			c := t.connAt(ref)
-			c.mu.Lock()
-			if c.live && c.exp.Load() > now {
-				if c.keys[d].eq(k) {
-					return c, d, ref
-				}
-				if c.nat == 0 && c.keys[1].eq(k) {
-					return c, 1, ref // the shared entry of a non-NAT connection
-				}
+			c.lock()
+			if d, ok := c.match(k, int(uint32(e)>>31), now); ok {
+				return c, d, ref
 			}
-			c.mu.Unlock()
+			c.unlock()
 		}
 		i = (i + 1) & mask
 	}
@@ -182,7 +215,7 @@ func (t *Tracker) lookup(k *key, h uint64, now int64) (*conn, int, uint32) {
 func (t *Tracker) exists(k *key, now int64) bool {
 	c, _, _ := t.lookup(k, k.hash(t.seed), now)
 	if c != nil {
-		c.mu.Unlock()
+		c.unlock()
 	}
 	return c != nil
 }
@@ -353,17 +386,17 @@ func (t *Tracker) lockConn(ref, gen uint32) (c *conn, a, b int, ok bool) {
 func (t *Tracker) freeConn(ref uint32, c *conn) {
 	a := int(ref >> refBits)
 	sa := &t.shards[a]
-	sa.removeEntry(c.keys[0].hash(t.seed), ref, 0)
+	sa.removeEntry(c.key0.hash(t.seed), ref, 0)
 	if c.nat != 0 {
-		t.shards[c.rshard].removeEntry(c.keys[1].hash(t.seed), ref, 1)
+		t.shards[c.rshard].removeEntry(c.key1.hash(t.seed), ref, 1)
 	}
 	sa.wheelUnlink(ref&refMask, c)
-	zone, zcount := c.keys[0].zone, c.zcount
-	c.mu.Lock()
+	zone, zcount := c.key0.zone, c.zcount
+	c.lock()
 	c.live = false
 	c.gen++
 	c.exp.Store(0)
-	c.mu.Unlock()
+	c.unlock()
 	c.next = sa.freeHead
 	sa.freeHead = ref & refMask
 	sa.count.Add(-1)

@@ -104,24 +104,22 @@ type tcpSeg struct {
 	seq, ack uint32
 	win      uint32
 	plen     uint32
-	opts     []byte
 }
 
 func readSeg(frame []byte, p *pkt) tcpSeg {
-	b := frame[p.l4 : p.l4+p.tcpHLen]
-	_ = b[19]
-	seg := tcpSeg{
+	b := frame[p.l4 : p.l4+20]
+	return tcpSeg{
 		flags: p.tcpFlags,
 		seq:   be32(b[4:8]),
 		ack:   be32(b[8:12]),
 		win:   uint32(be16(b[14:16])),
 		plen:  uint32(p.l4len - p.tcpHLen),
 	}
-	if p.tcpFlags&tcpSYN != 0 {
-		seg.opts = b[20:] // only SYNs carry the window scale option
-	}
-	return seg
 }
+
+// segOpts returns the TCP options of the packet (only SYNs carry the window
+// scale option that the state machine reads).
+func segOpts(frame []byte, p *pkt) []byte { return frame[p.l4+20 : p.l4+p.tcpHLen] }
 
 func divRoundUp(a uint32, shift uint8) uint32 {
 	return (a + 1<<shift - 1) >> shift
@@ -135,7 +133,7 @@ func (t *Tracker) tcpNew(c *conn, frame []byte, p *pkt, now int64) {
 	src.seqhi = seg.seq + seg.plen + 1
 	if seg.flags&tcpSYN != 0 {
 		src.seqhi++
-		src.wscale = tcpWscale(seg.opts)
+		src.wscale = tcpWscale(segOpts(frame, p))
 	} else {
 		src.wscale = wsUnknown
 		dst.wscale = wsUnknown
@@ -154,30 +152,36 @@ func (t *Tracker) tcpNew(c *conn, frame []byte, p *pkt, now int64) {
 	t.setExp(c, tmTCPFirst, now)
 }
 
-// tcpUpdate checks a segment against the connection and advances it. The
-// caller holds c.mu.
-func (t *Tracker) tcpUpdate(c *conn, frame []byte, p *pkt, reply bool, now int64) updateRes {
+// noTimeout is tcpStep's timeout class when the segment must not refresh
+// the connection's expiration.
+const noTimeout = -1
+
+// tcpStep checks a segment against the TCP peers of a connection and
+// advances them. It returns the verdict and the timeout class (index into
+// Tracker.timeouts) the connection moves to, or noTimeout. It reads and
+// writes nothing but peers; the caller (update) holds the connection's lock
+// and applies the timeout.
+func (t *Tracker) tcpStep(peers *[2]tcpPeer, frame []byte, p *pkt, reply bool) (updateRes, int) {
 	seg := readSeg(frame, p)
 	si := 0
 	if reply {
 		si = 1
 	}
-	src, dst := &c.tcp[si], &c.tcp[1-si]
+	src, dst := &peers[si], &peers[1-si]
 	f := seg.flags
 	if tcpInvalidFlags(f) {
-		return updInvalid
+		return updInvalid, noTimeout
 	}
 	if f&(tcpSYN|tcpACK) == tcpSYN {
 		if dst.state >= tcpsFinWait2 && src.state >= tcpsFinWait2 {
 			// A new SYN on a closed connection: port reuse.
 			src.state, dst.state = tcpsClosed, tcpsClosed
-			return updNew
+			return updNew, noTimeout
 		}
 		if src.state <= tcpsSynSent {
 			// SYN retransmission.
 			src.state = tcpsSynSent
-			t.setExp(c, tmTCPFirst, now)
-			return updValidNew
+			return updValidNew, tmTCPFirst
 		}
 	}
 
@@ -204,7 +208,7 @@ func (t *Tracker) tcpUpdate(c *conn, frame []byte, p *pkt, reply bool, now int64
 	if src.state < tcpsSynSent {
 		// First segment from this end (the SYN+ACK, or a pick-up).
 		if f&tcpSYN != 0 && dst.wscale&wsFlag != 0 {
-			src.wscale = tcpWscale(seg.opts)
+			src.wscale = tcpWscale(segOpts(frame, p))
 			if src.wscale&wsFlag != 0 {
 				// Both ends scale: the SYN's window is unscaled.
 				sws = src.wscale & wsMask
@@ -278,17 +282,16 @@ func (t *Tracker) tcpUpdate(c *conn, frame []byte, p *pkt, reply bool, now int64
 		}
 		switch {
 		case src.state >= tcpsFinWait2 && dst.state >= tcpsFinWait2:
-			t.setExp(c, tmTCPClosed, now)
+			return updValid, tmTCPClosed
 		case src.state >= tcpsClosing && dst.state >= tcpsClosing:
-			t.setExp(c, tmTCPFinWait, now)
+			return updValid, tmTCPFinWait
 		case src.state < tcpsEstablished || dst.state < tcpsEstablished:
-			t.setExp(c, tmTCPOpening, now)
+			return updValid, tmTCPOpening
 		case src.state >= tcpsClosing || dst.state >= tcpsClosing:
-			t.setExp(c, tmTCPClosing, now)
+			return updValid, tmTCPClosing
 		default:
-			t.setExp(c, tmTCPEstablished, now)
+			return updValid, tmTCPEstablished
 		}
-		return updValid
 	}
 	if (dst.state < tcpsSynSent || dst.state >= tcpsFinWait2 || src.state >= tcpsFinWait2) &&
 		seqGEQ(src.seqhi+maxAckWindow, end) && seqGEQ(seq, src.seqlo-maxAckWindow) {
@@ -310,7 +313,7 @@ func (t *Tracker) tcpUpdate(c *conn, frame []byte, p *pkt, reply bool, now int64
 		if f&tcpRST != 0 {
 			src.state, dst.state = tcpsTimeWait, tcpsTimeWait
 		}
-		return updValid
+		return updValid, noTimeout
 	}
-	return updInvalid
+	return updInvalid, noTimeout
 }

@@ -221,12 +221,12 @@ func (t *Tracker) ExecuteBatch(pkts []Packet, a *Args, now int64) {
 			}
 			sink += e
 		}
-		// Then the connections' lines (lock and keys, mark and TCP state).
+		// Then the connections' first two lines (lock and original key;
+		// TCP state, mark and label), through an atomic field of each.
 		for i := 0; i < n; i++ {
 			if refs[i] != 0 {
 				c := t.connAt(refs[i])
-				// One atomic field per cache line (see conn).
-				sink += uint64(c.exp.Load()) + uint64(c.mark.Load()) + uint64(c.touch.Load())
+				sink += uint64(c.exp.Load()) + uint64(c.mark.Load())
 			}
 		}
 		batchSink.Store(sink)
@@ -255,7 +255,7 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 		natted = c != nil
 	}
 	if c == nil {
-		c, d, _ = t.lookup(k, k.hash(t.seed), now) // c.mu held when found
+		c, d, _ = t.lookup(k, k.hash(t.seed), now) // locked when found
 	}
 	if c != nil {
 		reply := d == 1
@@ -266,7 +266,7 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 			// The connection runs the other way: end it and treat the
 			// packet as the start of a new one.
 			c.exp.Store(0)
-			c.mu.Unlock()
+			c.unlock()
 			c = nil
 		} else {
 			createNew := false
@@ -276,20 +276,12 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 					st |= StateRpl
 				}
 			} else {
-				switch t.update(c, frame, p, reply, now) {
-				case updValid:
-					st = st&^StateNew | StateEst
-					if reply {
-						st |= StateRpl
-					}
-				case updInvalid:
-					st = StateInv
-				case updNew:
+				upd := t.update(c, frame, p, reply, now)
+				if upd == updNew {
 					c.exp.Store(0)
 					createNew = true
-				case updValidNew:
-					st |= StateNew
 				}
+				st = updState(upd, st, reply)
 			}
 			if !createNew {
 				if a.NAT != nil && c.nat != 0 && st&(StateSNAT|StateDNAT) == 0 {
@@ -300,10 +292,10 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 					st |= t.natPacket(frame, p, c, dir)
 				}
 				t.fillMeta(md, st, c, a)
-				c.mu.Unlock()
+				c.unlock()
 				return true
 			}
-			c.mu.Unlock()
+			c.unlock()
 		}
 	}
 
@@ -336,35 +328,71 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, st uint8, md *Meta, a *A
 	}
 	// The connection is not reachable by others until commit returned, but
 	// lock it anyway for the mark/label update and the race detector.
-	c.mu.Lock()
+	c.lock()
 	if c.nat != 0 {
 		st |= t.natPacket(frame, p, c, 0)
 	}
 	t.fillMeta(md, st, c, a)
-	c.mu.Unlock()
+	c.unlock()
 	return true
 }
 
-// fillMeta writes the result for a packet of connection c (c.mu held) and
-// applies exec(ct_mark/ct_label) of a committing action.
-func (t *Tracker) fillMeta(md *Meta, st uint8, c *conn, a *Args) {
+// updState is the ct_state of a packet of an existing connection whose
+// update gave res; st holds the bits it already has.
+func updState(res updateRes, st uint8, reply bool) uint8 {
+	switch res {
+	case updValid:
+		st = st&^StateNew | StateEst
+		if reply {
+			st |= StateRpl
+		}
+	case updInvalid:
+		st = StateInv
+	case updValidNew:
+		st |= StateNew
+	}
+	return st
+}
+
+// commitMarkLabel returns the connection's mark and label after the
+// exec(ct_mark/ct_label) of a (mark and label as they are now).
+func commitMarkLabel(a *Args, mark uint32, label Label) (uint32, Label) {
 	if a.Commit {
 		if a.SetMark {
-			c.mark.Store(a.Mark&a.MarkMask | c.mark.Load()&^a.MarkMask)
+			mark = a.Mark&a.MarkMask | mark&^a.MarkMask
 		}
 		if a.SetLabel {
-			c.label.Hi = a.Label.Hi&a.LabelMask.Hi | c.label.Hi&^a.LabelMask.Hi
-			c.label.Lo = a.Label.Lo&a.LabelMask.Lo | c.label.Lo&^a.LabelMask.Lo
+			label.Hi = a.Label.Hi&a.LabelMask.Hi | label.Hi&^a.LabelMask.Hi
+			label.Lo = a.Label.Lo&a.LabelMask.Lo | label.Lo&^a.LabelMask.Lo
 		}
 	}
+	return mark, label
+}
+
+// fillMeta writes the result for a packet of connection c (locked) and
+// applies exec(ct_mark/ct_label) of a committing action.
+func (t *Tracker) fillMeta(md *Meta, st uint8, c *conn, a *Args) {
+	mark, label := commitMarkLabel(a, c.mark.Load(), c.label)
+	if a.Commit && a.SetMark {
+		c.mark.Store(mark)
+	}
+	if a.Commit && a.SetLabel {
+		c.label = label
+	}
+	setMeta(md, st, a.Zone, mark, label, &c.key0)
+}
+
+// setMeta writes a packet's metadata; orig is its connection's original
+// key.
+func setMeta(md *Meta, st uint8, zone uint16, mark uint32, label Label, orig *key) {
 	md.State = st | StateTracked
-	md.Zone = a.Zone
-	md.Mark = c.mark.Load()
-	md.Label = c.label
+	md.Zone = zone
+	md.Mark = mark
+	md.Label = label
 	if st&StateInv != 0 {
 		md.Orig = Orig{}
 	} else {
-		setOrig(&md.Orig, &c.keys[0])
+		setOrig(&md.Orig, orig)
 	}
 }
 
@@ -398,37 +426,46 @@ func (t *Tracker) validNew(frame []byte, p *pkt, k *key) bool {
 }
 
 // update advances the protocol state of c for a packet in direction reply.
-// The caller holds c.mu.
+// The caller holds c's lock.
 func (t *Tracker) update(c *conn, frame []byte, p *pkt, reply bool, now int64) updateRes {
-	k := &c.keys[0]
-	switch {
-	case k.proto == protoTCP:
-		return t.tcpUpdate(c, frame, p, reply, now)
-	case k.isICMP():
-		// ICMP query: first request(s), then a reply.
-		if reply && c.state == 0 {
-			c.state = 1
-		}
-		if c.state == 0 {
-			t.setExp(c, tmICMPFirst, now)
-			return updValidNew
-		}
-		t.setExp(c, tmICMPReply, now)
-		return updValid
-	default:
-		// UDP and every other protocol: first, multiple, bidirectional.
-		switch {
-		case reply && c.state != 2:
-			c.state = 2
-		case c.state == 0:
-			c.state = 1
-		}
-		t.setExp(c, tmOtherFirst+int(c.state), now)
-		if c.state == 2 {
-			return updValid
-		}
-		return updValidNew
+	var res updateRes
+	var tm int
+	if c.key0.proto == protoTCP {
+		res, tm = t.tcpStep(&c.tcp, frame, p, reply)
+	} else {
+		res, tm = otherStep(&c.state, &c.key0, reply)
 	}
+	if tm != noTimeout {
+		t.setExp(c, tm, now)
+	}
+	return res
+}
+
+// otherStep is tcpStep for ICMP queries and the protocols without a state
+// machine of their own (UDP and every other protocol); state is the
+// connection's state byte.
+func otherStep(state *uint8, k *key, reply bool) (updateRes, int) {
+	if k.isICMP() {
+		// ICMP query: first request(s), then a reply.
+		if reply && *state == 0 {
+			*state = 1
+		}
+		if *state == 0 {
+			return updValidNew, tmICMPFirst
+		}
+		return updValid, tmICMPReply
+	}
+	// First, multiple, bidirectional.
+	switch {
+	case reply && *state != 2:
+		*state = 2
+	case *state == 0:
+		*state = 1
+	}
+	if *state == 2 {
+		return updValid, tmOtherBidir
+	}
+	return updValidNew, tmOtherFirst + int(*state)
 }
 
 // countBatch is the step in which shards report their count to approx.
@@ -495,13 +532,13 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 		a1 := int(h1 >> (64 - shardBits))
 		t.lockPair(a0, a1)
 		if c, _, _ := t.find(&t.shards[a0], k, h0, now); c != nil {
-			c.mu.Unlock()
+			c.unlock()
 			t.unlockPair(a0, a1)
 			release()
 			return nil, commitRaced
 		}
 		if c, _, _ := t.find(&t.shards[a1], &rev, h1, now); c != nil {
-			c.mu.Unlock()
+			c.unlock()
 			t.unlockPair(a0, a1)
 			if nat != 0 && try < 3 {
 				continue // the chosen tuple was just taken: choose again
@@ -527,9 +564,9 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 			t.stats.full.Add(1)
 			return nil, commitFull
 		}
-		c.mu.Lock()
-		c.keys[0] = *k
-		c.keys[1] = rev
+		c.lock()
+		c.key0 = *k
+		c.key1 = rev
 		c.mark.Store(0)
 		c.label = Label{}
 		c.tcp = [2]tcpPeer{}
@@ -545,7 +582,7 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, a *Args, now int64) (*con
 		} else {
 			t.setExp(c, tmOtherFirst, now)
 		}
-		c.mu.Unlock()
+		c.unlock()
 		s0.insertEntry(h0, ref, 0)
 		if nat != 0 {
 			t.shards[a1].insertEntry(h1, ref, 1)

@@ -80,6 +80,19 @@ func (k *key) eq(o *key) bool {
 		k.styp == o.styp && k.dtyp == o.dtyp && k.v6 == o.v6
 }
 
+// eqReverse tells whether k is the reverse of o (o.reverse().eq(k)),
+// without building the reversed key.
+func (k *key) eqReverse(o *key) bool {
+	le := binary.LittleEndian
+	return le.Uint64(k.src[0:8]) == le.Uint64(o.dst[0:8]) &&
+		le.Uint64(k.dst[0:8]) == le.Uint64(o.src[0:8]) &&
+		k.sport == o.dport && k.dport == o.sport &&
+		le.Uint64(k.src[8:16]) == le.Uint64(o.dst[8:16]) &&
+		le.Uint64(k.dst[8:16]) == le.Uint64(o.src[8:16]) &&
+		k.zone == o.zone && k.proto == o.proto &&
+		k.styp == o.dtyp && k.dtyp == o.styp && k.v6 == o.v6
+}
+
 func (k *key) isICMP() bool {
 	return k.proto == protoICMP && k.v6 == 0 || k.proto == protoICMPv6 && k.v6 == 1
 }
