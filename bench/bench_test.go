@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"encoding/xml"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -398,11 +400,17 @@ func TestReportRatiosAndFiles(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	path := t.TempDir() + "/r.json"
-	csvPath, err := r.WriteFiles(path)
+	dir := t.TempDir()
+	path := dir + "/r.json"
+	others, err := r.WriteFiles(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	csvPath, svgPath := dir+"/r.csv", dir+"/r.svg"
+	if !slices.Equal(others, []string{csvPath, svgPath}) {
+		t.Fatalf("WriteFiles wrote %q besides the JSON, want the CSV and the SVG", others)
+	}
+	checkSVG(t, svgPath, []string{"direct", "govs-normal"}, []string{"ovs-normal"})
 	var back Report
 	b, _ := os.ReadFile(path)
 	if err := json.Unmarshal(b, &back); err != nil || back.Scenarios[2].Metrics["udp_pps"].Median != 550 {
@@ -420,6 +428,62 @@ func TestReportRatiosAndFiles(t *testing.T) {
 	// header + direct (2 values + median) + govs (2 + median) + 1 ratio
 	if len(rows) != 1+3+3+1 {
 		t.Errorf("CSV has %d rows: %q", len(rows), rows)
+	}
+}
+
+// checkSVG parses the plot as XML and checks it has a bar (a rect with
+// the scenario's label next to it) for each scenario in with, none for
+// those in without, and the UDP panel.
+func checkSVG(t *testing.T, path string, with, without []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName xml.Name
+		Rects   []struct {
+			Class string `xml:"class,attr"`
+			Width string `xml:"width,attr"`
+		} `xml:"rect"`
+		Texts []struct {
+			Class string `xml:"class,attr"`
+			Text  string `xml:",chardata"`
+		} `xml:"text"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("plot is not well-formed XML: %v\n%s", err, b)
+	}
+	if doc.XMLName.Local != "svg" {
+		t.Fatalf("root element %q, want svg", doc.XMLName.Local)
+	}
+	labels := map[string]bool{}
+	for _, tx := range doc.Texts {
+		if tx.Class == "label" {
+			labels[tx.Text] = true
+		}
+	}
+	for _, n := range with {
+		if !labels[n] {
+			t.Errorf("plot has no bar for %s: labels %v", n, labels)
+		}
+	}
+	for _, n := range without {
+		if labels[n] {
+			t.Errorf("plot has a bar for %s, which has no results", n)
+		}
+	}
+	bars := 0
+	for _, r := range doc.Rects {
+		if r.Class == "govs" || r.Class == "ovs" || r.Class == "kernel" {
+			bars++
+		}
+	}
+	if bars != len(with) {
+		t.Errorf("plot has %d bars, want %d", bars, len(with))
+	}
+	if !strings.Contains(string(b), "UDP 64 B delivered") {
+		t.Errorf("plot lacks the UDP panel")
 	}
 }
 

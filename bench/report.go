@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -341,17 +342,32 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	return cw.Error()
 }
 
-// WriteFiles writes the JSON report to path and the CSV next to it (same
-// name with .csv).
-func (r *Report) WriteFiles(path string) (csvPath string, err error) {
+// WriteFiles writes the JSON report to path, and next to it (same name
+// with .csv and .svg) the CSV and, when there is something to draw, the
+// plot. It returns the paths written besides path.
+func (r *Report) WriteFiles(path string) (others []string, err error) {
 	if err := writeFile(path, r.WriteJSON); err != nil {
-		return "", err
+		return nil, err
 	}
-	csvPath = strings.TrimSuffix(path, ".json") + ".csv"
-	if csvPath == path {
-		csvPath = path + ".csv"
+	base := strings.TrimSuffix(path, ".json")
+	if base == path {
+		base = path + "."
+	} else {
+		base += "."
 	}
-	return csvPath, writeFile(csvPath, r.WriteCSV)
+	csvPath, svgPath := base+"csv", base+"svg"
+	if err := writeFile(csvPath, r.WriteCSV); err != nil {
+		return nil, err
+	}
+	others = append(others, csvPath)
+	var probe strings.Builder
+	if err := r.WriteSVG(&probe); errors.Is(err, errNothingToPlot) {
+		return others, nil
+	}
+	if err := writeFile(svgPath, r.WriteSVG); err != nil {
+		return others, err
+	}
+	return append(others, svgPath), nil
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

@@ -31,7 +31,7 @@ func runBench(args []string) error {
 	fs.Var(&measures, "measure", "measurement `NAME` to take (repeat or comma-separate; default all): "+measurementNames())
 	reps := fs.Int("reps", 3, "repetitions of each measurement")
 	duration := fs.Duration("duration", 5e9, "measured `TIME` of each measurement")
-	out := fs.String("out", "", "write the results as JSON to `FILE` (and CSV next to it)")
+	out := fs.String("out", "", "write the results as JSON to `FILE` (and CSV and an SVG plot next to it)")
 	offloads := fs.String("offloads", "auto", "pod veth offloads: auto (off for userspace switches only), on, off")
 	cpu := fs.String("cpu", "0", "`CPU` for trafgen and the pinned request/response workers (taskset -c)")
 	crr := fs.Int("crr-concurrency", 4, "concurrent connect/close loops")
@@ -55,12 +55,12 @@ func runBench(args []string) error {
 			err = werr
 		}
 		if *out != "" {
-			csvPath, werr := rep.WriteFiles(*out)
+			others, werr := rep.WriteFiles(*out)
 			if werr != nil && err == nil {
 				err = werr
 			}
 			if werr == nil {
-				fmt.Fprintf(os.Stderr, "bench: wrote %s and %s\n", *out, csvPath)
+				fmt.Fprintf(os.Stderr, "bench: wrote %s and %s\n", *out, strings.Join(others, ", "))
 			}
 		}
 	}
