@@ -11,6 +11,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/afpacket"
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/tap"
 )
 
 // TestNetnsUserspaceTSO sends TCP streams from a pod whose veth keeps its
@@ -33,6 +34,7 @@ table=1,priority=0,actions=drop
 table=2,ip,nw_dst=10.202.0.1,actions=output:1
 table=2,ip,nw_dst=10.202.0.2,actions=output:2
 table=2,ip,nw_dst=10.202.0.3,actions=output:3
+table=2,ip,nw_dst=10.202.0.254,actions=output:4
 `
 	macC := net.HardwareAddr{0x02, 0x00, 0x0a, 0xca, 0x00, 0x03}
 	for _, mode := range []struct {
@@ -53,6 +55,22 @@ table=2,ip,nw_dst=10.202.0.3,actions=output:3
 			attachVethConfig(t, b, sw, va, 1, afpacket.Config{VnetHdr: true})
 			attachVethConfig(t, b, sw, vb, 2, afpacket.Config{VnetHdr: true})
 			attachVeth(t, b, sw, vc, 3)
+			// An internal port with offload metadata: the switch
+			// namespace's own stack (a node's antrea-gw0) at .254.
+			tapName := netnstest.UniqueName("gvt")
+			var tp *tap.Port
+			if err := sw.Do(func() (err error) {
+				tp, err = tap.Create(tap.Config{Name: tapName, VnetHdr: true})
+				return err
+			}); err != nil {
+				t.Fatalf("create tap: %v", err)
+			}
+			if _, err := b.AddPort(4, tp, KindInternal); err != nil {
+				tp.Close()
+				t.Fatal(err)
+			}
+			netnstest.DisableIPv6(t, sw, tapName)
+			sw.MustExec(t, "ip", "addr", "add", "10.202.0.254/24", "dev", tapName)
 
 			const size = 8 << 20
 			data := make([]byte, size)
@@ -60,32 +78,34 @@ table=2,ip,nw_dst=10.202.0.3,actions=output:3
 			want := sha256.Sum256(data)
 			for _, c := range []struct {
 				name         string
-				ns           *netnstest.NS
+				from, ns     *netnstest.NS
 				listen, dial string
-				port         uint32
+				in, port     uint32
 			}{
-				{"to an offload port", nsB, "10.202.0.2:9000", "10.202.0.2:9000", 2},
-				{"to a plain port", nsC, "10.202.0.3:9000", "10.202.0.3:9000", 3},
-				{"DNAT to a plain port", nsC, "10.202.0.3:9000", "10.202.0.100:9100", 3},
+				{"to an offload port", nsA, nsB, "10.202.0.2:9000", "10.202.0.2:9000", 1, 2},
+				{"to a plain port", nsA, nsC, "10.202.0.3:9000", "10.202.0.3:9000", 1, 3},
+				{"DNAT to a plain port", nsA, nsC, "10.202.0.3:9000", "10.202.0.100:9100", 1, 3},
+				{"to an offload internal port", nsA, sw, "10.202.0.254:9000", "10.202.0.254:9000", 1, 4},
+				{"from an offload internal port", sw, nsB, "10.202.0.2:9001", "10.202.0.2:9001", 4, 2},
 			} {
 				before := portStats(t, b)
-				got := transfer(t, nsA, c.ns, c.listen, c.dial, data)
+				got := transfer(t, c.from, c.ns, c.listen, c.dial, data)
 				if got != want {
 					t.Fatalf("%s: received data differs (sha256 %x, want %x)", c.name, got[:8], want[:8])
 				}
 				after := portStats(t, b)
-				rx := after[1].RxPackets - before[1].RxPackets
-				rxBytes := after[1].RxBytes - before[1].RxBytes
+				rx := after[c.in].RxPackets - before[c.in].RxPackets
+				rxBytes := after[c.in].RxBytes - before[c.in].RxBytes
 				tx := after[c.port].TxPackets - before[c.port].TxPackets
 				txBytes := after[c.port].TxBytes - before[c.port].TxBytes
-				t.Logf("%s: port 1 rx %d frames / %d bytes, port %d tx %d frames / %d bytes", c.name, rx, rxBytes, c.port, tx, txBytes)
+				t.Logf("%s: port %d rx %d frames / %d bytes, port %d tx %d frames / %d bytes", c.name, c.in, rx, rxBytes, c.port, tx, txBytes)
 				// Super-segments came in: far fewer frames than MTU-sized
 				// segments would need.
 				if rx == 0 || rxBytes/rx < 3000 {
-					t.Errorf("%s: port 1 received %d frames for %d bytes: no super-segments", c.name, rx, rxBytes)
+					t.Errorf("%s: port %d received %d frames for %d bytes: no super-segments", c.name, c.in, rx, rxBytes)
 				}
-				if c.port == 2 && (tx == 0 || txBytes/tx < 3000) {
-					t.Errorf("%s: port 2 sent %d frames for %d bytes: super-segments were cut up", c.name, tx, txBytes)
+				if c.port != 3 && (tx == 0 || txBytes/tx < 3000) {
+					t.Errorf("%s: port %d sent %d frames for %d bytes: super-segments were cut up", c.name, c.port, tx, txBytes)
 				}
 				if c.port == 3 && tx < size/1500 {
 					t.Errorf("%s: port 3 sent %d frames for %d bytes: not segmented to the MTU", c.name, tx, txBytes)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/datapath/port/ifioctl"
@@ -33,7 +34,20 @@ type Config struct {
 	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
 	// that long; 0 blocks until a frame arrives or the port is closed.
 	ReadTimeout time.Duration
+	// VnetHdr exchanges a virtio_net_hdr with every frame
+	// (IFF_VNET_HDR) and tells the kernel the switch takes partial
+	// checksums and TCP super-segments (TUNSETOFFLOAD), so the host
+	// stack's TCP over this interface is not segmented or checksummed
+	// frame by frame: userspace TSO, as with afpacket.Config.VnetHdr.
+	VnetHdr bool
 }
+
+// TUNSETOFFLOAD flags of <linux/if_tun.h>.
+const (
+	tunFCsum = 0x01 // TUN_F_CSUM: partial checksums
+	tunFTSO4 = 0x02 // TUN_F_TSO4
+	tunFTSO6 = 0x04 // TUN_F_TSO6
+)
 
 // Port is an open TAP device. It implements port.Port. The device exists
 // as long as the Port is open: it is not persistent.
@@ -54,10 +68,17 @@ type Port struct {
 	timeout  int
 	maxFrame int
 
+	vnet  bool                  // Config.VnetHdr
+	txHdr [port.VnetHdrLen]byte // the header of the frame being written
+	txIov [2]unix.Iovec         // header and frame for writev(2)
+
 	ctr port.Counters
 }
 
-var _ port.Port = (*Port)(nil)
+var (
+	_ port.Port       = (*Port)(nil)
+	_ port.VnetWriter = (*Port)(nil)
+)
 
 // Create creates a TAP device in the caller's network namespace (that of
 // the OS thread) and configures it.
@@ -78,9 +99,22 @@ func (p *Port) create(cfg Config) error {
 	}
 	// IFF_NO_PI: frames are plain Ethernet, without the 4-byte packet
 	// information header.
-	p.name, err = ifioctl.TunSetIff(p.fd, cfg.Name, unix.IFF_TAP|unix.IFF_NO_PI)
+	flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	if cfg.VnetHdr {
+		flags |= unix.IFF_VNET_HDR
+	}
+	p.name, err = ifioctl.TunSetIff(p.fd, cfg.Name, flags)
 	if err != nil {
 		return fmt.Errorf("tap: %w", err)
+	}
+	if cfg.VnetHdr {
+		if err := unix.IoctlSetPointerInt(p.fd, unix.TUNSETVNETHDRSZ, port.VnetHdrLen); err != nil {
+			return fmt.Errorf("tap %s: TUNSETVNETHDRSZ: %w", p.name, err)
+		}
+		if err := unix.IoctlSetInt(p.fd, unix.TUNSETOFFLOAD, tunFCsum|tunFTSO4|tunFTSO6); err != nil {
+			return fmt.Errorf("tap %s: TUNSETOFFLOAD: %w", p.name, err)
+		}
+		p.vnet = true
 	}
 	// A device someone made persistent before would outlive us; make sure
 	// it goes away when the file closes.
@@ -169,19 +203,36 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 			p.ctr.RxLengthErrors.Add(lenErrs)
 		}
 	}()
+	hdr, maxRead := 0, p.maxFrame
+	if p.vnet {
+		hdr, maxRead = port.VnetHdrLen, port.MaxGSOFrameLen
+	}
 	for n < len(b.Frames) {
 		// One byte more than the longest frame allowed tells an
 		// oversized frame (read truncates it) from a maximal one.
-		buf := b.Buffer(n, p.maxFrame+1)
+		buf := b.Buffer(n, hdr+maxRead+1)
 		r, err := unix.Read(p.fd, buf)
 		switch {
 		case err == nil:
-			if !port.LengthOK(r, p.maxFrame) {
+			m := port.Meta{}
+			maxLen := p.maxFrame
+			if p.vnet {
+				if r < hdr {
+					lenErrs++
+					continue
+				}
+				m.Vnet, m.Flags = port.DecodeVnetHdr(buf), port.FlagVnet
+				if m.Vnet.IsGSO() {
+					maxLen = port.MaxGSOFrameLen
+				}
+				r -= hdr
+			}
+			if !port.LengthOK(r, maxLen) {
 				lenErrs++
 				continue
 			}
-			b.Frames[n] = buf[:r]
-			b.Meta[n] = port.Meta{}
+			b.Frames[n] = buf[hdr : hdr+r]
+			b.Meta[n] = m
 			n++
 			pkts++
 			bytes += uint64(r)
@@ -226,8 +277,28 @@ func (p *Port) Release() {}
 
 // WriteBatch implements port.Port with one write(2) per frame (the TAP
 // character device has no batched write). A frame written to the TAP is
-// received by the host stack on this interface.
+// received by the host stack on this interface. With VnetHdr each frame
+// goes with an empty virtio_net_hdr.
 func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	return p.write(frames, nil)
+}
+
+// VnetEnabled implements port.VnetWriter.
+func (p *Port) VnetEnabled() bool { return p.vnet }
+
+// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i],
+// so the host stack gets super-segments and partial checksums as such.
+func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
+	if !p.vnet {
+		return 0, fmt.Errorf("tap %s: write with virtio_net_hdr on a port without VnetHdr", p.name)
+	}
+	if len(hdrs) != len(frames) {
+		return 0, fmt.Errorf("tap %s: %d frames with %d virtio_net_hdrs", p.name, len(frames), len(hdrs))
+	}
+	return p.write(frames, hdrs)
+}
+
+func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	p.txMu.Lock()
 	defer p.txMu.Unlock()
 	if p.closed.Load() {
@@ -241,12 +312,20 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 	}()
 	for i := 0; i < len(frames); {
 		f := frames[i]
-		if !port.LengthOK(len(f), p.maxFrame) {
+		var h port.VnetHdr
+		if hdrs != nil {
+			h = hdrs[i]
+		}
+		maxLen := p.maxFrame
+		if h.IsGSO() {
+			maxLen = port.MaxGSOFrameLen
+		}
+		if !port.LengthOK(len(f), maxLen) {
 			dropped++
 			i++
 			continue
 		}
-		_, err := unix.Write(p.fd, f)
+		err := p.writeFrame(f, &h)
 		switch err {
 		case nil:
 			pkts++
@@ -265,6 +344,25 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 		}
 	}
 	return len(frames), nil
+}
+
+// writeFrame writes one frame, behind its virtio_net_hdr with VnetHdr
+// (one writev(2) of the two pieces, without copying the frame).
+func (p *Port) writeFrame(f []byte, h *port.VnetHdr) error {
+	if !p.vnet {
+		_, err := unix.Write(p.fd, f)
+		return err
+	}
+	h.Encode(p.txHdr[:])
+	p.txIov[0].Base, p.txIov[0].Len = &p.txHdr[0], port.VnetHdrLen
+	p.txIov[1].Base = &f[0]
+	p.txIov[1].SetLen(len(f))
+	_, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(p.fd), uintptr(unsafe.Pointer(&p.txIov[0])), 2)
+	p.txIov[1].Base = nil // the frame is the caller's
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // Stats implements port.Port. Frames the kernel dropped because the

@@ -77,32 +77,46 @@ func New(rundir string, log *zap.Logger) *Daemon {
 		Openers: map[string]PortOpener{}}
 	d.Openers["system"] = d.openSystem
 	d.Openers[""] = d.openSystem
-	d.Openers["internal"] = openInternal
+	d.Openers["internal"] = d.openInternal
 	d.Openers["geneve"] = openGeneve
 	d.OpenFlow = OpenFlowBridge
 	d.stopSweep = d.tracker.StartSweeper()
 	return d
 }
 
-// openSystem opens an AF_PACKET port. Its one option, vnet_hdr=true|false,
-// overrides UserspaceTSO for the port.
+// openSystem opens an AF_PACKET port.
 func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {
-	ac := afpacket.Config{VnetHdr: d.UserspaceTSO}
+	vnet, err := d.vnetOption("system", cfg)
+	if err != nil {
+		return nil, err
+	}
+	return afpacket.Open(cfg.Name, afpacket.Config{VnetHdr: vnet})
+}
+
+// vnetOption reads the one option system and internal ports take,
+// vnet_hdr=true|false, which overrides UserspaceTSO for the port.
+func (d *Daemon) vnetOption(kind string, cfg PortConfig) (bool, error) {
+	vnet := d.UserspaceTSO
 	for k, v := range cfg.Options {
 		if k != "vnet_hdr" {
-			return nil, fmt.Errorf("system port %s: option %q not supported (supported: vnet_hdr)", cfg.Name, k)
+			return false, fmt.Errorf("%s port %s: option %q not supported (supported: vnet_hdr)", kind, cfg.Name, k)
 		}
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, fmt.Errorf("system port %s: options:vnet_hdr=%q: want true or false", cfg.Name, v)
+			return false, fmt.Errorf("%s port %s: options:vnet_hdr=%q: want true or false", kind, cfg.Name, v)
 		}
-		ac.VnetHdr = b
+		vnet = b
 	}
-	return afpacket.Open(cfg.Name, ac)
+	return vnet, nil
 }
 
-func openInternal(cfg PortConfig) (port.Port, error) {
-	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest}
+// openInternal creates a TAP port.
+func (d *Daemon) openInternal(cfg PortConfig) (port.Port, error) {
+	vnet, err := d.vnetOption("internal", cfg)
+	if err != nil {
+		return nil, err
+	}
+	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: vnet}
 	if cfg.MAC != "" {
 		mac, err := net.ParseMAC(cfg.MAC)
 		if err != nil {
