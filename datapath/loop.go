@@ -310,6 +310,18 @@ func (l *loop) PacketIn(pkt *flowtable.Packet, pi *flowtable.PacketIn) {
 	h(frame, inPort, &pic, &key)
 }
 
+// gsoType pairs a virtio_net_hdr GSO type with the flow model's.
+type gsoType struct {
+	vnet uint8
+	flow flowtable.GSOType
+}
+
+var gsoTypes = [...]gsoType{
+	{port.VnetGSOTCPv4, flowtable.GSOTCPv4},
+	{port.VnetGSOTCPv6, flowtable.GSOTCPv6},
+	{port.VnetGSOUDPL4, flowtable.GSOUDPL4},
+}
+
 // vnetToOffload converts a received virtio_net_hdr into the flow model's
 // offload metadata. It reports false for a header it cannot honour (UFO,
 // unknown GSO types), which the loop drops as a bad frame.
@@ -318,17 +330,18 @@ func vnetToOffload(h *port.VnetHdr, o *flowtable.Offload) bool {
 		o.CsumPartial = true
 		o.CsumStart, o.CsumOffset = int(h.CsumStart), int(h.CsumOffset)
 	}
-	switch h.GSOType &^ port.VnetGSOECN {
-	case port.VnetGSONone:
+	t := h.GSOType &^ port.VnetGSOECN
+	if t == port.VnetGSONone {
 		return true
-	case port.VnetGSOTCPv4:
-		o.GSOType = flowtable.GSOTCPv4
-	case port.VnetGSOTCPv6:
-		o.GSOType = flowtable.GSOTCPv6
-	case port.VnetGSOUDPL4:
-		o.GSOType = flowtable.GSOUDPL4
-	default:
-		return false
+	}
+	o.GSOType = flowtable.GSONone
+	for _, g := range gsoTypes {
+		if g.vnet == t {
+			o.GSOType = g.flow
+		}
+	}
+	if o.GSOType == flowtable.GSONone {
+		return false // UFO or unknown
 	}
 	o.GSOSize = int(h.GSOSize)
 	o.GSOECN = h.GSOType&port.VnetGSOECN != 0
@@ -344,15 +357,13 @@ func offloadToVnet(pkt *flowtable.Packet) port.VnetHdr {
 		h.Flags = port.VnetFlagNeedsCsum
 		h.CsumStart, h.CsumOffset = uint16(o.CsumStart), uint16(o.CsumOffset)
 	}
-	switch o.GSOType {
-	case flowtable.GSONone:
+	if o.GSOType == flowtable.GSONone {
 		return h
-	case flowtable.GSOTCPv4:
-		h.GSOType = port.VnetGSOTCPv4
-	case flowtable.GSOTCPv6:
-		h.GSOType = port.VnetGSOTCPv6
-	case flowtable.GSOUDPL4:
-		h.GSOType = port.VnetGSOUDPL4
+	}
+	for _, g := range gsoTypes {
+		if g.flow == o.GSOType {
+			h.GSOType = g.vnet
+		}
 	}
 	if o.GSOECN {
 		h.GSOType |= port.VnetGSOECN

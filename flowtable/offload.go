@@ -105,29 +105,11 @@ func sum64(b []byte, initial uint64) uint64 {
 	}
 	s, c = bits.Add64(s, 0, c)
 	s += c // cannot carry again: the previous add left s < 2^64-1 or c = 0
-	var tail uint64
-	switch len(b) {
-	case 7:
-		tail |= uint64(b[6]) << 8
-		fallthrough
-	case 6:
-		tail |= uint64(b[5]) << 16
-		fallthrough
-	case 5:
-		tail |= uint64(b[4]) << 24
-		fallthrough
-	case 4:
-		tail |= uint64(b[3]) << 32
-		fallthrough
-	case 3:
-		tail |= uint64(b[2]) << 40
-		fallthrough
-	case 2:
-		tail |= uint64(b[1]) << 48
-		fallthrough
-	case 1:
-		tail |= uint64(b[0]) << 56
-	}
+	// The last 0-7 bytes, padded with zeros: big-endian 16-bit words
+	// stay aligned with the ones before.
+	var last [8]byte
+	copy(last[:], b)
+	tail := binary.BigEndian.Uint64(last[:])
 	s, c = bits.Add64(s, tail, 0)
 	return s + c
 }

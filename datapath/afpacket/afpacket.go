@@ -430,13 +430,9 @@ func (p *Port) MTU() int { return p.mtu }
 func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	p.rxMu.Lock()
 	defer p.rxMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+	if err := p.startRead(b); err != nil {
+		return 0, err
 	}
-	if len(b.Frames) == 0 {
-		return 0, fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
-	}
-	p.rxRelease()
 	var c rxCounts
 	n := 0
 	busyPoll := !p.v3 && p.cfg.BusyPoll > 0
@@ -479,18 +475,27 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	return n, nil
 }
 
+// startRead checks a read can go ahead and gives the last read's slots
+// back. The caller holds rxMu.
+func (p *Port) startRead(b *port.Batch) error {
+	if p.closed.Load() {
+		return fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+	}
+	if len(b.Frames) == 0 {
+		return fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
+	}
+	p.rxRelease()
+	return nil
+}
+
 // TryReadBatch implements port.Poller: the frames ready in the ring now,
 // without waiting.
 func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 	p.rxMu.Lock()
 	defer p.rxMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+	if err := p.startRead(b); err != nil {
+		return 0, err
 	}
-	if len(b.Frames) == 0 {
-		return 0, fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
-	}
-	p.rxRelease()
 	var c rxCounts
 	n := p.rxFill(b, 0, &c)
 	for n == 0 && p.rxHeld() {
@@ -590,11 +595,8 @@ func (p *Port) VnetEnabled() bool { return p.vnet }
 
 // WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i].
 func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	if !p.vnet {
-		return 0, fmt.Errorf("afpacket %s: write with virtio_net_hdr on a port without VnetHdr", p.name)
-	}
-	if len(hdrs) != len(frames) {
-		return 0, fmt.Errorf("afpacket %s: %d frames with %d virtio_net_hdrs", p.name, len(frames), len(hdrs))
+	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
+		return 0, fmt.Errorf("afpacket %s: %w", p.name, err)
 	}
 	return p.write(frames, hdrs)
 }

@@ -79,9 +79,9 @@ type subtable struct {
 
 // Cache is a megaflow cache for one pipeline.
 type Cache struct {
-	p          *flowtable.Pipeline
-	ct         flowtable.Conntrack
-	gen        uint64
+	p   *flowtable.Pipeline
+	ct  flowtable.Conntrack
+	gen uint64
 	// subtables holds every subtable; bySeg[r] those of the segments
 	// that start with recirc_id r (the mask always has recirc_id, so a
 	// lookup only visits the subtables its segment can match, like

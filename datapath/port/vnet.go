@@ -1,6 +1,9 @@
 package port
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // VnetHdr is Linux's struct virtio_net_hdr (include/uapi/linux/virtio_net.h),
 // the offload metadata that AF_PACKET sockets with PACKET_VNET_HDR and TAP
@@ -75,4 +78,16 @@ func (h *VnetHdr) IsGSO() bool { return h.GSOType&^VnetGSOECN != VnetGSONone }
 type VnetWriter interface {
 	VnetEnabled() bool
 	WriteBatchVnet(frames [][]byte, hdrs []VnetHdr) (int, error)
+}
+
+// CheckVnetBatch is what every WriteBatchVnet checks first: the port was
+// opened with offload metadata, and each frame has its header.
+func CheckVnetBatch(enabled bool, frames [][]byte, hdrs []VnetHdr) error {
+	if !enabled {
+		return fmt.Errorf("write with virtio_net_hdr on a port opened without it")
+	}
+	if len(hdrs) != len(frames) {
+		return fmt.Errorf("%d frames with %d virtio_net_hdrs", len(frames), len(hdrs))
+	}
+	return nil
 }

@@ -289,11 +289,8 @@ func (p *Port) VnetEnabled() bool { return p.vnet }
 // WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i],
 // so the host stack gets super-segments and partial checksums as such.
 func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	if !p.vnet {
-		return 0, fmt.Errorf("tap %s: write with virtio_net_hdr on a port without VnetHdr", p.name)
-	}
-	if len(hdrs) != len(frames) {
-		return 0, fmt.Errorf("tap %s: %d frames with %d virtio_net_hdrs", p.name, len(frames), len(hdrs))
+	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
+		return 0, fmt.Errorf("tap %s: %w", p.name, err)
 	}
 	return p.write(frames, hdrs)
 }
