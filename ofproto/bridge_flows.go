@@ -81,9 +81,6 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error) {
 	f := &fm.Flow
 	op := flowtable.FlowOp{Flow: f, ResetCounts: fm.ResetCounts, SetCookie: fm.ModifyCookie}
-	ff := flowtable.FlowFilter{Table: f.Table, Match: f.Match, Priority: f.Priority,
-		Cookie: fm.Cookie, CookieMask: fm.CookieMask, OutPort: fm.OutPort, OutGroup: fm.OutGroup}
-	op.Filter = ff
 	switch fm.Command {
 	case uint8(wire.OFPFC_ADD):
 		if f.Table == translate.TableAll {
@@ -100,6 +97,10 @@ func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error
 		op.Kind = flowtable.OpDeleteStrict
 	default:
 		return op, ofpErr(c, wire.OFPFMFC_BAD_COMMAND, "command %d", fm.Command)
+	}
+	if op.Kind != flowtable.OpAdd {
+		op.Filter = &flowtable.FlowFilter{Table: f.Table, Match: f.Match, Priority: f.Priority,
+			Cookie: fm.Cookie, CookieMask: fm.CookieMask, OutPort: fm.OutPort, OutGroup: fm.OutGroup}
 	}
 	if op.Kind == flowtable.OpAdd || op.Kind == flowtable.OpModify || op.Kind == flowtable.OpModifyStrict {
 		if err := f.Validate(); err != nil {
