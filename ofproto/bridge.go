@@ -161,7 +161,7 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 		if err := b.slaveCheck(c); err != nil {
 			return err
 		}
-		return b.flowMods(c, []flowModReq{{h, raw, m}}, false)
+		return b.flowMods(c, []flowModReq{b.newFlowModReq(c, h, raw, m)}, false)
 	case *wire.GroupMod:
 		if err := b.slaveCheck(c); err != nil {
 			return err

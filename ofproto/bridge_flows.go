@@ -12,11 +12,30 @@ import (
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
-// flowModReq is one flow-mod as received (directly or in a bundle).
+// flowModReq is one flow-mod as received (directly or in a bundle),
+// translated to a pipeline operation.
 type flowModReq struct {
-	h   wire.Header
+	h wire.Header
+	// raw is the request as received, or at least the first 64 bytes of
+	// it: all that an error reply quotes (wire.ErrorMsgFor).
 	raw []byte
-	m   *wire.FlowMod
+	fm  *translate.FlowMod
+	op  flowtable.FlowOp
+	// err is why the request cannot be applied (translation or
+	// validation); it is reported when the request is applied, which for
+	// a bundled one is at commit.
+	err error
+}
+
+// newFlowModReq translates a decoded flow-mod. m may live in the
+// connection's decoder memory: the result does not refer to it.
+func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowMod) flowModReq {
+	req := flowModReq{h: h, raw: raw}
+	req.fm, req.err = translate.FlowModFromWireTID(m, c.Version(), b.p.TLV, c.State.FlowModTableID)
+	if req.err == nil {
+		req.op, req.err = b.flowOp(c, req.fm)
+	}
+	return req
 }
 
 // flowMods applies flow-mods all or nothing. In a bundle commit the
@@ -33,19 +52,12 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 		}
 		return ofpErr(c, wire.OFPBFC_MSG_FAILED, "bundled message %d failed: %v", i, err)
 	}
-	ops := make([]flowtable.FlowOp, 0, len(reqs))
-	fms := make([]*translate.FlowMod, 0, len(reqs))
-	for i, r := range reqs {
-		fm, err := translate.FlowModFromWireTID(r.m, c.Version(), b.p.TLV, c.State.FlowModTableID)
-		if err != nil {
-			return failed(i, err)
+	ops := make([]flowtable.FlowOp, len(reqs))
+	for i := range reqs {
+		if reqs[i].err != nil {
+			return failed(i, reqs[i].err)
 		}
-		op, err := b.flowOp(c, fm)
-		if err != nil {
-			return failed(i, err)
-		}
-		ops = append(ops, op)
-		fms = append(fms, fm)
+		ops[i] = reqs[i].op
 	}
 	results, err := b.p.Apply(ops)
 	if err != nil {
@@ -56,6 +68,7 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 		return failed(0, b.applyError(c, err))
 	}
 	for i, res := range results {
+		fm := reqs[i].fm
 		for _, r := range res.Removed {
 			if r.Flags&flowtable.FlagSendFlowRem != 0 {
 				b.flowRemoved(r, 2) // OFPRR_DELETE
@@ -63,15 +76,15 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 		}
 		// OpenFlow 1.0: a modify that changes nothing adds the flow.
 		if res.Modified == 0 && (ops[i].Kind == flowtable.OpModify || ops[i].Kind == flowtable.OpModifyStrict) &&
-			c.Version() == wire.OFP10 && fms[i].Flow.Table != translate.TableAll {
-			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: &fms[i].Flow}
+			c.Version() == wire.OFP10 && fm.Flow.Table != translate.TableAll {
+			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: &fm.Flow}
 			if _, err := b.p.Apply([]flowtable.FlowOp{add}); err != nil {
 				return b.applyError(c, err)
 			}
 		}
-		if fms[i].BufferID != wire.OFP_NO_BUFFER {
+		if fm.BufferID != wire.OFP_NO_BUFFER {
 			// govs does not buffer packets (n_buffers=0): like OVS, say so.
-			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", fms[i].BufferID)
+			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", fm.BufferID)
 		}
 	}
 	return nil

@@ -84,17 +84,27 @@ type ConnState struct {
 
 // Bundle is an open bundle (ONF 1.3 extension or OpenFlow 1.5).
 type Bundle struct {
-	ID       uint32
-	Flags    uint16
-	Messages []BundleMessage
-	Closed   bool
+	ID     uint32
+	Flags  uint16
+	Closed bool
+
+	// flowMods are the bundled flow-mods in order, translated when they
+	// were added, so that a commit only applies them.
+	flowMods []flowModReq
+	// others are the bundled group-mods and port-mods, each with its place
+	// among the flow-mods.
+	others []bundledMessage
+	// quoted holds the first bytes of every bundled message (what an error
+	// reply quotes), since the connection reuses a message's memory.
+	quoted []byte
 }
 
-// BundleMessage is one message added to a bundle.
-type BundleMessage struct {
-	Header wire.Header
-	Raw    []byte
-	Msg    wire.Message
+// bundledMessage is a bundled message other than a flow-mod, decoded from
+// a private copy of its bytes.
+type bundledMessage struct {
+	// after is the number of bundled flow-mods that precede it.
+	after int
+	msg   wire.Message
 }
 
 // NewConn wraps an established transport connection.
