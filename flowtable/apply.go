@@ -77,6 +77,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 	}
 	undo := make([]undoStep, 0, len(ops))
 	results := make([]OpResult, len(ops))
+	now := p.Now() // one creation time for the whole batch, as it is atomic
 	fail := func(i int, err error) ([]OpResult, error) {
 		for j := len(undo) - 1; j >= 0; j-- {
 			p.undoLocked(&undo[j])
@@ -91,7 +92,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
 				return fail(i, ErrOverlap)
 			}
-			r, old := p.addLocked(f)
+			r, old := p.addLocked(f, now)
 			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
 			ff := *op.Filter

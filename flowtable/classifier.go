@@ -20,7 +20,13 @@ type classifier struct {
 	subtables []*subtable // sorted by maxPriority, descending
 	byMask    map[Key]*subtable
 	n         int
+	// spare is where new buckets are carved from. Most buckets hold one
+	// rule: taking them from a shared chunk costs one allocation per
+	// bucketChunk flows instead of one per flow.
+	spare []*Rule
 }
+
+const bucketChunk = 64
 
 type subtable struct {
 	mask        Key
@@ -77,6 +83,15 @@ func (c *classifier) insert(r *Rule) {
 	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
+	switch {
+	case len(b) == 0:
+		b = c.newBucket()
+	case len(b) == cap(b):
+		nb := make([]*Rule, len(b), 2*len(b))
+		copy(nb, b)
+		clear(b) // b may be a piece of a shared chunk: leave no reference behind
+		b = nb
+	}
 	b = append(b, nil)
 	copy(b[i+1:], b[i:])
 	b[i] = r
@@ -89,6 +104,16 @@ func (c *classifier) insert(r *Rule) {
 	}
 }
 
+// newBucket returns an empty bucket with room for one rule.
+func (c *classifier) newBucket() []*Rule {
+	if len(c.spare) == 0 {
+		c.spare = make([]*Rule, bucketChunk)
+	}
+	b := c.spare[:0:1]
+	c.spare = c.spare[1:]
+	return b
+}
+
 func (c *classifier) remove(r *Rule) {
 	st := c.byMask[r.Match.Mask]
 	if st == nil {
@@ -98,7 +123,9 @@ func (c *classifier) remove(r *Rule) {
 	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
-			b = append(b[:i], b[i+1:]...)
+			copy(b[i:], b[i+1:])
+			b[len(b)-1] = nil // the array outlives the bucket: do not keep r alive
+			b = b[:len(b)-1]
 			break
 		}
 	}

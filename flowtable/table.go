@@ -103,7 +103,7 @@ func (p *Pipeline) AddFlow(f *Flow) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.addLocked(f)
+	p.addLocked(f, p.Now())
 	return nil
 }
 
@@ -125,8 +125,9 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 			return ErrOverlap
 		}
 	}
+	now := p.Now()
 	for _, f := range fs {
-		p.addLocked(f)
+		p.addLocked(f, now)
 	}
 	return nil
 }
@@ -153,11 +154,10 @@ func (p *Pipeline) validateGroupsLocked(f *Flow) error {
 	return nil
 }
 
-// addLocked installs f and returns its rule and the rule it replaced (nil
-// if none).
-func (p *Pipeline) addLocked(f *Flow) (r, old *Rule) {
+// addLocked installs f, created at now, and returns its rule and the rule
+// it replaced (nil if none).
+func (p *Pipeline) addLocked(f *Flow, now time.Time) (r, old *Rule) {
 	t := p.table(f.Table)
-	now := p.Now()
 	if o := t.hard.find(&f.Match, f.Priority); o != nil {
 		old = o
 	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
