@@ -20,6 +20,9 @@ type classifier struct {
 	subtables []*subtable // sorted by maxPriority, descending
 	byMask    map[Key]*subtable
 	n         int
+	// last is the subtable subtableFor found last: flows added together
+	// mostly share a mask, and comparing one is cheaper than hashing it.
+	last *subtable
 	// spare is where new buckets are carved from. Most buckets hold one
 	// rule: taking them from a shared chunk costs one allocation per
 	// bucketChunk flows instead of one per flow.
@@ -73,7 +76,7 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 }
 
 func (c *classifier) insert(r *Rule) {
-	st := c.byMask[r.Match.Mask]
+	st := c.subtableFor(&r.Match.Mask)
 	if st == nil {
 		st = newSubtable(&r.Match.Mask)
 		c.byMask[r.Match.Mask] = st
@@ -114,8 +117,21 @@ func (c *classifier) newBucket() []*Rule {
 	return b
 }
 
+// subtableFor returns the subtable of mask, or nil. It updates last, so
+// only changes (under the pipeline's write lock) use it, never lookups.
+func (c *classifier) subtableFor(mask *Key) *subtable {
+	if c.last != nil && c.last.mask == *mask {
+		return c.last
+	}
+	st := c.byMask[*mask]
+	if st != nil {
+		c.last = st
+	}
+	return st
+}
+
 func (c *classifier) remove(r *Rule) {
-	st := c.byMask[r.Match.Mask]
+	st := c.subtableFor(&r.Match.Mask)
 	if st == nil {
 		return
 	}
@@ -134,6 +150,9 @@ func (c *classifier) remove(r *Rule) {
 	c.n--
 	if st.n == 0 {
 		delete(c.byMask, st.mask)
+		if c.last == st {
+			c.last = nil
+		}
 		for i, x := range c.subtables {
 			if x == st {
 				c.subtables = append(c.subtables[:i], c.subtables[i+1:]...)
@@ -209,7 +228,10 @@ func (c *classifier) lookupAll(k *Key, minPriority int, wc *Key, out []*Rule) []
 
 // find returns the rule with exactly this match and priority.
 func (c *classifier) find(m *Match, priority uint16) *Rule {
-	st := c.byMask[m.Mask]
+	if c.n == 0 {
+		return nil // no need to hash the mask (tables without conjunctions)
+	}
+	st := c.subtableFor(&m.Mask)
 	if st == nil {
 		return nil
 	}
