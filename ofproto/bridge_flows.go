@@ -160,9 +160,13 @@ func (b *Bridge) applyError(c *Conn, err error) error {
 	return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
 }
 
-// flowRemoved sends OFPT_FLOW_REMOVED to every connection.
+// flowRemoved sends OFPT_FLOW_REMOVED (reason OFPRR_*) to every connection
+// whose async configuration asks for it.
 func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 	for _, c := range b.connections() {
+		if !c.receivesAsync(AsyncFlowRemoved, reason) {
+			continue
+		}
 		match, err := translate.MatchToWire(&r.Match, c.Version(), b.p.TLV)
 		if err != nil {
 			continue

@@ -67,7 +67,7 @@ type Conn struct {
 // ConnState is the per-connection protocol state OVS keeps for a
 // controller connection.
 type ConnState struct {
-	Role            uint32 // OFPCR_ROLE_EQUAL (1), MASTER (2), SLAVE (3)
+	Role            uint32 // roleEqual, roleMaster or roleSlave
 	FlowFormat      uint32 // NXFF_OPENFLOW10 (0) or NXFF_NXM (2), OpenFlow 1.0 only
 	FlowModTableID  bool   // NXT_FLOW_MOD_TABLE_ID enabled
 	PacketInFormat  uint32 // NXPIF_STANDARD (0), NXPIF_NXT_PACKET_IN (1), NXPIF_NXT_PACKET_IN2 (2)
@@ -78,9 +78,21 @@ type ConnState struct {
 	HasGenerationID bool
 	Bundles         map[uint32]*Bundle
 
+	// async is the asynchronous message configuration the connection set
+	// (nil: the default). Packet-ins read it from datapath goroutines.
+	async atomic.Pointer[AsyncConfig]
+
 	// pendingTableFeatures collects a multi-part table features set.
 	pendingTableFeatures []wire.TableFeatures
 }
+
+// Controller roles (OFPCR_ROLE_*).
+const (
+	roleNoChange = 0
+	roleEqual    = 1
+	roleMaster   = 2
+	roleSlave    = 3
+)
 
 // Bundle is an open bundle (ONF 1.3 extension or OpenFlow 1.5).
 type Bundle struct {
@@ -118,7 +130,7 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	}
 	c := &Conn{nc: nc, opts: opts, handler: h, w: bufio.NewWriterSize(nc, 64*1024),
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
-	c.State.Role = 1
+	c.State.Role = roleEqual
 	c.State.MissSendLen = 128
 	c.xid.Store(0x10000)
 	return c
