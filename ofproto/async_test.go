@@ -329,3 +329,35 @@ func TestAsyncNXAndProperties(t *testing.T) {
 		t.Errorf("refused set-async changed the configuration:\n%+v\nwas\n%+v", after, before)
 	}
 }
+
+// TestNXFlowRemoved: an OpenFlow 1.0 connection in the NXM flow format
+// gets NXT_FLOW_REMOVED, with the flow's nx_match; one in the OpenFlow 1.0
+// flow format gets nothing (govs does not encode ofp10_match).
+func TestNXFlowRemoved(t *testing.T) {
+	s := newAsyncSwitch(t)
+	c := s.connect(wire.OFP10)
+	// Without NXT_FLOW_MOD_TABLE_ID a 1.0 flow-mod goes to table 0.
+	addDelete := func() {
+		s.write(c, 0x61, s.flowMod(c, "priority=7,ip,nw_src=10.0.0.1,send_flow_rem actions=drop", uint8(wire.OFPFC_ADD)))
+		s.write(c, 0x62, s.flowMod(c, "priority=7,ip,nw_src=10.0.0.1 actions=drop", uint8(wire.OFPFC_DELETE_STRICT)))
+	}
+	if got := s.collectOne(c, addDelete); len(got) != 0 {
+		t.Errorf("OpenFlow 1.0 flow format: got %v, want nothing", types(got))
+	}
+	s.send(c, &wire.NXSetFlowFormat{Format: wire.NXFF_NXM})
+	got := s.collectOne(c, addDelete)
+	if len(got) != 1 {
+		t.Fatalf("NXM flow format: got %v, want one NXT_FLOW_REMOVED", types(got))
+	}
+	fr, ok := got[0].(*wire.FlowRemoved)
+	if !ok || !fr.NX || fr.Reason != 2 || fr.TableID != 0 || fr.Priority != 7 {
+		t.Fatalf("got %+v, want an NXT_FLOW_REMOVED for the deleted flow of table 0", got[0])
+	}
+	m, err := translate.MatchFromWireVersion(wire.OFP10, fr.Match, s.p.TLV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := flowtext.MatchString(&m, flowtable.DefaultPriority, nil); got != "ip,nw_src=10.0.0.1" {
+		t.Errorf("flow-removed match %q, want ip,nw_src=10.0.0.1", got)
+	}
+}

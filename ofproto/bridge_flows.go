@@ -160,7 +160,8 @@ func (b *Bridge) applyError(c *Conn, err error) error {
 	return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
 }
 
-// flowRemoved sends OFPT_FLOW_REMOVED (reason OFPRR_*) to every connection
+// flowRemoved sends OFPT_FLOW_REMOVED (reason OFPRR_*), or NXT_FLOW_REMOVED
+// to OpenFlow 1.0 connections in the NXM flow format, to every connection
 // whose async configuration asks for it.
 func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 	for _, c := range b.connections() {
@@ -177,7 +178,12 @@ func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 			IdleTimeout: r.IdleTimeout, HardTimeout: r.HardTimeout,
 			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load(), Match: match}
 		if c.Version() == wire.OFP10 {
-			continue // OpenFlow 1.0 peers would need NXT_FLOW_REMOVED (not sent yet)
+			if c.State.FlowFormat != wire.NXFF_NXM {
+				// The OpenFlow 1.0 flow format would need the flow's match
+				// as an ofp10_match, which govs does not encode.
+				continue
+			}
+			fr.NX = true // NXT_FLOW_REMOVED, as OVS sends to NXM connections
 		}
 		if err := c.Send(c.NextXid(), fr); err != nil {
 			b.log.Debug("flow-removed not sent", zap.Error(err))

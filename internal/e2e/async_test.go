@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/internal/oftest"
 	"github.com/govs-project/govs/internal/ovstest"
+	"github.com/govs-project/govs/ofproto/flowtext"
+	"github.com/govs-project/govs/ofproto/translate"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -125,5 +128,58 @@ func sendMsg(t *testing.T, c *oftest.Client, xid uint32, m wire.Message) {
 	}
 	if err := c.Send(b[1], xid, b[wire.HeaderLen:]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNXFlowRemovedLikeOVS: an OpenFlow 1.0 connection in the NXM flow
+// format that deletes a flow with send_flow_rem gets the same
+// NXT_FLOW_REMOVED from govs and from Open vSwitch (durations aside).
+func TestNXFlowRemovedLikeOVS(t *testing.T) {
+	n := startNode(t)
+	n.mustRun("add-br", "br-int")
+	o := ovstest.Start(t, ovstest.Options{})
+	targets := []string{filepath.Join(n.rundir, "br-int.mgmt"), strings.TrimPrefix(o.Target(), "unix:")}
+	flowMod := func(flow string, command uint8) wire.Message {
+		fm, err := flowtext.ParseFlow(flow, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := translate.FlowModToWire(&translate.FlowMod{Flow: fm.Flow, Command: command, BufferID: wire.OFP_NO_BUFFER,
+			OutPort: flowtable.PortNone, OutGroup: translate.GroupAny}, wire.OFP10, flowtable.NewTLVMap())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	var got [2][]byte
+	for i, path := range targets {
+		c, err := oftest.Dial(path, wire.OFP10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.NC.Close()
+		// The management socket is a service connection: OVS sends it
+		// asynchronous messages only once it sets a miss_send_len.
+		sendMsg(t, c, 1, &wire.SwitchConfig{MissSendLen: 128})
+		sendMsg(t, c, 2, &wire.NXSetFlowFormat{Format: wire.NXFF_NXM})
+		sendMsg(t, c, 3, &wire.NXFlowModTableID{Set: 1})
+		sendMsg(t, c, 4, flowMod("table=3,priority=7,idle_timeout=60,cookie=0x42,tcp,nw_src=10.0.0.1,tp_dst=80,send_flow_rem actions=drop", uint8(wire.OFPFC_ADD)))
+		sendMsg(t, c, 5, flowMod("table=3,priority=7,tcp,nw_src=10.0.0.1,tp_dst=80 actions=drop", uint8(wire.OFPFC_DELETE_STRICT)))
+		for got[i] == nil {
+			h, body, err := c.Recv()
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if h.Type == wire.OFPT_ERROR {
+				t.Fatalf("%s: error %x for xid %d", path, body, h.Xid)
+			}
+			if len(body) >= 48 && h.Type == wire.OFPT10_VENDOR && binary.BigEndian.Uint32(body[4:]) == wire.NXT_FLOW_REMOVED {
+				clear(body[20:28]) // duration_sec, duration_nsec
+				got[i] = body
+			}
+		}
+	}
+	if !bytes.Equal(got[0], got[1]) {
+		t.Errorf("NXT_FLOW_REMOVED differs (durations zeroed):\ngovs %x\nOVS  %x", got[0], got[1])
 	}
 }

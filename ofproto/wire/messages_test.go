@@ -74,6 +74,8 @@ func TestMessageRoundTrip(t *testing.T) {
 		{OFP10, &NXFlowModTableID{Set: 1}},
 		{OFP15, &NXSetPacketInFormat{Format: NXPIF_NXT_PACKET_IN2}},
 		{OFP15, &NXSetControllerID{ControllerID: 7}},
+		{OFP10, &FlowRemoved{NX: true, Cookie: 1, Priority: 2, Reason: 2, TableID: 3, DurationSec: 4, DurationNsec: 5, IdleTimeout: 6, PacketCount: 7, ByteCount: 8,
+			Match: []MatchField{{Field: eth, Value: []byte{8, 0}}}}},
 		{OFP10, &AsyncConfig{NX: true, PacketInMask: [2]uint32{3, 0}, PortStatusMask: [2]uint32{7, 7}, FlowRemovedMask: [2]uint32{7, 0}}},
 		{OFP15, &AsyncConfig{NX: true, PacketInMask: [2]uint32{0x3b, 1}, PortStatusMask: [2]uint32{5, 0}, FlowRemovedMask: [2]uint32{0x3f, 4}}},
 		{OFP13, &NXTLVTableMod{Command: 0, Maps: []NXTLVMap{{OptClass: 0x104, OptType: 0x80, OptLen: 4, Index: 0}}}},
