@@ -20,7 +20,16 @@ type classifier struct {
 	subtables []*subtable // sorted by maxPriority, descending
 	byMask    map[Key]*subtable
 	n         int
+	// last is the subtable subtableFor found last: flows added together
+	// mostly share a mask, and comparing one is cheaper than hashing it.
+	last *subtable
+	// spare is where new buckets are carved from. Most buckets hold one
+	// rule: taking them from a shared chunk costs one allocation per
+	// bucketChunk flows instead of one per flow.
+	spare []*Rule
 }
+
+const bucketChunk = 64
 
 type subtable struct {
 	mask        Key
@@ -67,7 +76,7 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 }
 
 func (c *classifier) insert(r *Rule) {
-	st := c.byMask[r.Match.Mask]
+	st := c.subtableFor(&r.Match.Mask)
 	if st == nil {
 		st = newSubtable(&r.Match.Mask)
 		c.byMask[r.Match.Mask] = st
@@ -77,6 +86,15 @@ func (c *classifier) insert(r *Rule) {
 	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
+	switch {
+	case len(b) == 0:
+		b = c.newBucket()
+	case len(b) == cap(b):
+		nb := make([]*Rule, len(b), 2*len(b))
+		copy(nb, b)
+		clear(b) // b may be a piece of a shared chunk: leave no reference behind
+		b = nb
+	}
 	b = append(b, nil)
 	copy(b[i+1:], b[i:])
 	b[i] = r
@@ -89,8 +107,31 @@ func (c *classifier) insert(r *Rule) {
 	}
 }
 
+// newBucket returns an empty bucket with room for one rule.
+func (c *classifier) newBucket() []*Rule {
+	if len(c.spare) == 0 {
+		c.spare = make([]*Rule, bucketChunk)
+	}
+	b := c.spare[:0:1]
+	c.spare = c.spare[1:]
+	return b
+}
+
+// subtableFor returns the subtable of mask, or nil. It updates last, so
+// only changes (under the pipeline's write lock) use it, never lookups.
+func (c *classifier) subtableFor(mask *Key) *subtable {
+	if c.last != nil && c.last.mask == *mask {
+		return c.last
+	}
+	st := c.byMask[*mask]
+	if st != nil {
+		c.last = st
+	}
+	return st
+}
+
 func (c *classifier) remove(r *Rule) {
-	st := c.byMask[r.Match.Mask]
+	st := c.subtableFor(&r.Match.Mask)
 	if st == nil {
 		return
 	}
@@ -98,7 +139,9 @@ func (c *classifier) remove(r *Rule) {
 	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
-			b = append(b[:i], b[i+1:]...)
+			copy(b[i:], b[i+1:])
+			b[len(b)-1] = nil // the array outlives the bucket: do not keep r alive
+			b = b[:len(b)-1]
 			break
 		}
 	}
@@ -107,6 +150,9 @@ func (c *classifier) remove(r *Rule) {
 	c.n--
 	if st.n == 0 {
 		delete(c.byMask, st.mask)
+		if c.last == st {
+			c.last = nil
+		}
 		for i, x := range c.subtables {
 			if x == st {
 				c.subtables = append(c.subtables[:i], c.subtables[i+1:]...)
@@ -182,7 +228,10 @@ func (c *classifier) lookupAll(k *Key, minPriority int, wc *Key, out []*Rule) []
 
 // find returns the rule with exactly this match and priority.
 func (c *classifier) find(m *Match, priority uint16) *Rule {
-	st := c.byMask[m.Mask]
+	if c.n == 0 {
+		return nil // no need to hash the mask (tables without conjunctions)
+	}
+	st := c.subtableFor(&m.Mask)
 	if st == nil {
 		return nil
 	}

@@ -187,7 +187,7 @@ func (x *xlate) finishRecording() {
 func (p *Pipeline) addLearned(f *Flow) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.addLocked(f)
+	p.addLocked(f, p.Now())
 }
 
 func (x *xlate) note(format string, args ...any) {

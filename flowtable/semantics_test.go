@@ -308,11 +308,12 @@ func TestApplyAtomic(t *testing.T) {
 		}
 		return &fm.Flow
 	}
-	del := flowtable.AllFlows()
+	all := flowtable.AllFlows()
 	ops := []flowtable.FlowOp{
 		{Kind: flowtable.OpAdd, Flow: parse("priority=30,tcp actions=output:3")},
 		{Kind: flowtable.OpAdd, Flow: parse("priority=10,ip actions=output:9")}, // replaces
-		{Kind: flowtable.OpDelete, Filter: del},
+		{Kind: flowtable.OpModify, Flow: parse("actions=output:7"), Filter: &all, ResetCounts: true},
+		{Kind: flowtable.OpDelete, Filter: &all},
 		{Kind: flowtable.OpAdd, Flow: parse("priority=5,ip actions=output:4")},
 		{Kind: flowtable.OpAdd, Flow: parse("priority=5,ip,nw_dst=10.0.0.9 check_overlap actions=output:5")},
 	}
@@ -322,12 +323,13 @@ func TestApplyAtomic(t *testing.T) {
 	if after := flowtext.DumpFlows(p, nil); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Errorf("failed batch changed the tables:\nbefore %v\nafter  %v", before, after)
 	}
-	res, err := p.Apply(ops[:4])
+	res, err := p.Apply(ops[:len(ops)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res[2].Removed) != 3 || p.NumFlows() != 1 {
-		t.Errorf("delete removed %d, %d flows left; want 3 and 1", len(res[2].Removed), p.NumFlows())
+	if res[2].Modified != 3 || len(res[3].Removed) != 3 || p.NumFlows() != 1 {
+		t.Errorf("modify changed %d, delete removed %d, %d flows left; want 3, 3 and 1",
+			res[2].Modified, len(res[3].Removed), p.NumFlows())
 	}
 }
 

@@ -103,7 +103,7 @@ func (p *Pipeline) AddFlow(f *Flow) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.addLocked(f)
+	p.addLocked(f, p.Now())
 	return nil
 }
 
@@ -125,8 +125,9 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 			return ErrOverlap
 		}
 	}
+	now := p.Now()
 	for _, f := range fs {
-		p.addLocked(f)
+		p.addLocked(f, now)
 	}
 	return nil
 }
@@ -138,6 +139,11 @@ func (p *Pipeline) CheckGroups(f *Flow) error { return p.validateGroups(f) }
 func (p *Pipeline) validateGroups(f *Flow) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	return p.validateGroupsLocked(f)
+}
+
+// validateGroupsLocked is validateGroups with p.mu held (read or write).
+func (p *Pipeline) validateGroupsLocked(f *Flow) error {
 	for _, a := range f.Actions {
 		if g, ok := a.(*Group); ok {
 			if _, ok := p.groups[g.ID]; !ok {
@@ -148,16 +154,16 @@ func (p *Pipeline) validateGroups(f *Flow) error {
 	return nil
 }
 
-func (p *Pipeline) addLocked(f *Flow) *Rule {
+// addLocked installs f, created at now, and returns its rule and the rule
+// it replaced (nil if none).
+func (p *Pipeline) addLocked(f *Flow, now time.Time) (r, old *Rule) {
 	t := p.table(f.Table)
-	now := p.Now()
-	var old *Rule
 	if o := t.hard.find(&f.Match, f.Priority); o != nil {
 		old = o
 	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
 		old = o
 	}
-	r := &Rule{Flow: f}
+	r = &Rule{Flow: f}
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {
@@ -177,7 +183,7 @@ func (p *Pipeline) addLocked(f *Flow) *Rule {
 		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
 	}
 	p.Generation.Add(1)
-	return r
+	return r, old
 }
 
 func (p *Pipeline) overlapsLocked(f *Flow) bool {
@@ -335,7 +341,7 @@ func (p *Pipeline) ModifyFlows(ff *FlowFilter, actions []Action, resetCounts boo
 	if ff.Strict {
 		kind = OpModifyStrict
 	}
-	res, _ := p.Apply([]FlowOp{{Kind: kind, Flow: &Flow{Actions: actions}, Filter: *ff, ResetCounts: resetCounts}})
+	res, _ := p.Apply([]FlowOp{{Kind: kind, Flow: &Flow{Actions: actions}, Filter: ff, ResetCounts: resetCounts}})
 	return res[0].Modified
 }
 
@@ -345,7 +351,7 @@ func (p *Pipeline) DeleteFlows(ff *FlowFilter) []*Rule {
 	if ff.Strict {
 		kind = OpDeleteStrict
 	}
-	res, _ := p.Apply([]FlowOp{{Kind: kind, Filter: *ff}})
+	res, _ := p.Apply([]FlowOp{{Kind: kind, Filter: ff}})
 	return res[0].Removed
 }
 

@@ -127,10 +127,13 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 	case *wire.RoleMsg:
 		return b.role(c, h, m)
 	case *wire.GetAsyncRequest:
-		return c.Send(h.Xid, &wire.AsyncConfig{Reply: true,
-			PacketInMask: [2]uint32{0x7, 0}, PortStatusMask: [2]uint32{0x7, 0x7}, FlowRemovedMask: [2]uint32{0xf, 0}})
+		ac := c.State.AsyncConfig(c.Version())
+		return c.Send(h.Xid, ac.asyncReply(c.Version()))
 	case *wire.AsyncConfig:
-		return nil // accepted; every connection gets every async message today
+		if m.Reply {
+			return ofpErr(c, wire.OFPBRC_BAD_TYPE, "unexpected get-async reply")
+		}
+		return b.setAsync(c, m)
 	case *wire.NXSetFlowFormat:
 		if m.Format != 0 && m.Format != 2 {
 			return ofpErr(c, wire.OFPBRC_EPERM, "flow format %d", m.Format)
@@ -161,7 +164,7 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 		if err := b.slaveCheck(c); err != nil {
 			return err
 		}
-		return b.flowMods(c, []flowModReq{{h, raw, m}}, false)
+		return b.flowMods(c, []flowModReq{b.newFlowModReq(c, h, raw, m)}, false)
 	case *wire.GroupMod:
 		if err := b.slaveCheck(c); err != nil {
 			return err
@@ -188,7 +191,7 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 
 // slaveCheck refuses state changes from a slave controller (OFPBRC_IS_SECONDARY).
 func (b *Bridge) slaveCheck(c *Conn) error {
-	if c.State.Role == 3 {
+	if c.State.Role == roleSlave {
 		return ofpErr(c, wire.OFPBRC_IS_SECONDARY, "controller is a slave")
 	}
 	return nil
@@ -196,9 +199,9 @@ func (b *Bridge) slaveCheck(c *Conn) error {
 
 func (b *Bridge) role(c *Conn, h wire.Header, m *wire.RoleMsg) error {
 	switch m.Role {
-	case 0: // NOCHANGE
-	case 1, 2, 3:
-		if m.Role != 1 {
+	case roleNoChange:
+	case roleEqual, roleMaster, roleSlave:
+		if m.Role != roleEqual {
 			b.mu.Lock()
 			if b.hasGenID && int64(m.GenerationID-b.genID) < 0 {
 				b.mu.Unlock()
@@ -207,11 +210,11 @@ func (b *Bridge) role(c *Conn, h wire.Header, m *wire.RoleMsg) error {
 			b.genID, b.hasGenID = m.GenerationID, true
 			b.mu.Unlock()
 		}
-		if m.Role == 2 {
+		if m.Role == roleMaster {
 			// A new master demotes the old one to slave.
 			for _, o := range b.connections() {
-				if o != c && o.State.Role == 2 {
-					o.State.Role = 3
+				if o != c && o.State.Role == roleMaster {
+					o.State.Role = roleSlave
 				}
 			}
 		}
@@ -322,9 +325,13 @@ func portToWireNo(c *Conn, p uint32) uint32 {
 	return p
 }
 
-// PortStatus announces a port change to every connection.
+// PortStatus announces a port change (reason OFPPR_*) to every connection
+// whose async configuration asks for it.
 func (b *Bridge) PortStatus(reason uint8, p PortInfo) {
 	for _, c := range b.connections() {
+		if !c.receivesAsync(AsyncPortStatus, reason) {
+			continue
+		}
 		if err := c.Send(c.NextXid(), &wire.PortStatus{Reason: reason, Port: portToWire(p)}); err != nil {
 			b.log.Debug("port-status not sent", zap.Error(err))
 		}

@@ -12,11 +12,30 @@ import (
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
-// flowModReq is one flow-mod as received (directly or in a bundle).
+// flowModReq is one flow-mod as received (directly or in a bundle),
+// translated to a pipeline operation.
 type flowModReq struct {
-	h   wire.Header
+	h wire.Header
+	// raw is the request as received, or at least the first 64 bytes of
+	// it: all that an error reply quotes (wire.ErrorMsgFor).
 	raw []byte
-	m   *wire.FlowMod
+	fm  *translate.FlowMod
+	op  flowtable.FlowOp
+	// err is why the request cannot be applied (translation or
+	// validation); it is reported when the request is applied, which for
+	// a bundled one is at commit.
+	err error
+}
+
+// newFlowModReq translates a decoded flow-mod. m may live in the
+// connection's decoder memory: the result does not refer to it.
+func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowMod) flowModReq {
+	req := flowModReq{h: h, raw: raw}
+	req.fm, req.err = translate.FlowModFromWireTID(m, c.Version(), b.p.TLV, c.State.FlowModTableID)
+	if req.err == nil {
+		req.op, req.err = b.flowOp(c, req.fm)
+	}
+	return req
 }
 
 // flowMods applies flow-mods all or nothing. In a bundle commit the
@@ -33,19 +52,12 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 		}
 		return ofpErr(c, wire.OFPBFC_MSG_FAILED, "bundled message %d failed: %v", i, err)
 	}
-	ops := make([]flowtable.FlowOp, 0, len(reqs))
-	fms := make([]*translate.FlowMod, 0, len(reqs))
-	for i, r := range reqs {
-		fm, err := translate.FlowModFromWireTID(r.m, c.Version(), b.p.TLV, c.State.FlowModTableID)
-		if err != nil {
-			return failed(i, err)
+	ops := make([]flowtable.FlowOp, len(reqs))
+	for i := range reqs {
+		if reqs[i].err != nil {
+			return failed(i, reqs[i].err)
 		}
-		op, err := b.flowOp(c, fm)
-		if err != nil {
-			return failed(i, err)
-		}
-		ops = append(ops, op)
-		fms = append(fms, fm)
+		ops[i] = reqs[i].op
 	}
 	results, err := b.p.Apply(ops)
 	if err != nil {
@@ -56,6 +68,7 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 		return failed(0, b.applyError(c, err))
 	}
 	for i, res := range results {
+		fm := reqs[i].fm
 		for _, r := range res.Removed {
 			if r.Flags&flowtable.FlagSendFlowRem != 0 {
 				b.flowRemoved(r, 2) // OFPRR_DELETE
@@ -63,15 +76,15 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 		}
 		// OpenFlow 1.0: a modify that changes nothing adds the flow.
 		if res.Modified == 0 && (ops[i].Kind == flowtable.OpModify || ops[i].Kind == flowtable.OpModifyStrict) &&
-			c.Version() == wire.OFP10 && fms[i].Flow.Table != translate.TableAll {
-			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: &fms[i].Flow}
+			c.Version() == wire.OFP10 && fm.Flow.Table != translate.TableAll {
+			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: &fm.Flow}
 			if _, err := b.p.Apply([]flowtable.FlowOp{add}); err != nil {
 				return b.applyError(c, err)
 			}
 		}
-		if fms[i].BufferID != wire.OFP_NO_BUFFER {
+		if fm.BufferID != wire.OFP_NO_BUFFER {
 			// govs does not buffer packets (n_buffers=0): like OVS, say so.
-			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", fms[i].BufferID)
+			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", fm.BufferID)
 		}
 	}
 	return nil
@@ -81,9 +94,6 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error) {
 	f := &fm.Flow
 	op := flowtable.FlowOp{Flow: f, ResetCounts: fm.ResetCounts, SetCookie: fm.ModifyCookie}
-	ff := flowtable.FlowFilter{Table: f.Table, Match: f.Match, Priority: f.Priority,
-		Cookie: fm.Cookie, CookieMask: fm.CookieMask, OutPort: fm.OutPort, OutGroup: fm.OutGroup}
-	op.Filter = ff
 	switch fm.Command {
 	case uint8(wire.OFPFC_ADD):
 		if f.Table == translate.TableAll {
@@ -100,6 +110,10 @@ func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error
 		op.Kind = flowtable.OpDeleteStrict
 	default:
 		return op, ofpErr(c, wire.OFPFMFC_BAD_COMMAND, "command %d", fm.Command)
+	}
+	if op.Kind != flowtable.OpAdd {
+		op.Filter = &flowtable.FlowFilter{Table: f.Table, Match: f.Match, Priority: f.Priority,
+			Cookie: fm.Cookie, CookieMask: fm.CookieMask, OutPort: fm.OutPort, OutGroup: fm.OutGroup}
 	}
 	if op.Kind == flowtable.OpAdd || op.Kind == flowtable.OpModify || op.Kind == flowtable.OpModifyStrict {
 		if err := f.Validate(); err != nil {
@@ -146,9 +160,14 @@ func (b *Bridge) applyError(c *Conn, err error) error {
 	return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
 }
 
-// flowRemoved sends OFPT_FLOW_REMOVED to every connection.
+// flowRemoved sends OFPT_FLOW_REMOVED (reason OFPRR_*), or NXT_FLOW_REMOVED
+// to OpenFlow 1.0 connections in the NXM flow format, to every connection
+// whose async configuration asks for it.
 func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 	for _, c := range b.connections() {
+		if !c.receivesAsync(AsyncFlowRemoved, reason) {
+			continue
+		}
 		match, err := translate.MatchToWire(&r.Match, c.Version(), b.p.TLV)
 		if err != nil {
 			continue
@@ -159,7 +178,12 @@ func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 			IdleTimeout: r.IdleTimeout, HardTimeout: r.HardTimeout,
 			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load(), Match: match}
 		if c.Version() == wire.OFP10 {
-			continue // OpenFlow 1.0 peers would need NXT_FLOW_REMOVED (not sent yet)
+			if c.State.FlowFormat != wire.NXFF_NXM {
+				// The OpenFlow 1.0 flow format would need the flow's match
+				// as an ofp10_match, which govs does not encode.
+				continue
+			}
+			fr.NX = true // NXT_FLOW_REMOVED, as OVS sends to NXM connections
 		}
 		if err := c.Send(c.NextXid(), fr); err != nil {
 			b.log.Debug("flow-removed not sent", zap.Error(err))

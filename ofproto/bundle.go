@@ -1,6 +1,8 @@
 package ofproto
 
 import (
+	"fmt"
+
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -52,7 +54,11 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 	return ofpErr(c, wire.OFPBFC_BAD_TYPE, "bundle control type %d", m.Type)
 }
 
-// bundleAdd queues a message in an open bundle (flow-mods and group-mods).
+// bundleAdd queues a message in an open bundle (flow-mods, group-mods and
+// port-mods). A flow-mod is translated right away, from the connection's
+// decoder memory, so that the commit only has to apply it; an error of
+// the translation is kept and reported at commit, where the other
+// validation errors of bundled messages are reported too.
 func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd) error {
 	if c.State.Bundles == nil {
 		c.State.Bundles = map[uint32]*Bundle{}
@@ -74,52 +80,63 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 	if m.InnerHeader.Xid != h.Xid {
 		return ofpErr(c, wire.OFPBFC_MSG_BAD_XID, "inner xid %#x differs from %#x", m.InnerHeader.Xid, h.Xid)
 	}
-	// The decoder's memory is reused for the next message: keep a copy of
-	// the inner message by decoding it again from a private buffer.
-	inner := append([]byte(nil), raw[len(raw)-int(m.InnerHeader.Length)-len(m.Trailing):]...)
-	ih, body, _, err := wire.SplitMessage(inner)
-	if err != nil {
-		return ofpErr(c, wire.OFPBFC_MSG_BAD_LEN, "%v", err)
+	// The inner message ends where the trailing padding and properties start.
+	end := len(raw) - len(m.Trailing)
+	inner := raw[end-int(m.InnerHeader.Length) : end]
+	if fm, ok := m.Inner.(*wire.FlowMod); ok {
+		bd.flowMods = append(bd.flowMods, b.newFlowModReq(c, m.InnerHeader, bd.quote(inner), fm))
+		return nil
 	}
-	msg, err := wire.DecodeMessage(ih, body)
+	// Group-mods and port-mods are rare in bundles: decode them again from
+	// a copy, since the decoded message refers to the connection's buffer.
+	own := append([]byte(nil), inner...)
+	msg, err := wire.DecodeMessage(m.InnerHeader, own[wire.HeaderLen:])
 	if err != nil {
-		return err
+		return fmt.Errorf("decoding a copy of bundled message type %d: %w", m.InnerHeader.Type, err)
 	}
-	bd.Messages = append(bd.Messages, BundleMessage{Header: ih, Raw: inner, Msg: msg})
+	bd.others = append(bd.others, bundledMessage{after: len(bd.flowMods), msg: msg})
 	return nil
 }
 
-// commitBundle applies a bundle's messages: every flow-mod in one atomic
-// pipeline batch (all or nothing, which also satisfies non-atomic bundles).
+// quote keeps the part of a bundled message an error reply would quote, in
+// memory of the bundle's own (chunks shared by many messages).
+func (bd *Bundle) quote(msg []byte) []byte {
+	n := min(len(msg), wire.ErrorDataLen)
+	if cap(bd.quoted)-len(bd.quoted) < n {
+		bd.quoted = make([]byte, 0, 64*1024)
+	}
+	start := len(bd.quoted)
+	bd.quoted = append(bd.quoted, msg[:n]...)
+	return bd.quoted[start:len(bd.quoted):len(bd.quoted)]
+}
+
+// commitBundle applies a bundle's messages in order: each run of flow-mods
+// in one atomic pipeline batch (all or nothing, which also satisfies
+// non-atomic bundles), group-mods and port-mods between them.
 func (b *Bridge) commitBundle(c *Conn, bd *Bundle) error {
-	var reqs []flowModReq
-	flushFlows := func() error {
-		if len(reqs) == 0 {
+	done := 0 // flow-mods applied so far
+	flushFlows := func(upTo int) error {
+		if upTo == done {
 			return nil
 		}
-		err := b.flowMods(c, reqs, true)
-		reqs = reqs[:0]
+		err := b.flowMods(c, bd.flowMods[done:upTo], true)
+		done = upTo
 		return err
 	}
-	for _, bm := range bd.Messages {
-		switch m := bm.Msg.(type) {
-		case *wire.FlowMod:
-			reqs = append(reqs, flowModReq{bm.Header, bm.Raw, m})
+	for _, o := range bd.others {
+		if err := flushFlows(o.after); err != nil {
+			return err
+		}
+		switch m := o.msg.(type) {
 		case *wire.GroupMod:
-			if err := flushFlows(); err != nil {
-				return err
-			}
 			if err := b.groupMod(c, m); err != nil {
 				return err
 			}
 		case *wire.PortMod:
-			if err := flushFlows(); err != nil {
-				return err
-			}
 			if err := b.portMod(c, m); err != nil {
 				return err
 			}
 		}
 	}
-	return flushFlows()
+	return flushFlows(len(bd.flowMods))
 }

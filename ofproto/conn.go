@@ -67,7 +67,7 @@ type Conn struct {
 // ConnState is the per-connection protocol state OVS keeps for a
 // controller connection.
 type ConnState struct {
-	Role            uint32 // OFPCR_ROLE_EQUAL (1), MASTER (2), SLAVE (3)
+	Role            uint32 // roleEqual, roleMaster or roleSlave
 	FlowFormat      uint32 // NXFF_OPENFLOW10 (0) or NXFF_NXM (2), OpenFlow 1.0 only
 	FlowModTableID  bool   // NXT_FLOW_MOD_TABLE_ID enabled
 	PacketInFormat  uint32 // NXPIF_STANDARD (0), NXPIF_NXT_PACKET_IN (1), NXPIF_NXT_PACKET_IN2 (2)
@@ -78,23 +78,45 @@ type ConnState struct {
 	HasGenerationID bool
 	Bundles         map[uint32]*Bundle
 
+	// async is the asynchronous message configuration the connection set
+	// (nil: the default). Packet-ins read it from datapath goroutines.
+	async atomic.Pointer[AsyncConfig]
+
 	// pendingTableFeatures collects a multi-part table features set.
 	pendingTableFeatures []wire.TableFeatures
 }
 
+// Controller roles (OFPCR_ROLE_*).
+const (
+	roleNoChange = 0
+	roleEqual    = 1
+	roleMaster   = 2
+	roleSlave    = 3
+)
+
 // Bundle is an open bundle (ONF 1.3 extension or OpenFlow 1.5).
 type Bundle struct {
-	ID       uint32
-	Flags    uint16
-	Messages []BundleMessage
-	Closed   bool
+	ID     uint32
+	Flags  uint16
+	Closed bool
+
+	// flowMods are the bundled flow-mods in order, translated when they
+	// were added, so that a commit only applies them.
+	flowMods []flowModReq
+	// others are the bundled group-mods and port-mods, each with its place
+	// among the flow-mods.
+	others []bundledMessage
+	// quoted holds the first bytes of every bundled message (what an error
+	// reply quotes), since the connection reuses a message's memory.
+	quoted []byte
 }
 
-// BundleMessage is one message added to a bundle.
-type BundleMessage struct {
-	Header wire.Header
-	Raw    []byte
-	Msg    wire.Message
+// bundledMessage is a bundled message other than a flow-mod, decoded from
+// a private copy of its bytes.
+type bundledMessage struct {
+	// after is the number of bundled flow-mods that precede it.
+	after int
+	msg   wire.Message
 }
 
 // NewConn wraps an established transport connection.
@@ -108,7 +130,7 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	}
 	c := &Conn{nc: nc, opts: opts, handler: h, w: bufio.NewWriterSize(nc, 64*1024),
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
-	c.State.Role = 1
+	c.State.Role = roleEqual
 	c.State.MissSendLen = 128
 	c.xid.Store(0x10000)
 	return c

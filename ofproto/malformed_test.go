@@ -30,7 +30,12 @@ func connect(t *testing.T, version uint8) (*oftest.Client, *flowtable.Pipeline) 
 func connectB(t testing.TB, version uint8) (*oftest.Client, *flowtable.Pipeline) {
 	t.Helper()
 	p := flowtable.NewPipeline()
-	b := ofproto.NewBridge(&fakeDP{p}, nil)
+	return connectTo(t, ofproto.NewBridge(&fakeDP{p}, nil), version), p
+}
+
+// connectTo opens one more in-process connection to bridge b.
+func connectTo(t testing.TB, b *ofproto.Bridge, version uint8) *oftest.Client {
+	t.Helper()
 	srv, cli := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -47,7 +52,7 @@ func connectB(t testing.TB, version uint8) (*oftest.Client, *flowtable.Pipeline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, p
+	return c
 }
 
 // TestMalformedMessages: bad requests get the OpenFlow error Open vSwitch

@@ -32,13 +32,14 @@ func packetInMatch(k *flowtable.Key, inPort uint32) flowtable.Match {
 	return m
 }
 
-// PacketIn sends a packet to the controllers: every connection that is
-// not a slave, in the format it asked for (OFPT_PACKET_IN, or
+// PacketIn sends a packet to the controllers: every connection whose async
+// configuration asks for packet-ins of this reason (by default masters and
+// equals, not slaves), in the format it asked for (OFPT_PACKET_IN, or
 // NXT_PACKET_IN2 after NXT_SET_PACKET_IN_FORMAT). Only controllers with
 // the given controller id get a packet-in that names one.
 func (b *Bridge) PacketIn(frame []byte, inPort uint32, pi *flowtable.PacketIn, key *flowtable.Key) {
 	for _, c := range b.connections() {
-		if c.State.Role == 3 || c.State.ControllerID != pi.ControllerID {
+		if c.State.ControllerID != pi.ControllerID || !c.receivesAsync(AsyncPacketIn, pi.Reason) {
 			continue
 		}
 		if err := b.sendPacketIn(c, frame, inPort, pi, key); err != nil {

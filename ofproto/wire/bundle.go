@@ -90,7 +90,6 @@ func (d *Decoder) decodeBundleAdd(body []byte, onf bool) (*BundleAdd, error) {
 	if len(body) < 8+HeaderLen {
 		return nil, errf(v, OFPBFC_MSG_BAD_LEN, "bundle add truncated")
 	}
-	m := &BundleAdd{ONF: onf, BundleID: be32(body), Flags: be16(body[6:])}
 	h, inner, rest, err := SplitMessage(body[8:])
 	if err != nil {
 		return nil, errf(v, OFPBFC_MSG_BAD_LEN, "inner message: %v", err)
@@ -102,6 +101,16 @@ func (d *Decoder) decodeBundleAdd(body []byte, onf bool) (*BundleAdd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundled message: %w", err)
 	}
-	m.InnerHeader, m.Inner, m.Trailing = h, im, rest
+	// Bundles are the way to send many flow-mods: keep their wrappers in
+	// the decoder's memory too.
+	m := newIn(d.bundleAddArena())
+	*m = BundleAdd{ONF: onf, BundleID: be32(body), Flags: be16(body[6:]), InnerHeader: h, Inner: im, Trailing: rest}
 	return m, nil
+}
+
+func (d *Decoder) bundleAddArena() *arena[BundleAdd] {
+	if d.pooled {
+		return &d.bundleAdds
+	}
+	return nil
 }

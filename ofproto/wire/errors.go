@@ -181,8 +181,12 @@ type ErrorMsg struct {
 	Data         []byte
 }
 
+// ErrorDataLen is how much of a failed request an error reply echoes
+// (OVS ofperr_encode_reply quotes at most 64 bytes).
+const ErrorDataLen = 64
+
 // ErrorMsgFor builds the ErrorMsg OVS would send for err (an *OFPError) in
-// reply to request (its first 64 bytes are echoed, as OVS does).
+// reply to request (its first ErrorDataLen bytes are echoed, as OVS does).
 func ErrorMsgFor(e *OFPError, request []byte) *ErrorMsg {
 	m := &ErrorMsg{}
 	switch {
@@ -195,8 +199,8 @@ func ErrorMsgFor(e *OFPError, request []byte) *ErrorMsg {
 		m.Type, m.Code = OFPET_EXPERIMENTER, e.Type
 		m.Experimenter = e.Experimenter
 	}
-	if len(request) > 64 {
-		request = request[:64]
+	if len(request) > ErrorDataLen {
+		request = request[:ErrorDataLen]
 	}
 	m.Data = request
 	return m

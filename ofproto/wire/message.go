@@ -38,6 +38,7 @@ type Decoder struct {
 	actions      arena[Action]
 	instructions arena[Instruction]
 	flowMods     arena[FlowMod]
+	bundleAdds   arena[BundleAdd]
 	acts         actionArenas
 }
 
@@ -48,6 +49,7 @@ func (d *Decoder) Reset() {
 	d.actions.reset()
 	d.instructions.reset()
 	d.flowMods.reset()
+	d.bundleAdds.reset()
 	d.acts.reset()
 }
 

@@ -179,6 +179,14 @@ func (d *Decoder) decodeExperimenterMsg(body []byte) (Message, error) {
 				return nil, err
 			}
 			return &NXSetPacketInFormat{Format: be32(p)}, nil
+		case NXT_FLOW_REMOVED:
+			if v != OFP10 {
+				break
+			}
+			return d.decodeNXFlowRemoved(p)
+		case NXT_SET_ASYNC_CONFIG:
+			m := &AsyncConfig{NX: true}
+			return m, decodeAsyncMasks(v, m, p)
 		case NXT_SET_CONTROLLER_ID:
 			if err := fixed(8); err != nil {
 				return nil, err

@@ -156,7 +156,10 @@ func (d *Decoder) decodePacketOut(body []byte) (*PacketOut, error) {
 
 // FlowRemoved is OFPT_FLOW_REMOVED. 1.0 uses Match10; 1.3 uses Match and
 // the duration/counter members; 1.5 uses Match and Stats (ofp_stats, raw).
+// NX is NXT_FLOW_REMOVED, what OpenFlow 1.0 connections that chose the NXM
+// flow format get: Match as an nx_match, no hard timeout.
 type FlowRemoved struct {
+	NX           bool
 	Cookie       uint64
 	Priority     uint16
 	Reason       uint8
@@ -172,8 +175,25 @@ type FlowRemoved struct {
 	Stats        []byte // 1.5 ofp_stats including its header and padding
 }
 
-func (m *FlowRemoved) MessageType(uint8) uint8 { return OFPT_FLOW_REMOVED }
+func (m *FlowRemoved) MessageType(uint8) uint8 {
+	if m.NX {
+		return OFPT_EXPERIMENTER
+	}
+	return OFPT_FLOW_REMOVED
+}
+
 func (m *FlowRemoved) EncodeBody(v uint8, b []byte) ([]byte, error) {
+	if m.NX {
+		// struct nx_flow_removed, whose table_id is the table plus one.
+		b = put16(put64(nxHeader(b, NXT_FLOW_REMOVED), m.Cookie), m.Priority)
+		b = put32(put32(append(b, m.Reason, m.TableID+1), m.DurationSec), m.DurationNsec)
+		b = put16(b, m.IdleTimeout)
+		lenAt := len(b)
+		b = put64(put64(zeros(b, 2), m.PacketCount), m.ByteCount)
+		b, n, err := AppendNXMatch(b, v, m.Match)
+		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+		return b, err
+	}
 	switch v {
 	case OFP10:
 		b = m.Match10.Append(b)
@@ -195,6 +215,24 @@ func (m *FlowRemoved) EncodeBody(v uint8, b []byte) ([]byte, error) {
 		return b, err
 	}
 	return append(b, m.Stats...), nil
+}
+
+// decodeNXFlowRemoved decodes the body of NXT_FLOW_REMOVED after the
+// experimenter header.
+func (d *Decoder) decodeNXFlowRemoved(p []byte) (*FlowRemoved, error) {
+	v := d.version
+	if len(p) < 40 {
+		return nil, errf(v, OFPBRC_BAD_LEN, "nx_flow_removed %d bytes, need 40", len(p))
+	}
+	m := &FlowRemoved{NX: true, Cookie: be64(p), Priority: be16(p[8:]), Reason: p[10], TableID: p[11] - 1,
+		DurationSec: be32(p[12:]), DurationNsec: be32(p[16:]), IdleTimeout: be16(p[20:]),
+		PacketCount: be64(p[24:]), ByteCount: be64(p[32:])}
+	fields, n, err := d.DecodeNXMatch(p[40:], int(be16(p[22:])), false)
+	if err != nil {
+		return nil, err
+	}
+	m.Match = fields
+	return m, emptyBody(v, p[40+n:])
 }
 
 func (d *Decoder) decodeFlowRemoved(body []byte) (*FlowRemoved, error) {

@@ -204,8 +204,10 @@ func (m *GetAsyncRequest) EncodeBody(_ uint8, b []byte) ([]byte, error) { return
 // AsyncConfig is OFPT_GET_ASYNC_REPLY (Reply) or OFPT_SET_ASYNC. In 1.3 it
 // is three pairs of masks (index 0 = master/equal, 1 = slave); in 1.5 it is
 // a list of ofp14_async_config_prop_reasons properties (kept in Props).
+// NX is Open vSwitch's NXT_SET_ASYNC_CONFIG: the 1.3 masks, in any version.
 type AsyncConfig struct {
 	Reply           bool
+	NX              bool
 	PacketInMask    [2]uint32
 	PortStatusMask  [2]uint32
 	FlowRemovedMask [2]uint32
@@ -213,14 +215,19 @@ type AsyncConfig struct {
 }
 
 func (m *AsyncConfig) MessageType(uint8) uint8 {
-	if m.Reply {
+	switch {
+	case m.NX:
+		return OFPT_EXPERIMENTER
+	case m.Reply:
 		return OFPT_GET_ASYNC_REPLY
 	}
 	return OFPT_SET_ASYNC
 }
 
 func (m *AsyncConfig) EncodeBody(v uint8, b []byte) ([]byte, error) {
-	if v >= OFP14 {
+	if m.NX {
+		b = nxHeader(b, NXT_SET_ASYNC_CONFIG)
+	} else if v >= OFP14 {
 		return appendProps(b, m.Props)
 	}
 	for _, p := range [][2]uint32{m.PacketInMask, m.PortStatusMask, m.FlowRemovedMask} {
@@ -236,13 +243,18 @@ func decodeAsync(v, typ uint8, body []byte) (*AsyncConfig, error) {
 		m.Props = props
 		return m, err
 	}
+	return m, decodeAsyncMasks(v, m, body)
+}
+
+// decodeAsyncMasks reads the 1.3 layout (struct nx_async_config).
+func decodeAsyncMasks(v uint8, m *AsyncConfig, body []byte) error {
 	if len(body) != 24 {
-		return nil, errf(v, OFPBRC_BAD_LEN, "async config %d bytes, want 24", len(body))
+		return errf(v, OFPBRC_BAD_LEN, "async config %d bytes, want 24", len(body))
 	}
 	for i, p := range []*[2]uint32{&m.PacketInMask, &m.PortStatusMask, &m.FlowRemovedMask} {
 		p[0], p[1] = be32(body[8*i:]), be32(body[8*i+4:])
 	}
-	return m, nil
+	return nil
 }
 
 // Property is a TLV property (ofp_prop_header: type, length, payload padded
