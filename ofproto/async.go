@@ -97,7 +97,7 @@ func (c *Conn) receivesAsync(typ int, reason uint8) bool {
 	}
 	ac := c.State.AsyncConfig(c.Version())
 	masks := &ac.Primary
-	if c.State.Role == roleSlave {
+	if c.State.Role.Load() == roleSlave {
 		masks = &ac.Secondary
 	}
 	return masks[typ]&(1<<reason) != 0

@@ -57,6 +57,8 @@ type Bridge struct {
 	hasGenID bool
 	// tableNames are the table names a controller set (table features).
 	tableNames map[uint8]string
+	// roleMu serializes role changes across connections.
+	roleMu sync.Mutex
 }
 
 // NewBridge returns the OpenFlow side of a datapath bridge.
@@ -191,7 +193,7 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 
 // slaveCheck refuses state changes from a slave controller (OFPBRC_IS_SECONDARY).
 func (b *Bridge) slaveCheck(c *Conn) error {
-	if c.State.Role == roleSlave {
+	if c.State.Role.Load() == roleSlave {
 		return ofpErr(c, wire.OFPBRC_IS_SECONDARY, "controller is a slave")
 	}
 	return nil
@@ -210,22 +212,26 @@ func (b *Bridge) role(c *Conn, h wire.Header, m *wire.RoleMsg) error {
 			b.genID, b.hasGenID = m.GenerationID, true
 			b.mu.Unlock()
 		}
+		// Role changes are serialized so two connections asking to be
+		// master at once end with exactly one.
+		b.roleMu.Lock()
 		if m.Role == roleMaster {
 			// A new master demotes the old one to slave.
 			for _, o := range b.connections() {
-				if o != c && o.State.Role == roleMaster {
-					o.State.Role = roleSlave
+				if o != c {
+					o.State.Role.CompareAndSwap(roleMaster, roleSlave)
 				}
 			}
 		}
-		c.State.Role = m.Role
+		c.State.Role.Store(m.Role)
+		b.roleMu.Unlock()
 	default:
 		return ofpErr(c, wire.OFPRRFC_BAD_ROLE, "role %d", m.Role)
 	}
 	b.mu.Lock()
 	gen := b.genID
 	b.mu.Unlock()
-	return c.Send(h.Xid, &wire.RoleMsg{Reply: true, Role: c.State.Role, GenerationID: gen})
+	return c.Send(h.Xid, &wire.RoleMsg{Reply: true, Role: c.State.Role.Load(), GenerationID: gen})
 }
 
 func (b *Bridge) tlvMod(c *Conn, m *wire.NXTLVTableMod) error {

@@ -67,7 +67,10 @@ type Conn struct {
 // ConnState is the per-connection protocol state OVS keeps for a
 // controller connection.
 type ConnState struct {
-	Role            uint32 // roleEqual, roleMaster or roleSlave
+	// Role is roleEqual, roleMaster or roleSlave. Atomic: datapath
+	// goroutines read it to route asynchronous messages, and another
+	// connection's role request may demote this one.
+	Role            atomic.Uint32
 	FlowFormat      uint32 // NXFF_OPENFLOW10 (0) or NXFF_NXM (2), OpenFlow 1.0 only
 	FlowModTableID  bool   // NXT_FLOW_MOD_TABLE_ID enabled
 	PacketInFormat  uint32 // NXPIF_STANDARD (0), NXPIF_NXT_PACKET_IN (1), NXPIF_NXT_PACKET_IN2 (2)
@@ -130,7 +133,7 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	}
 	c := &Conn{nc: nc, opts: opts, handler: h, w: bufio.NewWriterSize(nc, 64*1024),
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
-	c.State.Role = roleEqual
+	c.State.Role.Store(roleEqual)
 	c.State.MissSendLen = 128
 	c.xid.Store(0x10000)
 	return c
