@@ -1,6 +1,9 @@
 package flowtable
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // FlowOpKind is a flow-mod command.
 type FlowOpKind uint8
@@ -11,7 +14,14 @@ const (
 	OpModifyStrict
 	OpDelete
 	OpDeleteStrict
+	// Group-mods, so a bundle mixing them with flow-mods is atomic too.
+	OpGroupAdd    // add Group; ErrGroupExists if its id is taken
+	OpGroupModify // replace the group with Group's id; ErrUnknownGroup if none
+	OpGroupDelete // delete group GroupID (GroupAllID: all) and the flows that use it
 )
+
+// ErrGroupExists is an OpGroupAdd for a group id in use.
+var ErrGroupExists = errors.New("group already exists")
 
 // FlowOp is one flow-mod, for Apply.
 type FlowOp struct {
@@ -27,6 +37,11 @@ type FlowOp struct {
 	// SetCookie: modify also replaces the cookie with Flow.Cookie
 	// (OpenFlow 1.0 and Nicira flow-mods do; 1.1+ never change it).
 	SetCookie bool
+
+	// Group is the group an OpGroupAdd or OpGroupModify installs;
+	// GroupID the one an OpGroupDelete removes.
+	Group   *GroupEntry
+	GroupID uint32
 }
 
 // OpResult reports what an operation did.
@@ -34,6 +49,9 @@ type OpResult struct {
 	Removed  []*Rule // deleted flows (for flow-removed messages)
 	Modified int
 }
+
+// isGroupOp reports whether k is a group-mod.
+func isGroupOp(k FlowOpKind) bool { return k >= OpGroupAdd }
 
 // OpError says which operation of a batch failed and why.
 type OpError struct {
@@ -46,7 +64,7 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 // undoStep records how to revert one change of an Apply batch.
 type undoStep struct {
-	kind FlowOpKind // OpAdd, OpModify or OpDelete
+	kind FlowOpKind // OpAdd, OpModify, OpDelete or a group kind
 	t    *table
 	r    *Rule // the rule added, modified or removed
 	// old is the rule an add replaced (nil if none).
@@ -54,6 +72,9 @@ type undoStep struct {
 	// oldFlow, packets and bytes are a modified rule's state before.
 	oldFlow        *Flow
 	packets, bytes uint64
+	// group is the group an OpGroupAdd added (to remove), or the one an
+	// OpGroupModify replaced or an OpGroupDelete removed (to put back).
+	group *GroupEntry
 }
 
 // Apply runs flow-mods atomically, in order, under one lock: if one fails,
@@ -64,15 +85,21 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range ops {
-		if ops[i].Kind == OpAdd {
+		switch k := ops[i].Kind; {
+		case k == OpAdd:
 			if ops[i].Flow.Table >= NumTables {
 				return nil, &OpError{i, ErrBadTable}
 			}
-			if err := p.validateGroupsLocked(ops[i].Flow); err != nil {
+		case k == OpGroupAdd || k == OpGroupModify:
+			if ops[i].Group == nil {
+				return nil, &OpError{i, fmt.Errorf("group-mod kind %d without a group", k)}
+			}
+			if err := validateGroup(ops[i].Group); err != nil {
 				return nil, &OpError{i, err}
 			}
-		} else if ops[i].Filter == nil {
-			return nil, &OpError{i, fmt.Errorf("flow-mod kind %d without a filter", ops[i].Kind)}
+		case isGroupOp(k):
+		case ops[i].Filter == nil:
+			return nil, &OpError{i, fmt.Errorf("flow-mod kind %d without a filter", k)}
 		}
 	}
 	undo := make([]undoStep, 0, len(ops))
@@ -89,6 +116,11 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		switch op.Kind {
 		case OpAdd:
 			f := op.Flow
+			// Checked in order: an earlier group-mod of the batch may
+			// have added or removed a group the flow uses.
+			if err := p.validateGroupsLocked(f); err != nil {
+				return fail(i, err)
+			}
 			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
 				return fail(i, ErrOverlap)
 			}
@@ -124,6 +156,47 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				results[i].Removed = append(results[i].Removed, r)
 				undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
 			})
+		case OpGroupAdd:
+			g := op.Group
+			if _, ok := p.groups[g.ID]; ok {
+				return fail(i, fmt.Errorf("group %d: %w", g.ID, ErrGroupExists))
+			}
+			p.groups[g.ID] = g
+			undo = append(undo, undoStep{kind: OpGroupAdd, group: g})
+		case OpGroupModify:
+			g := op.Group
+			old, ok := p.groups[g.ID]
+			if !ok {
+				return fail(i, fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup))
+			}
+			p.groups[g.ID] = g
+			undo = append(undo, undoStep{kind: OpGroupModify, group: old})
+		case OpGroupDelete:
+			var gone []uint32
+			drop := func(id uint32, g *GroupEntry) {
+				delete(p.groups, id)
+				gone = append(gone, id)
+				undo = append(undo, undoStep{kind: OpGroupDelete, group: g})
+			}
+			if op.GroupID == GroupAllID {
+				for id, g := range p.groups {
+					drop(id, g)
+				}
+			} else if g, ok := p.groups[op.GroupID]; ok {
+				drop(op.GroupID, g)
+			}
+			// As OpenFlow requires, the flows that use a deleted group
+			// go with it.
+			for _, id := range gone {
+				ff := AllFlows()
+				ff.OutGroup = id
+				p.forEachSelected(&ff, func(t *table, r *Rule) {
+					t.cls(r).remove(r)
+					p.nRules--
+					results[i].Removed = append(results[i].Removed, r)
+					undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
+				})
+			}
 		}
 	}
 	p.Generation.Add(1)
@@ -149,5 +222,9 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 	case OpDelete:
 		u.t.cls(u.r).insert(u.r)
 		p.nRules++
+	case OpGroupAdd:
+		delete(p.groups, u.group.ID)
+	case OpGroupModify, OpGroupDelete:
+		p.groups[u.group.ID] = u.group
 	}
 }

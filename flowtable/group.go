@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -44,55 +45,34 @@ const GroupAllID = 0xfffffffc
 
 // AddGroup adds a group; it fails if the id exists.
 func (p *Pipeline) AddGroup(g *GroupEntry) error {
-	if err := validateGroup(g); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.groups[g.ID]; ok {
-		return fmt.Errorf("group %d already exists", g.ID)
-	}
-	p.groups[g.ID] = g
-	p.Generation.Add(1)
-	return nil
+	_, err := p.applyOne(FlowOp{Kind: OpGroupAdd, Group: g})
+	return err
 }
 
 // ModifyGroup replaces an existing group.
 func (p *Pipeline) ModifyGroup(g *GroupEntry) error {
-	if err := validateGroup(g); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.groups[g.ID]; !ok {
-		return fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup)
-	}
-	p.groups[g.ID] = g
-	p.Generation.Add(1)
-	return nil
+	_, err := p.applyOne(FlowOp{Kind: OpGroupModify, Group: g})
+	return err
 }
 
 // DeleteGroup deletes a group (GroupAllID: all) and the flows that use it,
-// as OpenFlow requires.
-func (p *Pipeline) DeleteGroup(id uint32) {
-	p.mu.Lock()
-	var ids []uint32
-	if id == GroupAllID {
-		for gid := range p.groups {
-			ids = append(ids, gid)
+// as OpenFlow requires, and returns those flows.
+func (p *Pipeline) DeleteGroup(id uint32) []*Rule {
+	res, _ := p.applyOne(FlowOp{Kind: OpGroupDelete, GroupID: id}) // cannot fail
+	return res.Removed
+}
+
+// applyOne applies one operation and returns its result or its bare error.
+func (p *Pipeline) applyOne(op FlowOp) (OpResult, error) {
+	res, err := p.Apply([]FlowOp{op})
+	if err != nil {
+		var oe *OpError
+		if errors.As(err, &oe) {
+			return OpResult{}, oe.Err
 		}
-		p.groups = map[uint32]*GroupEntry{}
-	} else if _, ok := p.groups[id]; ok {
-		delete(p.groups, id)
-		ids = append(ids, id)
+		return OpResult{}, err
 	}
-	p.Generation.Add(1)
-	p.mu.Unlock()
-	for _, gid := range ids {
-		ff := AllFlows()
-		ff.OutGroup = gid
-		p.DeleteFlows(&ff)
-	}
+	return res[0], nil
 }
 
 // Groups returns the groups ordered by id.

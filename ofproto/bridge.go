@@ -166,12 +166,12 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 		if err := b.slaveCheck(c); err != nil {
 			return err
 		}
-		return b.flowMods(c, []flowModReq{b.newFlowModReq(c, h, raw, m)}, false)
+		return b.mods(c, []modReq{b.newFlowModReq(c, h, raw, m)}, false)
 	case *wire.GroupMod:
 		if err := b.slaveCheck(c); err != nil {
 			return err
 		}
-		return b.groupMod(c, m)
+		return b.mods(c, []modReq{b.newGroupModReq(c, h, raw, m)}, false)
 	case *wire.MeterMod:
 		return nil // meters are accepted; the slow path does not rate-limit yet
 	case *wire.PacketOut:
@@ -301,18 +301,28 @@ func portToWire(p PortInfo) wire.Port {
 }
 
 func (b *Bridge) portMod(c *Conn, m *wire.PortMod) error {
+	no, err := b.checkPortMod(c, m)
+	if err != nil {
+		return err
+	}
+	if err := b.dp.SetPortConfig(no, m.Config, m.Mask); err != nil {
+		return ofpErr(c, wire.OFPPMFC_BAD_CONFIG, "%v", err)
+	}
+	return nil
+}
+
+// checkPortMod finds the port a port-mod names and checks its hardware
+// address, as OVS does before changing anything.
+func (b *Bridge) checkPortMod(c *Conn, m *wire.PortMod) (uint32, error) {
 	for _, p := range b.dp.Ports() {
 		if p.No == portFromWire(c, m.PortNo) {
 			if p.HWAddr != m.HWAddr {
-				return ofpErr(c, wire.OFPPMFC_BAD_HW_ADDR, "port %d has hardware address %x", p.No, p.HWAddr)
+				return 0, ofpErr(c, wire.OFPPMFC_BAD_HW_ADDR, "port %d has hardware address %x", p.No, p.HWAddr)
 			}
-			if err := b.dp.SetPortConfig(p.No, m.Config, m.Mask); err != nil {
-				return ofpErr(c, wire.OFPPMFC_BAD_CONFIG, "%v", err)
-			}
-			return nil
+			return p.No, nil
 		}
 	}
-	return ofpErr(c, wire.OFPPMFC_BAD_PORT, "no port %d", m.PortNo)
+	return 0, ofpErr(c, wire.OFPPMFC_BAD_PORT, "no port %d", m.PortNo)
 }
 
 // portFromWire maps a wire port number (32-bit in 1.1+) to the model's.

@@ -12,14 +12,14 @@ import (
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
-// flowModReq is one flow-mod as received (directly or in a bundle),
-// translated to a pipeline operation.
-type flowModReq struct {
+// modReq is one flow-mod or group-mod as received (directly or in a
+// bundle), translated to a pipeline operation.
+type modReq struct {
 	h wire.Header
 	// raw is the request as received, or at least the first 64 bytes of
 	// it: all that an error reply quotes (wire.ErrorMsgFor).
 	raw []byte
-	fm  *translate.FlowMod
+	fm  *translate.FlowMod // nil for a group-mod
 	op  flowtable.FlowOp
 	// err is why the request cannot be applied (translation or
 	// validation); it is reported when the request is applied, which for
@@ -29,8 +29,8 @@ type flowModReq struct {
 
 // newFlowModReq translates a decoded flow-mod. m may live in the
 // connection's decoder memory: the result does not refer to it.
-func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowMod) flowModReq {
-	req := flowModReq{h: h, raw: raw}
+func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowMod) modReq {
+	req := modReq{h: h, raw: raw}
 	req.fm, req.err = translate.FlowModFromWireTID(m, c.Version(), b.p.TLV, c.State.FlowModTableID)
 	if req.err == nil {
 		req.op, req.err = b.flowOp(c, req.fm)
@@ -38,19 +38,46 @@ func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowM
 	return req
 }
 
-// flowMods applies flow-mods all or nothing. In a bundle commit the
+// newGroupModReq translates a decoded group-mod.
+func (b *Bridge) newGroupModReq(c *Conn, h wire.Header, raw []byte, m *wire.GroupMod) modReq {
+	req := modReq{h: h, raw: raw}
+	gm, err := translate.GroupModFromWire(m, c.Version(), b.p.TLV)
+	if err != nil {
+		req.err = err
+		return req
+	}
+	switch gm.Command {
+	case wire.OFPGC_ADD:
+		req.op = flowtable.FlowOp{Kind: flowtable.OpGroupAdd, Group: gm.Group}
+	case wire.OFPGC_MODIFY:
+		req.op = flowtable.FlowOp{Kind: flowtable.OpGroupModify, Group: gm.Group}
+	case wire.OFPGC_DELETE:
+		req.op = flowtable.FlowOp{Kind: flowtable.OpGroupDelete, GroupID: gm.Group.ID}
+	default:
+		req.err = ofpErr(c, wire.OFPGMFC_BAD_COMMAND, "group command %d", gm.Command)
+	}
+	return req
+}
+
+// failedMod reports bundled message i's error: in a bundle commit the
 // message that failed gets its own error first, then the commit fails
 // with OFPBFC_MSG_FAILED, as Open vSwitch does.
-func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
+func failedMod(c *Conn, h wire.Header, raw []byte, i int, err error) error {
+	var oe *wire.OFPError
+	if errors.As(err, &oe) {
+		c.SendError(h, raw, oe)
+	}
+	return ofpErr(c, wire.OFPBFC_MSG_FAILED, "bundled message %d failed: %v", i, err)
+}
+
+// mods applies flow-mods and group-mods all or nothing (one atomic
+// pipeline batch).
+func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 	failed := func(i int, err error) error {
 		if !bundle {
 			return err
 		}
-		var oe *wire.OFPError
-		if errors.As(err, &oe) {
-			c.SendError(reqs[i].h, reqs[i].raw, oe)
-		}
-		return ofpErr(c, wire.OFPBFC_MSG_FAILED, "bundled message %d failed: %v", i, err)
+		return failedMod(c, reqs[i].h, reqs[i].raw, i, err)
 	}
 	ops := make([]flowtable.FlowOp, len(reqs))
 	for i := range reqs {
@@ -61,18 +88,29 @@ func (b *Bridge) flowMods(c *Conn, reqs []flowModReq, bundle bool) error {
 	}
 	results, err := b.p.Apply(ops)
 	if err != nil {
+		i := 0
 		var opErr *flowtable.OpError
 		if errors.As(err, &opErr) {
-			return failed(opErr.Index, b.applyError(c, err))
+			i = opErr.Index
 		}
-		return failed(0, b.applyError(c, err))
+		if reqs[i].fm == nil {
+			return failed(i, groupApplyError(c, err))
+		}
+		return failed(i, b.applyError(c, err))
 	}
 	for i, res := range results {
 		fm := reqs[i].fm
+		reason := uint8(2) // OFPRR_DELETE
+		if fm == nil {
+			reason = 3 // OFPRR_GROUP_DELETE: the flows used a deleted group
+		}
 		for _, r := range res.Removed {
 			if r.Flags&flowtable.FlagSendFlowRem != 0 {
-				b.flowRemoved(r, 2) // OFPRR_DELETE
+				b.flowRemoved(r, reason)
 			}
+		}
+		if fm == nil {
+			continue
 		}
 		// OpenFlow 1.0: a modify that changes nothing adds the flow.
 		if res.Modified == 0 && (ops[i].Kind == flowtable.OpModify || ops[i].Kind == flowtable.OpModifyStrict) &&
@@ -279,26 +317,18 @@ func (b *Bridge) aggregate(c *Conn, h wire.Header, m *wire.Multipart) error {
 	return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, Experimenter: m.Experimenter, ExpType: m.ExpType, Aggregate: agg})
 }
 
-func (b *Bridge) groupMod(c *Conn, m *wire.GroupMod) error {
-	gm, err := translate.GroupModFromWire(m, c.Version(), b.p.TLV)
-	if err != nil {
+// groupApplyError maps a group-mod the pipeline refused to OVS's error.
+func groupApplyError(c *Conn, err error) error {
+	var oe *wire.OFPError
+	switch {
+	case errors.As(err, &oe):
 		return err
+	case errors.Is(err, flowtable.ErrGroupExists):
+		return ofpErr(c, wire.OFPGMFC_GROUP_EXISTS, "%v", err)
+	case errors.Is(err, flowtable.ErrUnknownGroup):
+		return ofpErr(c, wire.OFPGMFC_UNKNOWN_GROUP, "%v", err)
 	}
-	switch gm.Command {
-	case wire.OFPGC_ADD:
-		if err := b.p.AddGroup(gm.Group); err != nil {
-			return ofpErr(c, wire.OFPGMFC_GROUP_EXISTS, "%v", err)
-		}
-	case wire.OFPGC_MODIFY:
-		if err := b.p.ModifyGroup(gm.Group); err != nil {
-			return ofpErr(c, wire.OFPGMFC_UNKNOWN_GROUP, "%v", err)
-		}
-	case wire.OFPGC_DELETE:
-		b.p.DeleteGroup(gm.Group.ID)
-	default:
-		return ofpErr(c, wire.OFPGMFC_BAD_COMMAND, "group command %d", gm.Command)
-	}
-	return nil
+	return ofpErr(c, wire.OFPGMFC_INVALID_GROUP, "%v", err)
 }
 
 func (b *Bridge) groupDescs(c *Conn, h wire.Header, m *wire.Multipart) error {

@@ -1,8 +1,6 @@
 package ofproto
 
 import (
-	"fmt"
-
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -82,19 +80,17 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 	}
 	// The inner message ends where the trailing padding and properties start.
 	end := len(raw) - len(m.Trailing)
-	inner := raw[end-int(m.InnerHeader.Length) : end]
-	if fm, ok := m.Inner.(*wire.FlowMod); ok {
-		bd.flowMods = append(bd.flowMods, b.newFlowModReq(c, m.InnerHeader, bd.quote(inner), fm))
-		return nil
+	raw = raw[end-int(m.InnerHeader.Length) : end] // the inner message
+	switch inner := m.Inner.(type) {
+	case *wire.FlowMod:
+		bd.mods = append(bd.mods, b.newFlowModReq(c, m.InnerHeader, bd.quote(raw), inner))
+	case *wire.GroupMod:
+		bd.mods = append(bd.mods, b.newGroupModReq(c, m.InnerHeader, bd.quote(raw), inner))
+	case *wire.PortMod:
+		pm := *inner
+		pm.Props = nil // not used; they would refer to the connection's buffer
+		bd.portMods = append(bd.portMods, bundledPortMod{after: len(bd.mods), h: m.InnerHeader, raw: bd.quote(raw), m: pm})
 	}
-	// Group-mods and port-mods are rare in bundles: decode them again from
-	// a copy, since the decoded message refers to the connection's buffer.
-	own := append([]byte(nil), inner...)
-	msg, err := wire.DecodeMessage(m.InnerHeader, own[wire.HeaderLen:])
-	if err != nil {
-		return fmt.Errorf("decoding a copy of bundled message type %d: %w", m.InnerHeader.Type, err)
-	}
-	bd.others = append(bd.others, bundledMessage{after: len(bd.flowMods), msg: msg})
 	return nil
 }
 
@@ -110,33 +106,28 @@ func (bd *Bundle) quote(msg []byte) []byte {
 	return bd.quoted[start:len(bd.quoted):len(bd.quoted)]
 }
 
-// commitBundle applies a bundle's messages in order: each run of flow-mods
-// in one atomic pipeline batch (all or nothing, which also satisfies
-// non-atomic bundles), group-mods and port-mods between them.
+// commitBundle applies a bundle all or nothing: its port-mods are checked
+// first, then every flow-mod and group-mod goes in one atomic pipeline
+// batch (which also satisfies non-atomic bundles), then the port-mods are
+// carried out. A bad port-mod fails the commit before anything changes,
+// even when a message before it would have failed too (then OVS names
+// that one).
 func (b *Bridge) commitBundle(c *Conn, bd *Bundle) error {
-	done := 0 // flow-mods applied so far
-	flushFlows := func(upTo int) error {
-		if upTo == done {
-			return nil
+	for i := range bd.portMods {
+		pm := &bd.portMods[i]
+		if _, err := b.checkPortMod(c, &pm.m); err != nil {
+			return failedMod(c, pm.h, pm.raw, pm.after+i, err)
 		}
-		err := b.flowMods(c, bd.flowMods[done:upTo], true)
-		done = upTo
+	}
+	if err := b.mods(c, bd.mods, true); err != nil {
 		return err
 	}
-	for _, o := range bd.others {
-		if err := flushFlows(o.after); err != nil {
-			return err
-		}
-		switch m := o.msg.(type) {
-		case *wire.GroupMod:
-			if err := b.groupMod(c, m); err != nil {
-				return err
-			}
-		case *wire.PortMod:
-			if err := b.portMod(c, m); err != nil {
-				return err
-			}
+	for i := range bd.portMods {
+		pm := &bd.portMods[i]
+		if err := b.portMod(c, &pm.m); err != nil {
+			// The port went away since the check.
+			return failedMod(c, pm.h, pm.raw, pm.after+i, err)
 		}
 	}
-	return flushFlows(len(bd.flowMods))
+	return nil
 }

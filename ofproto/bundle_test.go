@@ -2,6 +2,7 @@ package ofproto_test
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,11 +42,15 @@ func (bc *bundleClient) flowMod(flow string, command uint8) wire.Message {
 }
 
 func (bc *bundleClient) groupMod(group string) wire.Message {
+	return bc.groupModCommand(group, wire.OFPGC_ADD)
+}
+
+func (bc *bundleClient) groupModCommand(group string, command uint16) wire.Message {
 	g, err := flowtext.ParseGroup(group, nil)
 	if err != nil {
 		bc.t.Fatal(err)
 	}
-	w, err := translate.GroupModToWire(&translate.GroupMod{Command: wire.OFPGC_ADD, Group: g}, wire.OFP15, bc.p.TLV)
+	w, err := translate.GroupModToWire(&translate.GroupMod{Command: command, Group: g}, wire.OFP15, bc.p.TLV)
 	if err != nil {
 		bc.t.Fatal(err)
 	}
@@ -153,6 +158,102 @@ func TestBundleCommitFailure(t *testing.T) {
 			}
 			if err := bc.c.Alive(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestBundleGroupModsAtomic: group-mods are part of the atomic batch. A
+// bundle whose last message fails leaves no group it added and no flow,
+// and a bundle that deleted a group (with the flows using it) before
+// failing leaves both in place.
+func TestBundleGroupModsAtomic(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		setup     func(bc *bundleClient)
+		msgs      func(bc *bundleClient) []wire.Message
+		typ, code uint16 // the failing (last) message's error
+		flows     int    // flows left
+		groups    []uint32
+	}{
+		{
+			name: "duplicate group after a group and a flow using it",
+			msgs: func(bc *bundleClient) []wire.Message {
+				return []wire.Message{
+					bc.groupMod("group_id=7,type=all,bucket=output:1"),
+					bc.flowMod("table=1,priority=6,ip actions=group:7", uint8(wire.OFPFC_ADD)),
+					bc.groupMod("group_id=7,type=all,bucket=output:2"),
+				}
+			},
+			typ: 6, code: 0, // OFPGMFC_GROUP_EXISTS
+		},
+		{
+			name: "flow using a group deleted earlier in the bundle",
+			setup: func(bc *bundleClient) {
+				g, err := flowtext.ParseGroup("group_id=5,type=all,bucket=output:1", nil)
+				if err != nil {
+					bc.t.Fatal(err)
+				}
+				if err := bc.p.AddGroup(g); err != nil {
+					bc.t.Fatal(err)
+				}
+				if err := flowtext.Load(bc.p, "table=3,priority=1,ip actions=group:5", nil); err != nil {
+					bc.t.Fatal(err)
+				}
+			},
+			msgs: func(bc *bundleClient) []wire.Message {
+				return []wire.Message{
+					bc.groupModCommand("group_id=5,type=all", wire.OFPGC_DELETE),
+					bc.flowMod("table=1,priority=6,ip actions=group:5", uint8(wire.OFPFC_ADD)),
+				}
+			},
+			typ: 2, code: 9, // OFPBAC_BAD_OUT_GROUP
+			flows: 1, groups: []uint32{5},
+		},
+		{
+			name: "modify of a missing group",
+			msgs: func(bc *bundleClient) []wire.Message {
+				return []wire.Message{
+					bc.flowMod("table=1,priority=6,ip actions=drop", uint8(wire.OFPFC_ADD)),
+					bc.groupModCommand("group_id=9,type=all,bucket=output:1", wire.OFPGC_MODIFY),
+				}
+			},
+			typ: 6, code: 8, // OFPGMFC_UNKNOWN_GROUP
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bc := newBundleClient(t)
+			if tc.setup != nil {
+				tc.setup(bc)
+			}
+			msgs := tc.msgs(bc)
+			var last []byte
+			for i, m := range msgs {
+				last = bc.add(uint32(30+i), m)
+			}
+			lastXid := uint32(30 + len(msgs) - 1)
+			bc.control(99, wire.OFPBCT_COMMIT_REQUEST)
+			h, m := bc.recv()
+			em, ok := m.(*wire.ErrorMsg)
+			if !ok || h.Xid != lastXid || em.Type != tc.typ || em.Code != tc.code {
+				t.Fatalf("got %T %+v xid %d, want error %d/%d for xid %d", m, m, h.Xid, tc.typ, tc.code, lastXid)
+			}
+			if !bytes.Equal(em.Data, last[:min(len(last), wire.ErrorDataLen)]) {
+				t.Errorf("error quotes %x, want the failing message", em.Data)
+			}
+			h, m = bc.recv()
+			if em, ok := m.(*wire.ErrorMsg); !ok || h.Xid != 99 || em.Type != 17 || em.Code != 13 {
+				t.Fatalf("got %T %+v xid %d, want OFPBFC_MSG_FAILED for the commit", m, m, h.Xid)
+			}
+			if n := bc.p.NumFlows(); n != tc.flows {
+				t.Errorf("%d flows after the failed commit, want %d", n, tc.flows)
+			}
+			var ids []uint32
+			for _, g := range bc.p.Groups() {
+				ids = append(ids, g.ID)
+			}
+			if !slices.Equal(ids, tc.groups) {
+				t.Errorf("groups %v after the failed commit, want %v", ids, tc.groups)
 			}
 		})
 	}

@@ -103,23 +103,25 @@ type Bundle struct {
 	Flags  uint16
 	Closed bool
 
-	// flowMods are the bundled flow-mods in order, translated when they
-	// were added, so that a commit only applies them.
-	flowMods []flowModReq
-	// others are the bundled group-mods and port-mods, each with its place
-	// among the flow-mods.
-	others []bundledMessage
+	// mods are the bundled flow-mods and group-mods in order, translated
+	// when they were added, so that a commit only applies them.
+	mods []modReq
+	// portMods are the bundled port-mods.
+	portMods []bundledPortMod
 	// quoted holds the first bytes of every bundled message (what an error
 	// reply quotes), since the connection reuses a message's memory.
 	quoted []byte
 }
 
-// bundledMessage is a bundled message other than a flow-mod, decoded from
-// a private copy of its bytes.
-type bundledMessage struct {
-	// after is the number of bundled flow-mods that precede it.
-	after int
-	msg   wire.Message
+// bundledPortMod is a port-mod in a bundle, with its place among the
+// bundled flow-mods and group-mods and what an error reply quotes. Port
+// configuration is not pipeline state, so a commit checks port-mods
+// before it applies the rest and carries them out after.
+type bundledPortMod struct {
+	after int // bundled flow-mods and group-mods before it
+	h     wire.Header
+	raw   []byte
+	m     wire.PortMod // a copy: the decoded message refers to the connection's buffer
 }
 
 // NewConn wraps an established transport connection.
