@@ -304,6 +304,14 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, h uint64, st uint8, md *
 		natted = c != nil
 	}
 	if c == nil {
+		if a.Commit {
+			// Most packets of a committing action are new: load the
+			// slot a commit would fill while the lookup waits for its
+			// index slot (see warmFree).
+			if t.shards[h>>(64-shardBits)].warmFree() == 1 {
+				batchSink.Store(1) // practically never; keeps the loads
+			}
+		}
 		c, d, _ = t.lookup(k, h, now) // locked when found
 	}
 	if c != nil {
