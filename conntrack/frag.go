@@ -92,7 +92,7 @@ func (t *Tracker) firstFragment(frame []byte, p *pkt, k *key, st uint8, md *Meta
 	}
 	fk := fragKeyOf(k, p.fragID) // the header as it is before this action's NAT
 	for attempt := 0; ; attempt++ {
-		if t.execute(frame, p, k, st, md, a, now) {
+		if t.execute(frame, p, k, k.hash(t.seed), st, md, a, now) {
 			break
 		}
 		if attempt == 2 {
