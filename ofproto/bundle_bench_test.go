@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/govs-project/govs/internal/oftest"
+	"github.com/govs-project/govs/ofproto"
+
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto/flowtext"
 	"github.com/govs-project/govs/ofproto/translate"
@@ -12,10 +15,23 @@ import (
 
 // BenchmarkBundleFlowMods measures flow-mods applied per second over one
 // OpenFlow 1.5 connection in an atomic bundle (open, 10,000 adds, commit),
-// on the switch side: the client's messages are encoded in advance.
+// on the switch side: the client's messages are encoded in advance. The
+// connection is an in-process net.Pipe (every write waits for the
+// switch's read) or, as for real clients, an AF_UNIX socket.
 func BenchmarkBundleFlowMods(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		connect func(testing.TB, *ofproto.Bridge, uint8) *oftest.Client
+	}{{"pipe", connectTo}, {"unix", connectUnix}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := flowtable.NewPipeline()
+			benchBundle(b, tc.connect(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p)
+		})
+	}
+}
+
+func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline) {
 	const n = 10000
-	c, p := connectB(b, wire.OFP15)
 	var msgs [][]byte // encoded bundle-add messages (without header)
 	for i := 0; i < n; i++ {
 		fm, err := flowtext.ParseFlow(fmt.Sprintf("table=%d,priority=%d,ip,nw_src=10.%d.%d.%d actions=load:%#x->NXM_NX_REG1[],goto_table:%d",

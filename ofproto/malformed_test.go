@@ -2,8 +2,11 @@ package ofproto_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +40,33 @@ func connectB(t testing.TB, version uint8) (*oftest.Client, *flowtable.Pipeline)
 func connectTo(t testing.TB, b *ofproto.Bridge, version uint8) *oftest.Client {
 	t.Helper()
 	srv, cli := net.Pipe()
+	return serveConn(t, b, version, srv, cli)
+}
+
+// connectUnix is connectTo over a real AF_UNIX socket pair, buffered by
+// the kernel like the management socket real clients use (net.Pipe hands
+// every write over synchronously).
+func connectUnix(t testing.TB, b *ofproto.Bridge, version uint8) *oftest.Client {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := [2]net.Conn{}
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), fmt.Sprintf("socketpair-%d", i))
+		conns[i], err = net.FileConn(f) // duplicates the descriptor
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return serveConn(t, b, version, conns[0], conns[1])
+}
+
+// serveConn serves srv as a connection of b and handshakes on cli.
+func serveConn(t testing.TB, b *ofproto.Bridge, version uint8, srv, cli net.Conn) *oftest.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
