@@ -2,6 +2,7 @@ package ofproto_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -84,6 +85,10 @@ func (s *asyncSwitch) collect(trigger func(), clients ...*oftest.Client) [][]wir
 					break
 				}
 				if _, ok := m.(*wire.BarrierReply); ok && h.Xid == barrierXid {
+					break
+				}
+				if isAsync(m) && h.Xid != 0 {
+					r.err = fmt.Errorf("asynchronous %T has xid %#x, want 0 as Open vSwitch sends", m, h.Xid)
 					break
 				}
 				r.msgs = append(r.msgs, m)
@@ -360,4 +365,13 @@ func TestNXFlowRemoved(t *testing.T) {
 	if got := flowtext.MatchString(&m, flowtable.DefaultPriority, nil); got != "ip,nw_src=10.0.0.1" {
 		t.Errorf("flow-removed match %q, want ip,nw_src=10.0.0.1", got)
 	}
+}
+
+// isAsync reports whether m is an asynchronous message of the switch.
+func isAsync(m wire.Message) bool {
+	switch m.(type) {
+	case *wire.PacketIn, *wire.NXPacketIn2, *wire.FlowRemoved, *wire.PortStatus: // FlowRemoved also stands for NXT_FLOW_REMOVED
+		return true
+	}
+	return false
 }

@@ -348,7 +348,7 @@ func (b *Bridge) PortStatus(reason uint8, p PortInfo) {
 		if !c.receivesAsync(AsyncPortStatus, reason) {
 			continue
 		}
-		if err := c.Send(c.NextXid(), &wire.PortStatus{Reason: reason, Port: portToWire(p)}); err != nil {
+		if err := c.Send(asyncXid, &wire.PortStatus{Reason: reason, Port: portToWire(p)}); err != nil {
 			b.log.Debug("port-status not sent", zap.Error(err))
 		}
 	}

@@ -223,7 +223,7 @@ func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 			}
 			fr.NX = true // NXT_FLOW_REMOVED, as OVS sends to NXM connections
 		}
-		if err := c.Send(c.NextXid(), fr); err != nil {
+		if err := c.Send(asyncXid, fr); err != nil {
 			b.log.Debug("flow-removed not sent", zap.Error(err))
 		}
 	}

@@ -150,7 +150,12 @@ func (c *Conn) Logger() *zap.Logger { return c.log }
 // RemoteAddr names the peer.
 func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
 
-// NextXid returns a transaction id for a message the switch originates.
+// asyncXid is the transaction id of asynchronous messages (packet-in,
+// flow-removed, port-status): 0, as Open vSwitch sends them; requests
+// the switch originates (hello, echo) get NextXid.
+const asyncXid = 0
+
+// NextXid returns a transaction id for a request the switch originates.
 func (c *Conn) NextXid() uint32 { return c.xid.Add(1) }
 
 // Send encodes and sends one message with the given xid.
