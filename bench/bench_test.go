@@ -32,18 +32,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal("the benchmark harness needs root (network namespaces, veth, AF_PACKET)")
 	}
 	before := benchNamespaces(t)
-	var log bytes.Buffer
-	start := time.Now()
-	rep, err := Run(context.Background(), Config{
-		Scenarios: []string{"direct", "govs-normal"},
-		Reps:      1,
-		Duration:  time.Second,
-		Log:       &log,
-	})
-	t.Logf("harness log (%v):\n%s", time.Since(start).Round(time.Millisecond), log.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := smokeRun(t, Config{Scenarios: []string{"direct", "govs-normal"}})
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
@@ -113,19 +102,7 @@ func TestSmokeScenarios(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.scenario, func(t *testing.T) {
 			before := benchNamespaces(t)
-			var log bytes.Buffer
-			start := time.Now()
-			rep, err := Run(context.Background(), Config{
-				Scenarios:    []string{tc.scenario},
-				Measurements: tc.measure,
-				Reps:         1,
-				Duration:     time.Second,
-				Log:          &log,
-			})
-			t.Logf("harness log (%v):\n%s", time.Since(start).Round(time.Millisecond), log.String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := smokeRun(t, Config{Scenarios: []string{tc.scenario}, Measurements: tc.measure})
 			if len(rep.Scenarios) != 1 {
 				t.Fatalf("report has %d scenarios, want 1", len(rep.Scenarios))
 			}
@@ -147,6 +124,21 @@ func TestSmokeScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// smokeRun runs cfg briefly (one repetition of one second), logs the
+// harness's progress and fails the test on an error.
+func smokeRun(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	var log bytes.Buffer
+	cfg.Reps, cfg.Duration, cfg.Log = 1, time.Second, &log
+	start := time.Now()
+	rep, err := Run(context.Background(), cfg)
+	t.Logf("harness log (%v):\n%s", time.Since(start).Round(time.Millisecond), log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 // benchNamespaces lists the harness's namespaces that exist now.
