@@ -95,6 +95,9 @@ func (c *Conn) receivesAsync(typ int, reason uint8) bool {
 	if reason >= 32 {
 		return false
 	}
+	if c.opts.Service && c.State.MissSendLen.Load() == 0 {
+		return false // a service connection that did not ask (OVS ofconn_receives_async_msg)
+	}
 	ac := c.State.AsyncConfig(c.Version())
 	masks := &ac.Primary
 	if c.State.Role.Load() == roleSlave {

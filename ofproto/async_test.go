@@ -3,6 +3,7 @@ package ofproto_test
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"reflect"
 	"testing"
 
@@ -374,4 +375,28 @@ func isAsync(m wire.Message) bool {
 		return true
 	}
 	return false
+}
+
+// A service connection (one accepted on a passive listener, as ovs-ofctl
+// makes on the management socket) gets no asynchronous message until it
+// sets a nonzero miss_send_len, as in Open vSwitch; a controller
+// connection gets them from the start.
+func TestServiceConnectionAsync(t *testing.T) {
+	s := newAsyncSwitch(t)
+	srv, cli := net.Pipe()
+	svc := serveConnOpts(t, s.b, wire.OFP13, srv, cli, ofproto.ConnOptions{Service: true})
+	ctl := s.connect(wire.OFP13)
+	got := s.collect(s.packetIn(flowtable.ReasonNoMatch), ctl, svc)
+	if !reflect.DeepEqual(types(got[0]), []string{"PacketIn"}) || len(got[1]) != 0 {
+		t.Fatalf("controller got %v, service connection got %v; want one packet-in for the controller only", types(got[0]), types(got[1]))
+	}
+	if got := s.collectOne(svc, func() { s.write(svc, 0x61, &wire.GetConfigRequest{}) }); len(got) != 1 ||
+		got[0].(*wire.SwitchConfig).MissSendLen != 0 {
+		t.Fatalf("service connection config %v, want miss_send_len 0", got)
+	}
+	s.send(svc, &wire.SwitchConfig{MissSendLen: 128})
+	got = s.collect(s.packetIn(flowtable.ReasonNoMatch), ctl, svc)
+	if !reflect.DeepEqual(types(got[0]), []string{"PacketIn"}) || !reflect.DeepEqual(types(got[1]), []string{"PacketIn"}) {
+		t.Fatalf("after set-config: controller %v, service %v; want a packet-in each", types(got[0]), types(got[1]))
+	}
 }

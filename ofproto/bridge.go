@@ -116,12 +116,13 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 	case *wire.FeaturesRequest:
 		return c.Send(h.Xid, b.features(c))
 	case *wire.GetConfigRequest:
-		return c.Send(h.Xid, &wire.SwitchConfig{Reply: true, Flags: c.State.ConfigFlags, MissSendLen: c.State.MissSendLen})
+		return c.Send(h.Xid, &wire.SwitchConfig{Reply: true, Flags: c.State.ConfigFlags, MissSendLen: uint16(c.State.MissSendLen.Load())})
 	case *wire.SwitchConfig:
 		if m.Reply {
 			return ofpErr(c, wire.OFPBRC_BAD_TYPE, "unexpected get-config reply")
 		}
-		c.State.ConfigFlags, c.State.MissSendLen = m.Flags, m.MissSendLen
+		c.State.ConfigFlags = m.Flags
+		c.State.MissSendLen.Store(uint32(m.MissSendLen))
 		return nil
 	case *wire.BarrierRequest:
 		// Requests are processed in order, so every earlier one is done.

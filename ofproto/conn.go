@@ -42,6 +42,12 @@ type ConnOptions struct {
 	// connection is dropped. Zero disables it.
 	ProbeInterval time.Duration
 	Logger        *zap.Logger
+	// Service marks a connection accepted on a passive listener
+	// (punix:, ptcp:), what OVS calls a service connection: it starts
+	// with miss_send_len 0 and gets no asynchronous messages until the
+	// client sets a nonzero one (OFPT_SET_CONFIG), so short-lived tools
+	// like ovs-ofctl are not sent packet-ins. Listener.Serve sets it.
+	Service bool
 }
 
 // Conn is one OpenFlow connection.
@@ -70,12 +76,13 @@ type ConnState struct {
 	// Role is roleEqual, roleMaster or roleSlave. Atomic: datapath
 	// goroutines read it to route asynchronous messages, and another
 	// connection's role request may demote this one.
-	Role            atomic.Uint32
-	FlowFormat      uint32 // NXFF_OPENFLOW10 (0) or NXFF_NXM (2), OpenFlow 1.0 only
-	FlowModTableID  bool   // NXT_FLOW_MOD_TABLE_ID enabled
-	PacketInFormat  uint32 // NXPIF_STANDARD (0), NXPIF_NXT_PACKET_IN (1), NXPIF_NXT_PACKET_IN2 (2)
-	ControllerID    uint16
-	MissSendLen     uint16
+	Role           atomic.Uint32
+	FlowFormat     uint32 // NXFF_OPENFLOW10 (0) or NXFF_NXM (2), OpenFlow 1.0 only
+	FlowModTableID bool   // NXT_FLOW_MOD_TABLE_ID enabled
+	PacketInFormat uint32 // NXPIF_STANDARD (0), NXPIF_NXT_PACKET_IN (1), NXPIF_NXT_PACKET_IN2 (2)
+	ControllerID   uint16
+	// MissSendLen is atomic: packet-ins read it on datapath goroutines.
+	MissSendLen     atomic.Uint32
 	ConfigFlags     uint16
 	GenerationID    uint64
 	HasGenerationID bool
@@ -136,7 +143,9 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	c := &Conn{nc: nc, opts: opts, handler: h, w: bufio.NewWriterSize(nc, 64*1024),
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
 	c.State.Role.Store(roleEqual)
-	c.State.MissSendLen = 128
+	if !opts.Service {
+		c.State.MissSendLen.Store(128) // OFP_DEFAULT_MISS_SEND_LEN
+	}
 	c.xid.Store(0x10000)
 	return c
 }

@@ -67,10 +67,16 @@ func connectUnix(t testing.TB, b *ofproto.Bridge, version uint8) *oftest.Client 
 // serveConn serves srv as a connection of b and handshakes on cli.
 func serveConn(t testing.TB, b *ofproto.Bridge, version uint8, srv, cli net.Conn) *oftest.Client {
 	t.Helper()
+	return serveConnOpts(t, b, version, srv, cli, ofproto.ConnOptions{})
+}
+
+// serveConnOpts is serveConn with connection options.
+func serveConnOpts(t testing.TB, b *ofproto.Bridge, version uint8, srv, cli net.Conn, opts ofproto.ConnOptions) *oftest.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		ofproto.NewConn(srv, b, ofproto.ConnOptions{}).Serve(ctx)
+		ofproto.NewConn(srv, b, opts).Serve(ctx)
 		close(done)
 	}()
 	t.Cleanup(func() {

@@ -52,7 +52,7 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 	data := frame
 	maxLen := int(pi.MaxLen)
 	if pi.Reason != flowtable.ReasonAction {
-		maxLen = int(c.State.MissSendLen)
+		maxLen = int(c.State.MissSendLen.Load())
 	}
 	if maxLen != 0xffff && len(data) > maxLen {
 		data = data[:maxLen]

@@ -127,7 +127,9 @@ func (l *Listener) Serve(ctx context.Context, mk HandlerFactory, opts ConnOption
 			}
 			return fmt.Errorf("accepting on %s: %w", l.Target, err)
 		}
-		c := NewConn(nc, mk(), opts)
+		sopts := opts
+		sopts.Service = true
+		c := NewConn(nc, mk(), sopts)
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()

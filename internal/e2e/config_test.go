@@ -43,6 +43,9 @@ func TestDaemonConfigAndPortStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.NC.Close()
+	// The management socket is a service connection: like OVS, govs
+	// sends it asynchronous messages only once it sets a miss_send_len.
+	sendMsg(t, c, 1, &wire.SwitchConfig{MissSendLen: 128})
 	if err := c.Alive(); err != nil { // the bridge registers the connection on its first request
 		t.Fatal(err)
 	}
