@@ -130,8 +130,8 @@ type shard struct {
 	moves atomic.Uint64
 	// chunks is replaced (copy on grow) under mu and read atomically by
 	// lookups that hold another shard's lock.
-	chunks   atomic.Pointer[[]*connChunk]
-	nAlloc   uint32 // next never-used local index; index 0 is never used
+	chunks atomic.Pointer[[]*connChunk]
+	nAlloc uint32 // next never-used local index; index 0 is never used
 	// free holds the local indexes of freed connection slots, reused
 	// last-freed first. A stack apart from the connections, not a list
 	// through them: popping a slot then reads no connection, so the
