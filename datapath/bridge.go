@@ -223,7 +223,7 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 		bp.tlvGen.Store(^uint64(0))
 		b.syncTLV(bp)
 	}
-	if pl, ok := p.(port.Poller); ok && b.PMD.Enabled && bp.tun == nil {
+	if pl, ok := p.(port.Poller); ok && b.PMD.Enabled {
 		if b.pmd == nil {
 			m, err := newPMD(b, b.PMD)
 			if err != nil {

@@ -16,14 +16,14 @@ import (
 
 // PMDConfig turns on a poll-mode thread for the bridge, like OVS's PMD
 // threads (other_config:pmd-cpu-mask): one OS thread, optionally pinned to
-// a CPU, polls every port that can be polled (port.Poller: the AF_PACKET
-// ports) in turn and keeps polling while frames flow, instead of one
+// a CPU, polls every port that can be polled (port.Poller: AF_PACKET and
+// Geneve ports) in turn and keeps polling while frames flow, instead of one
 // goroutine per port sleeping in poll(2). A frame then never waits for a
 // thread to be woken — which costs tens of microseconds when the vCPU it
 // runs on is idle — at the price of a CPU spinning while traffic flows.
 // After IdleSpin without a frame the thread sleeps in poll(2) on all its
 // ports at once, so an idle switch uses no CPU. Ports that cannot be
-// polled (TAP, tunnels) keep their own goroutines.
+// polled (TAP) keep their own goroutines.
 type PMDConfig struct {
 	Enabled bool
 	// CPU pins the thread (sched_setaffinity); -1 leaves it to the
@@ -157,6 +157,10 @@ func (m *pmd) sweep() int {
 	got := 0
 	for _, bp := range m.ports {
 		l := bp.loop
+		if bp.tun != nil {
+			// Before the read: the port decodes options with its map.
+			m.b.syncTLV(bp)
+		}
 		n, err := bp.poller.TryReadBatch(l.batch)
 		if err != nil && !errors.Is(err, port.ErrClosed) {
 			if now := time.Now(); now.Sub(m.lastErr) > 10*time.Second {

@@ -25,7 +25,10 @@ type TunnelPort interface {
 	SetTLVMap(tlv *flowtable.TLVMap) error
 }
 
-var _ TunnelPort = (*tunnel.Port)(nil)
+var (
+	_ TunnelPort  = (*tunnel.Port)(nil)
+	_ port.Poller = (*tunnel.Port)(nil)
+)
 
 // syncTLV keeps a tunnel port's option map in step with the pipeline's TLV
 // map. The OpenFlow side changes the TLV map in place (NXT_TLV_TABLE_MOD)

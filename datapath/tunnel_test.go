@@ -3,6 +3,7 @@ package datapath
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -58,13 +59,25 @@ func peerKey(t testing.TB, tlv *flowtable.TLVMap, dst string, tunID uint64, md0 
 // read from it enter the pipeline with in_port and the tunnel fields set.
 // The TLV map is added after the port, as add-tlv-map does, so the port must
 // pick it up from the pipeline.
+// With a PMD thread the tunnel port is polled by it instead of its own
+// goroutine; the results must be the same.
 func TestTunnelPort(t *testing.T) {
+	for _, pmd := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testTunnelPort(t, pmd) })
+	}
+}
+
+func testTunnelPort(t *testing.T, pmd bool) {
 	local, peer := tunnelPair(t)
 	p := flowtable.NewPipeline()
 	b := NewBridge("br-tun", 1, p, nil)
+	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
 	t.Cleanup(func() { b.Close() })
 	if _, err := b.AddPort(1, local, KindTunnel); err != nil {
 		t.Fatal(err)
+	}
+	if served := b.ports.Load().byNo[1].poller != nil; served != pmd {
+		t.Fatalf("tunnel port served by the PMD thread: %v, want %v", served, pmd)
 	}
 	ps := addMemPorts(t, b, MemPortConfig{}, 2)
 

@@ -333,6 +333,19 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
 func (p *Port) ReadTunnelBatch(b *port.Batch, md []Metadata) (int, error) {
+	return p.readTunnel(b, md, true)
+}
+
+// TryReadBatch implements port.Poller: the datagrams waiting now, without
+// blocking, so a bridge's PMD thread can serve the tunnel port too.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
+	return p.readTunnel(b, p.rxMD, false)
+}
+
+// PollFd implements port.Poller: the UDP socket.
+func (p *Port) PollFd() int { return p.rxFd }
+
+func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error) {
 	p.rxMu.Lock()
 	defer p.rxMu.Unlock()
 	if p.closed.Load() {
@@ -364,6 +377,9 @@ func (p *Port) ReadTunnelBatch(b *port.Batch, md []Metadata) (int, error) {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if !block {
+				return 0, nil
+			}
 			ready, err := p.wait()
 			if err != nil || !ready {
 				return 0, err
