@@ -121,9 +121,7 @@ func (l *loop) process(frames [][]byte) {
 				bad++
 				continue
 			}
-			if l.pkt.Offload.GSOType != flowtable.GSONone {
-				maxFrame = port.MaxGSOFrameLen
-			}
+			maxFrame = m.Vnet.MaxLen(maxFrame)
 		}
 		if len(f) < port.MinFrameLen || len(f) > maxFrame {
 			bad++
@@ -302,11 +300,9 @@ func (l *loop) PacketIn(pkt *flowtable.Packet, pi *flowtable.PacketIn) {
 	pic := *pi
 	key := pkt.Key
 	frame := slices.Clone(pkt.Frame)
-	if pkt.Offload.CsumPartial {
-		// A controller gets a frame as it would be on the wire.
-		off := pkt.Offload
-		_ = flowtable.CompleteChecksum(frame, &off, pkt.L4 == off.CsumStart && pkt.Key.NwProto() == flowtable.IPProtoUDP)
-	}
+	// A controller gets a frame as it would be on the wire. An offset
+	// past the frame (bad metadata) leaves it as it came.
+	_ = pkt.CompleteChecksumIn(frame)
 	h(frame, inPort, &pic, &key)
 }
 

@@ -86,6 +86,13 @@ func (p *Packet) CompleteChecksum() error {
 	return CompleteChecksum(p.Frame, &p.Offload, p.partialUDP())
 }
 
+// CompleteChecksumIn completes the partial L4 checksum in frame, a copy of
+// the packet's frame, leaving the packet itself as it is.
+func (p *Packet) CompleteChecksumIn(frame []byte) error {
+	o := p.Offload
+	return CompleteChecksum(frame, &o, p.partialUDP())
+}
+
 // sum64 is the unfolded one's-complement sum of b (big-endian 16-bit
 // words, an odd last byte padded with zero), added to initial. It adds 8
 // bytes at a time with the carry folded back in, which is what makes
@@ -143,8 +150,7 @@ func (p *Packet) Segment(buf func(n int) []byte) (int, error) {
 	if o.GSOType == GSONone {
 		out := buf(len(f))
 		copy(out, f)
-		cp := *o
-		if err := CompleteChecksum(out, &cp, p.partialUDP()); err != nil {
+		if err := p.CompleteChecksumIn(out); err != nil {
 			return 0, err
 		}
 		return 1, nil

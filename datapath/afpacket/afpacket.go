@@ -626,11 +626,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 				h = hdrs[done]
 			}
 			done++
-			maxLen := p.maxFrame
-			if h.IsGSO() {
-				maxLen = port.MaxGSOFrameLen
-			}
-			if !port.LengthOK(len(f), maxLen) {
+			if !port.LengthOK(len(f), h.MaxLen(p.maxFrame)) {
 				dropped++
 				continue
 			}

@@ -64,7 +64,7 @@ type frameRing struct {
 func (r *frameRing) slot(i int) []byte {
 	off := i * r.frameSize
 	if r.sparse {
-		off = (i/r.perBlock)*r.blockSize + (i%r.perBlock)*r.frameSize
+		off = slotOffset(i, r.frameSize, r.perBlock, r.blockSize)
 	}
 	return r.mem[off : off+r.frameSize : off+r.frameSize]
 }
@@ -137,6 +137,12 @@ func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *rxCo
 		tpid:     binary.NativeEndian.Uint16(s[v2VLANTPID:]),
 	}
 	return deliver(s, &hf, &r.opts, b, n, c)
+}
+
+// slotOffset is where slot i of a ring of perBlock slots of frameSize
+// bytes per blockSize-byte block starts in the mapping.
+func slotOffset(i, frameSize, perBlock, blockSize int) int {
+	return (i/perBlock)*blockSize + (i%perBlock)*frameSize
 }
 
 // slotGeometry picks slot and block sizes for frames up to maxFrame bytes

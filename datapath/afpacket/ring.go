@@ -234,9 +234,7 @@ func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *rxCounts
 		// the bytes the header occupies.
 		m.Vnet = port.DecodeVnetHdr(h[mac-port.VnetHdrLen : mac])
 		m.Flags |= port.FlagVnet
-		if m.Vnet.IsGSO() {
-			maxFrame = port.MaxGSOFrameLen
-		}
+		maxFrame = m.Vnet.MaxLen(maxFrame)
 	}
 	if f.status&unix.TP_STATUS_CSUMNOTREADY != 0 {
 		m.Flags |= port.FlagCsumNotReady

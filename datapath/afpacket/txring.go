@@ -44,7 +44,7 @@ func newTxRing(ver, maxFrame, frames, pageSize int) txRing {
 }
 
 func (t *txRing) slot(i int) []byte {
-	off := (i/t.perBlock)*t.blockSize + (i%t.perBlock)*t.frameSize
+	off := slotOffset(i, t.frameSize, t.perBlock, t.blockSize)
 	return t.mem[off : off+t.frameSize]
 }
 

@@ -69,6 +69,15 @@ func (h *VnetHdr) Encode(b []byte) {
 // IsGSO reports whether the frame is a super-segment.
 func (h *VnetHdr) IsGSO() bool { return h.GSOType&^VnetGSOECN != VnetGSONone }
 
+// MaxLen is the longest frame h may go with on a port that takes frames
+// up to maxFrame: a super-segment may be up to MaxGSOFrameLen.
+func (h *VnetHdr) MaxLen(maxFrame int) int {
+	if h.IsGSO() {
+		return MaxGSOFrameLen
+	}
+	return maxFrame
+}
+
 // VnetWriter is a port that can transmit frames with offload metadata.
 // VnetEnabled says whether this port was opened with it (an AF_PACKET port
 // without Config.VnetHdr cannot); WriteBatchVnet then sends frames[i] with

@@ -222,9 +222,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 					continue
 				}
 				m.Vnet, m.Flags = port.DecodeVnetHdr(buf), port.FlagVnet
-				if m.Vnet.IsGSO() {
-					maxLen = port.MaxGSOFrameLen
-				}
+				maxLen = m.Vnet.MaxLen(maxLen)
 				r -= hdr
 			}
 			if !port.LengthOK(r, maxLen) {
@@ -313,11 +311,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 		if hdrs != nil {
 			h = hdrs[i]
 		}
-		maxLen := p.maxFrame
-		if h.IsGSO() {
-			maxLen = port.MaxGSOFrameLen
-		}
-		if !port.LengthOK(len(f), maxLen) {
+		if !port.LengthOK(len(f), h.MaxLen(p.maxFrame)) {
 			dropped++
 			i++
 			continue
