@@ -242,7 +242,7 @@ next:
 // tears it down. Failures are recorded in the result, not returned, so one
 // broken row does not hide the others.
 func runScenario(ctx context.Context, e *env, sc Scenario, ms []Measurement, cfg Config) ScenarioResult {
-	offloads := cfg.Offloads == "on" || (cfg.Offloads == "auto" && (!sc.Userspace || sc.TSO))
+	offloads := cfg.Offloads == "on" || (cfg.Offloads == "auto" && !sc.NoOffloads && (!sc.Userspace || sc.TSO))
 	res := ScenarioResult{Name: sc.Name, Description: sc.Description, Offloads: offloadText(offloads), Metrics: map[string]*Stat{}}
 	cs := &cleanupStack{}
 	defer func() {

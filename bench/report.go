@@ -136,7 +136,8 @@ func (s *Stat) summarize() {
 
 // ratioPairs are the comparisons the issue asks for: each govs row against
 // OVS with the same flows (also two nodes through Geneve), the Linux bridge
-// and the direct veth pair.
+// and the direct veth pair (with its offloads on, the kernel's default, and
+// off, like the userspace rows without TSO).
 var ratioPairs = [][2]string{
 	{"govs-antrea", "ovs-antrea"},
 	{"govs-antrea-tso", "ovs-antrea-tso"},
@@ -149,6 +150,10 @@ var ratioPairs = [][2]string{
 	{"govs-antrea-tso", "direct"},
 	{"govs-antrea-pmd", "direct"},
 	{"govs-normal", "direct"},
+	{"govs-antrea", "relay"},
+	{"govs-antrea-pmd", "relay"},
+	{"govs-antrea", "direct-nooffload"},
+	{"govs-antrea-pmd", "direct-nooffload"},
 }
 
 // finish computes the statistics and the ratios.

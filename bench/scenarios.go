@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,16 +72,22 @@ type Scenario struct {
 	TSO bool
 	// PMD runs govs with a poll-mode thread pinned away from the
 	// measurement's pinned CPU.
-	PMD   bool
-	setup func(e *env, cs *cleanupStack, offloads bool) (*topology, error)
+	PMD bool
+	// NoOffloads turns the pods' offloads off on a kernel path too, so a
+	// kernel baseline can be compared like for like with the userspace rows
+	// that run without offloads (TCP throughput depends on them most).
+	NoOffloads bool
+	setup      func(e *env, cs *cleanupStack, offloads bool) (*topology, error)
 }
 
 // Scenarios lists every scenario in the order they run and print.
 var Scenarios = []Scenario{
 	{Name: "direct", Description: "the two pods on one veth pair (baseline)", setup: setupDirect},
+	{Name: "direct-nooffload", Description: "the two pods on one veth pair, with the offloads off as in the userspace rows without TSO (baseline)", NoOffloads: true, setup: setupDirect},
 	{Name: "bridge", Description: "a Linux bridge", setup: setupBridge},
 	{Name: "ovs-normal", Description: "Open vSwitch userspace (netdev) datapath, actions=NORMAL", Userspace: true, setup: setupOVS(false, false)},
 	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true, false)},
+	{Name: "relay", Description: "the floor of a userspace hop: one thread relaying frames between the two veths with blocking AF_PACKET read/write, no pipeline", Userspace: true, setup: setupRelay},
 	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false, govsMode{})},
 	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{})},
 	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
@@ -497,6 +504,79 @@ func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloa
 			return nil, err
 		}
 		return t, finishPods(t)
+	}
+}
+
+// setupRelay connects the pods through the relay worker (see relay) in a
+// switch namespace.
+func setupRelay(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	cns, sns, err := pods(cs)
+	if err != nil {
+		return nil, err
+	}
+	node, err := newNS(cs, "rl")
+	if err != nil {
+		return nil, err
+	}
+	t := &topology{switchCmd: "relay", version: "relay (this tree)"}
+	var ends []string
+	for _, ps := range []struct {
+		spec podSpec
+		ns   netns
+		dst  *podIface
+	}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
+		i, swEnd, err := attachPod(ps.spec, ps.ns, node, offloads)
+		if err != nil {
+			return nil, err
+		}
+		*ps.dst = i
+		ends = append(ends, swEnd)
+	}
+	spec, err := json.Marshal(workerSpec{Role: "relay", Ifaces: ends})
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProcess("relay", []string{WorkerEnv + "=" + string(spec), "GOMAXPROCS=1", "GOGC=off"}, node.cmd(e.self...)...)
+	if err != nil {
+		return nil, err
+	}
+	cs.push(func() error {
+		if p.exited() {
+			return fmt.Errorf("relay exited early: %s", lastLines(p.stop(syscall.SIGTERM), 5))
+		}
+		p.stop(syscall.SIGTERM)
+		return nil
+	})
+	t.switchPIDs = []int{p.pid()}
+	if err := waitSockets(p, 2, 10*time.Second); err != nil {
+		return nil, err
+	}
+	return t, finishPods(t)
+}
+
+// waitSockets waits until process p has n sockets open (the relay's
+// AF_PACKET sockets: it has none before), failing early if p exits.
+func waitSockets(p *process, n int, timeout time.Duration) error {
+	dir := fmt.Sprintf("/proc/%d/fd", p.pid())
+	deadline := time.Now().Add(timeout)
+	for {
+		ents, _ := os.ReadDir(dir)
+		have := 0
+		for _, ent := range ents {
+			if l, err := os.Readlink(filepath.Join(dir, ent.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+				have++
+			}
+		}
+		if have >= n {
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("%s exited: %s", p.name, lastLines(p.output(), 5))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s has %d sockets open after %v, want %d", p.name, have, timeout, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

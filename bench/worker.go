@@ -24,10 +24,11 @@ const WorkerEnv = "GOVS_BENCH_WORKER"
 
 // workerSpec tells a worker process what to do.
 type workerSpec struct {
-	Role        string        `json:"role"` // rr-server, rr-client, crr-server, crr-client
+	Role        string        `json:"role"` // rr-server, rr-client, crr-server, crr-client, relay
 	Addr        string        `json:"addr"` // listen or connect address, ip:port
 	Duration    time.Duration `json:"duration"`
 	Concurrency int           `json:"concurrency,omitempty"` // crr-client
+	Ifaces      []string      `json:"ifaces,omitempty"`      // relay
 }
 
 // workerResult is what a client worker prints as JSON on stdout.
@@ -69,6 +70,8 @@ func runWorker(specJSON string, out io.Writer) error {
 		return rrServer(s.Addr)
 	case "crr-server":
 		return crrServer(s.Addr)
+	case "relay":
+		return relay(s.Ifaces)
 	case "rr-client":
 		res, err = rrClient(s.Addr, s.Duration)
 	case "crr-client":

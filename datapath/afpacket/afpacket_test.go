@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -671,5 +672,59 @@ func TestWriteBatchVnetErrors(t *testing.T) {
 	}
 	if st := r.port.Stats(); st.TxDropped != 1 {
 		t.Errorf("frame over the GSO limit: %d dropped, want 1", st.TxDropped)
+	}
+}
+
+// An interface going down under a waiting reader is reported once as the
+// socket's error (ENETDOWN); the reader then sleeps again instead of
+// spinning on the stale error condition, and takes frames once the
+// interface is back.
+func TestInterfaceDownReported(t *testing.T) {
+	for _, rv := range rxRings[:2] {
+		t.Run(rv.name, func(t *testing.T) {
+			const timeout = 300 * time.Millisecond
+			r := newRig(t, withRing(Config{ReadTimeout: timeout}, rv), netnstest.VethOptions{})
+			b := port.NewBatch(8)
+			down := make(chan error, 1)
+			go func() {
+				time.Sleep(50 * time.Millisecond) // the reader is asleep by then
+				_, err := netnstest.Run("ip", "link", "set", "dev", r.veth.Host, "down")
+				down <- err
+			}()
+			_, err := r.port.ReadBatch(b)
+			if derr := <-down; derr != nil {
+				t.Fatal(derr)
+			}
+			if !errors.Is(err, syscall.ENETDOWN) {
+				t.Fatalf("ReadBatch while the link went down = %v, want ENETDOWN", err)
+			}
+			start := time.Now()
+			if n, err := r.port.ReadBatch(b); n != 0 || err != nil {
+				t.Fatalf("second ReadBatch = %d, %v; want a timeout (0, nil)", n, err)
+			}
+			if d := time.Since(start); d < timeout/2 {
+				t.Errorf("second ReadBatch returned after %v, want a sleep of about %v", d, timeout)
+			}
+			if _, err := netnstest.Run("ip", "link", "set", "dev", r.veth.Host, "up"); err != nil {
+				t.Fatal(err)
+			}
+			f := testFrame(hostMAC, peerMAC, 7, 60)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				// The veth carrier takes a moment to come back.
+				if err := r.peer.Send(f); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := readFrames(t, r.port, 1, 100*time.Millisecond); len(got) == 1 {
+					if !bytes.Equal(got[0], f) {
+						t.Fatalf("frame after link up = %x, want %x", got[0], f)
+					}
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no frame after the link came back up")
+				}
+			}
+		})
 	}
 }
