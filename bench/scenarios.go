@@ -87,7 +87,7 @@ var Scenarios = []Scenario{
 	{Name: "bridge", Description: "a Linux bridge", setup: setupBridge},
 	{Name: "ovs-normal", Description: "Open vSwitch userspace (netdev) datapath, actions=NORMAL", Userspace: true, setup: setupOVS(false, false)},
 	{Name: "ovs-antrea", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline", Userspace: true, setup: setupOVS(true, false)},
-	{Name: "relay", Description: "the floor of a userspace hop: one thread relaying frames between the two veths with blocking AF_PACKET read/write, no pipeline", Userspace: true, setup: setupRelay},
+	{Name: "relay", Description: "the latency floor of a userspace hop: one thread relaying frames between the two veths with plain AF_PACKET sockets (ppoll, recvmmsg, sendmmsg), no pipeline", Userspace: true, setup: setupRelay},
 	{Name: "govs-normal", Description: "govs-vswitchd, actions=NORMAL", Userspace: true, setup: setupGovs(false, govsMode{})},
 	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{})},
 	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
