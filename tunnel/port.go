@@ -374,7 +374,8 @@ func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error)
 		p.rxHdrs[i].Len = 0
 	}
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
+		// Raw: with MSG_DONTWAIT it never sleeps (see port.RawRead).
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
 			return p.decapBatch(b, md, int(r)), nil

@@ -215,7 +215,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		// One byte more than the longest frame allowed tells an
 		// oversized frame (read truncates it) from a maximal one.
 		buf := b.Buffer(n, hdr+maxRead+1)
-		r, err := unix.Read(p.fd, buf)
+		r, err := port.RawRead(p.fd, buf)
 		switch {
 		case err == nil:
 			m := port.Meta{}
@@ -354,14 +354,14 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 // (one writev(2) of the two pieces, without copying the frame).
 func (p *Port) writeFrame(f []byte, h *port.VnetHdr) error {
 	if !p.vnet {
-		_, err := unix.Write(p.fd, f)
+		_, err := port.RawWrite(p.fd, f)
 		return err
 	}
 	h.Encode(p.txHdr[:])
 	p.txIov[0].Base, p.txIov[0].Len = &p.txHdr[0], port.VnetHdrLen
 	p.txIov[1].Base = &f[0]
 	p.txIov[1].SetLen(len(f))
-	_, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(p.fd), uintptr(unsafe.Pointer(&p.txIov[0])), 2)
+	_, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(p.fd), uintptr(unsafe.Pointer(&p.txIov[0])), 2)
 	p.txIov[1].Base = nil // the frame is the caller's
 	if errno != 0 {
 		return errno
