@@ -222,10 +222,10 @@ func (t *Tracker) lookup(k *key, h uint64, now int64) (*conn, int, uint32) {
 	return c, d, ref
 }
 
-// exists reports whether some unexpired connection has key k in either
-// direction.
-func (t *Tracker) exists(k *key, now int64) bool {
-	c, _, _ := t.lookup(k, k.hash(t.seed), now)
+// exists reports whether some unexpired connection has key k (hash h) in
+// either direction.
+func (t *Tracker) exists(k *key, h uint64, now int64) bool {
+	c, _, _ := t.lookup(k, h, now)
 	if c != nil {
 		c.unlock()
 	}
@@ -377,6 +377,14 @@ func (s *shard) warmFree() uint64 {
 	}
 	c := &ch[idx>>chunkBits][idx&(chunkSize-1)]
 	return uint64(c.exp.Load()) + uint64(c.mark.Load()) + uint64(c.line3.Load())
+}
+
+// homeSlot loads the index slot where a lookup of hash h starts, and
+// returns it: a load whose only purpose is to bring the slot's cache line
+// in early (see execute).
+func (s *shard) homeSlot(h uint64) uint64 {
+	tab := *s.tab.Load()
+	return tab[uint64(uint32(h))&uint64(len(tab)-1)].Load()
 }
 
 // lockPair write-locks shards a and b in order (once if equal).
