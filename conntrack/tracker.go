@@ -44,8 +44,10 @@ type Tracker struct {
 	clock    Clock
 	_        [64]byte
 	// approx is the connection count, reported by the shards in steps of
-	// countBatch so that committing cores do not all write one cache line;
-	// it is within nShards*countBatch of the truth (see hasRoom).
+	// countBatch so that committing cores do not all write one cache line:
+	// the sum over shards of their counts rounded down to a multiple of
+	// countBatch, so at most nShards*countBatch below the truth (see
+	// hasRoom).
 	approx    atomic.Int64
 	_         [56]byte
 	maxConns  atomic.Int64
@@ -671,10 +673,8 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, pl *n
 			t.shards[a1].insertEntry(h1, ref, 1)
 		}
 		s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
-		s0.count.Add(1)
-		if s0.delta++; s0.delta == countBatch {
+		if n := s0.count.Add(1); n%countBatch == 0 {
 			t.approx.Add(countBatch)
-			s0.delta = 0
 		}
 		t.unlockPair(a0, a1)
 		return c, commitOK
