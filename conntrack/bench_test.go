@@ -170,6 +170,59 @@ func BenchmarkCommitNew(b *testing.B) { benchCommit(b, &Args{Commit: true}, prot
 // memory, which on a VM can cost more than everything else.
 func BenchmarkCommitNewWarm(b *testing.B) { benchCommitWarm(b, &Args{Commit: true}, protoTCP, true) }
 
+// BenchmarkCommitNewChurn: BenchmarkCommitNew at steady state, as a busy
+// conntrack runs: the table holds about 512k connections, the clock moves
+// 1µs per commit, connections expire 512k commits after their SYN and the
+// benchmark runs the expiry sweep each tick (as the sweeper would; its
+// cost, freeing one connection per commit, is in the figure). Commits
+// reuse slots and index memory that expiry just freed, so first touches of
+// new memory, which BenchmarkCommitNew's growing table pays, are out, and
+// the figure does not depend on b.N.
+func BenchmarkCommitNewChurn(b *testing.B) {
+	const (
+		live = 1 << 19
+		step = int64(time.Microsecond)
+	)
+	tr := New(Config{
+		Timeouts:  Timeouts{TCPSynSent: time.Duration(live * step)},
+		SweepTick: time.Duration(live * step / 64),
+	})
+	tick := live * step / 64
+	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	f := append([]byte(nil), tmpl...)
+	a := Args{Commit: true}
+	now := int64(time.Hour)
+	nextSweep := now
+	var md Meta
+	run := func(i int) {
+		now += step
+		if now >= nextSweep {
+			tr.Sweep(now)
+			nextSweep = now + tick
+		}
+		copy(f, tmpl)
+		newTupleFrame(f, uint32(i))
+		md = Meta{}
+		tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, now)
+	}
+	// Fill the table, then replace every connection once.
+	for i := 0; i < 2*live; i++ {
+		run(i)
+	}
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		run(2*live + i)
+	}
+	m.stop(b)
+	if md.State&StateNew == 0 {
+		b.Fatalf("state %s", stateString(md.State))
+	}
+	if n := tr.Count(); n < live || n > live+live/16 {
+		b.Fatalf("%d connections, want about %d", n, live)
+	}
+}
+
 // BenchmarkCommitNewSmallTable: the same with at most 1000 connections in
 // the table (flushed outside the measurement), i.e. without cache misses.
 func BenchmarkCommitNewSmallTable(b *testing.B) {
