@@ -19,11 +19,11 @@ import (
 // key is the reverse of its original key) needs only one entry: a lookup
 // compares both of its keys.
 //
-// Locking. A shard's RWMutex serializes the writers of its index, chunk
+// Locking. A shard's mutex serializes the writers of its index, chunk
 // list, free list and expiry wheel. Lookups do not take it: index entries
 // and the slot array are read with atomic loads. A lockless probe can miss
 // an entry that a concurrent deletion is shifting, so a miss is repeated
-// under the shard's read lock before the packet is called new. Writers that
+// under the shard's lock before the packet is called new. Writers that
 // need two shards (a connection's two keys) lock them in shard order; the
 // lock order is always shard(s) before connection.
 //
