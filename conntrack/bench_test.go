@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -168,6 +169,59 @@ func BenchmarkCommitNew(b *testing.B) { benchCommit(b, &Args{Commit: true}, prot
 // commit itself (cache misses included) without the first touch of new
 // memory, which on a VM can cost more than everything else.
 func BenchmarkCommitNewWarm(b *testing.B) { benchCommitWarm(b, &Args{Commit: true}, protoTCP, true) }
+
+// BenchmarkCommitNewChurn: BenchmarkCommitNew at steady state, as a busy
+// conntrack runs: the table holds about 512k connections, the clock moves
+// 1µs per commit, connections expire 512k commits after their SYN and the
+// benchmark runs the expiry sweep each tick (as the sweeper would; its
+// cost, freeing one connection per commit, is in the figure). Commits
+// reuse slots and index memory that expiry just freed, so first touches of
+// new memory, which BenchmarkCommitNew's growing table pays, are out, and
+// the figure does not depend on b.N.
+func BenchmarkCommitNewChurn(b *testing.B) {
+	const (
+		live = 1 << 19
+		step = int64(time.Microsecond)
+	)
+	tr := New(Config{
+		Timeouts:  Timeouts{TCPSynSent: time.Duration(live * step)},
+		SweepTick: time.Duration(live * step / 64),
+	})
+	tick := live * step / 64
+	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
+	f := append([]byte(nil), tmpl...)
+	a := Args{Commit: true}
+	now := int64(time.Hour)
+	nextSweep := now
+	var md Meta
+	run := func(i int) {
+		now += step
+		if now >= nextSweep {
+			tr.Sweep(now)
+			nextSweep = now + tick
+		}
+		copy(f, tmpl)
+		newTupleFrame(f, uint32(i))
+		md = Meta{}
+		tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, now)
+	}
+	// Fill the table, then replace every connection once.
+	for i := 0; i < 2*live; i++ {
+		run(i)
+	}
+	b.ReportAllocs()
+	m := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		run(2*live + i)
+	}
+	m.stop(b)
+	if md.State&StateNew == 0 {
+		b.Fatalf("state %s", stateString(md.State))
+	}
+	if n := tr.Count(); n < live || n > live+live/16 {
+		b.Fatalf("%d connections, want about %d", n, live)
+	}
+}
 
 // BenchmarkCommitNewSmallTable: the same with at most 1000 connections in
 // the table (flushed outside the measurement), i.e. without cache misses.
@@ -393,6 +447,19 @@ func TestConnLayout(t *testing.T) {
 	if s := unsafe.Sizeof(connChunk{}); s%4096 != 0 {
 		t.Fatalf("chunk is %d bytes, want whole pages", s)
 	}
+	var sh shard
+	if s := unsafe.Sizeof(sh); s%64 != 0 {
+		t.Fatalf("shard is %d bytes, want whole cache lines", s)
+	}
+	if o := unsafe.Offsetof(sh.mu); o != 64 {
+		t.Fatalf("shard lock at byte %d, want 64 (second line)", o)
+	}
+	if o := unsafe.Offsetof(sh.nextFree) + unsafe.Sizeof(sh.nextFree); o > 128 {
+		t.Fatalf("shard's commit fields end at byte %d, want them in the second line", o)
+	}
+	if tr := New(Config{}); uintptr(unsafe.Pointer(&tr.shards[0]))%64 != 0 {
+		t.Fatalf("shards not aligned to a cache line")
+	}
 }
 
 func benchLookupBatch(b *testing.B, n int) {
@@ -486,75 +553,191 @@ func BenchmarkLookupEstablishedData(b *testing.B) {
 // goal is >= 1.6). cpu-speedup = 2*cpu1/cpu2 from the threads' CPU time
 // (what the speedup would be if each goroutine had a core to itself; on a
 // shared machine the wall figure includes time stolen by other work).
+//
+// The pinned variants lock each committing goroutine to a CPU of its own
+// (two goroutines on CPUs 0 and 1; the single one alternately on CPU 0
+// and CPU 1, round by round), so the wall speedup is not blurred by the
+// scheduler moving threads. The churn variant runs at steady state: no
+// flush, the table holds about round connections, each commit's clock
+// moves on and every goroutine runs the expiry sweep each tick, as the
+// sweeper would, so a phase commits into slots just freed by expiry and
+// pays for that freeing too.
 func BenchmarkCommitScaling(b *testing.B) {
 	for _, size := range []struct {
 		name  string
 		round int
-	}{{"small", 4096}, {"large", 1 << 19}} {
-		b.Run(size.name, func(b *testing.B) { benchCommitScaling(b, size.round) })
+		pin   bool
+		churn bool
+	}{
+		{"small", 4096, false, false},
+		{"large", 1 << 19, false, false},
+		{"small-pinned", 4096, true, false},
+		{"large-pinned", 1 << 19, true, false},
+		{"churn-pinned", 1 << 19, true, true},
+	} {
+		b.Run(size.name, func(b *testing.B) { benchCommitScaling(b, size.round, size.pin, size.churn) })
 	}
 }
 
-func benchCommitScaling(b *testing.B, round int) {
+// pinThread locks the calling goroutine to its OS thread and, if cpu >= 0,
+// that thread to CPU cpu. The returned function undoes both.
+func pinThread(cpu int) (func(), error) {
+	runtime.LockOSThread()
+	if cpu < 0 {
+		return runtime.UnlockOSThread, nil
+	}
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("sched_getaffinity: %w", err)
+	}
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("pin to cpu %d: %w", cpu, err)
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &old) // best effort: the thread goes back to the pool
+		runtime.UnlockOSThread()
+	}, nil
+}
+
+func benchCommitScaling(b *testing.B, round int, pin, churn bool) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	}
-	tr := New(Config{MaxConns: 1 << 30})
+	if pin && runtime.NumCPU() < 2 {
+		b.Skip("needs two CPUs")
+	}
+	// Churn clock: every commit moves time on by step (each of two
+	// goroutines by 2*step, so both phases run at one rate of time per
+	// commit); connections live round*step, so the table holds about
+	// round of them, and the wheel turns 64 ticks per lifetime.
+	const step = int64(time.Microsecond)
+	life := int64(round) * step
+	cfg := Config{MaxConns: 1 << 30}
+	if churn {
+		cfg.Timeouts.TCPSynSent = time.Duration(life)
+		cfg.SweepTick = time.Duration(life / 64)
+	}
+	tr := New(cfg)
 	now := int64(time.Hour)
 	tmpl := build(tcpPk("10.0.0.1", "10.96.0.10", 1, 80, tcpSYN, 1, 0, 0))
-	// commit runs count commits of goroutine g starting at tuple base
-	// and returns the thread's CPU time.
-	commit := func(g, base, count int) int64 {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		t0 := threadCPU()
+	// commit runs count commits of goroutine g (one of ng) starting at
+	// tuple base on CPU cpu (-1: unpinned) and returns the thread's CPU
+	// time. With churn, the goroutine's clock starts at t0.
+	commit := func(g, ng, base, count, cpu int, t0 int64) (int64, error) {
+		unpin, err := pinThread(cpu)
+		if err != nil {
+			return 0, err
+		}
+		defer unpin()
+		c0 := threadCPU()
 		f := append([]byte(nil), tmpl...)
 		a := Args{Commit: true}
 		var md Meta
+		at, nextSweep := t0, t0
 		for i := base; i < base+count; i++ {
 			copy(f, tmpl)
 			newTupleFrame(f, uint32(i))
 			f[ethLen+16] = byte(11 + g) // a destination per goroutine
 			md = Meta{}
-			tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, now)
+			if churn {
+				at += step * int64(ng)
+				if at >= nextSweep {
+					tr.Sweep(at)
+					nextSweep = at + int64(cfg.SweepTick)
+				}
+			} else {
+				at = now
+			}
+			tr.Execute(f, ethLen, EthTypeIPv4, &md, &a, at)
+			if md.State&StateNew == 0 {
+				return 0, fmt.Errorf("commit %d: state %s", i, stateString(md.State))
+			}
 		}
-		return threadCPU() - t0
+		return threadCPU() - c0, nil
 	}
-	// Warm up: grow the table and its index to the round's size.
-	commit(0, 0, round)
-	commit(1, 0, round)
-	tr.Flush()
+	// Warm up: grow the table and its index to the round's size (with
+	// churn: fill it, then replace every connection once).
+	clock := now
+	if churn {
+		if _, err := commit(0, 1, 0, 2*round, -1, clock); err != nil {
+			b.Fatal(err)
+		}
+		clock += 2 * life
+	} else {
+		for g := 0; g < 2; g++ {
+			if _, err := commit(g, 1, 0, round, -1, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tr.Flush()
+	}
+	tuple := 2 * round
 	var wall1, wall2, cpu1, cpu2 time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
-	for done := 0; done < b.N; done += round {
+	for done, r := 0, 0; done < b.N; done, r = done+round, r+1 {
 		n := min(round, b.N-done)
-		b.StopTimer()
-		tr.Flush()
-		b.StartTimer()
+		cpuOne, cpuA, cpuB := -1, -1, -1
+		if pin {
+			cpuOne, cpuA, cpuB = r%2, 0, 1
+		}
+		if !churn {
+			b.StopTimer()
+			tr.Flush()
+			b.StartTimer()
+			tuple = done
+		}
 		t0 := time.Now()
-		cpu1 += time.Duration(commit(0, done, n))
+		c, err := commit(0, 1, tuple, n, cpuOne, clock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu1 += time.Duration(c)
 		wall1 += time.Since(t0)
+		if churn {
+			tuple += n
+			clock += int64(n) * step
+		} else {
+			b.StopTimer()
+			tr.Flush()
+			b.StartTimer()
+		}
 
-		b.StopTimer()
-		tr.Flush()
-		b.StartTimer()
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		cpus := make([]int64, 2)
+		errs := make([]error, 2)
 		for g := 0; g < 2; g++ {
 			wg.Add(1)
 			go func(g int) {
 				defer wg.Done()
 				<-start // blocked, not spinning: main needs a P to start the clock
-				cpus[g] = commit(g, done+g*n/2, n/2+g*(n%2))
+				cpu := cpuA
+				if g == 1 {
+					cpu = cpuB
+				}
+				// Goroutine g's clock is offset by g*step: the two
+				// interleave as one stream at one commit per step.
+				cpus[g], errs[g] = commit(g, 2, tuple+g*n/2, n/2+g*(n%2), cpu, clock+int64(g)*step)
 			}(g)
 		}
 		t0 = time.Now()
 		close(start)
 		wg.Wait()
 		wall2 += time.Since(t0)
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
 		cpu2 += time.Duration(cpus[0] + cpus[1])
+		if churn {
+			tuple += n
+			clock += int64(n) * step
+		}
 	}
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return float64(d) / float64(b.N) }

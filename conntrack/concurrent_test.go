@@ -130,5 +130,5 @@ func (t *Tracker) lookupTuple(zone uint16, tup Tuple, now int64) bool {
 		k.v6 = 1
 		k.src, k.dst = tup.Src.As16(), tup.Dst.As16()
 	}
-	return t.exists(&k, now)
+	return t.exists(&k, k.hash(t.seed), now)
 }

@@ -163,7 +163,7 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 	var out []Entry
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		tab := *s.tab.Load()
 		for j := range tab {
 			e := tab[j].Load()
@@ -193,7 +193,7 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 			en.Timeout = uint32((exp - now) / 1e9)
 			out = append(out, en)
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Zone != out[j].Zone {
@@ -230,7 +230,7 @@ func (t *Tracker) scan(f func(*conn) bool) int {
 	n := 0
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		tab := *s.tab.Load()
 		for j := range tab {
 			e := tab[j].Load()
@@ -238,7 +238,7 @@ func (t *Tracker) scan(f func(*conn) bool) int {
 				n++
 			}
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	return n
 }
@@ -290,7 +290,7 @@ func (t *Tracker) flush(match func(*conn) bool) int {
 	for i := range t.shards {
 		vs = vs[:0]
 		s := &t.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		tab := *s.tab.Load()
 		for j := range tab {
 			e := tab[j].Load()
@@ -303,7 +303,7 @@ func (t *Tracker) flush(match func(*conn) bool) int {
 				vs = append(vs, victim{ref, c.gen})
 			}
 		}
-		s.mu.RUnlock()
+		s.mu.Unlock()
 		for _, v := range vs {
 			if c, a, b, ok := t.lockConn(v.ref, v.gen); ok {
 				t.freeConn(v.ref, c)
@@ -348,14 +348,14 @@ func (t *Tracker) FlushTuple(zone uint16, tup Tuple) error {
 	now := t.clock()
 	h := k.hash(t.seed)
 	s := &t.shards[h>>(64-shardBits)]
-	s.mu.RLock()
+	s.mu.Lock()
 	c, _, ref := t.find(s, &k, h, now)
 	var v victim
 	if c != nil {
 		c.unlock()
 		v = victim{ref, c.gen}
 	}
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	if c == nil {
 		return fmt.Errorf("flush conntrack zone %d %s %v:%d -> %v:%d: %w", zone, protoName(tup.Proto), tup.Src, tup.SrcPort, tup.Dst, tup.DstPort, ErrNotFound)
 	}

@@ -109,58 +109,100 @@ func addrInRange(min, max [16]byte, v6 bool, h uint64) [16]byte {
 	return r
 }
 
-// natSelect chooses the reply key rev of a new connection with original key
-// k under the clause n, so that no other connection uses it. It returns the
-// NAT action to store.
+// natPlan is the first reply key that natSelect tries for a new
+// connection, computed before the connection's own lookup: execute loads
+// the candidate's index slot together with the lookup's, so that the check
+// that the candidate is free does not take a cache miss of its own after
+// the lookup's (see execute).
+type natPlan struct {
+	rev    key    // the first candidate reply key
+	h      uint64 // rev.hash(seed)
+	off    uint64 // where port searches start
+	action uint8  // natSrc or natDst
+	ok     bool   // false: the clause cannot apply (address family)
+}
+
+// natFirst fills pl for a new connection with original key k under the
+// clause n: the translated address and the first port natSelect tries.
 //
 // SNAT: pick an address in the range; keep the source port if the tuple is
 // free, else try the others of the range (or of the port's class).
 // DNAT: pick an address; with a port range, pick a destination port in it;
 // if every such tuple is taken, change the source port as SNAT would.
-// Port search visits up to 128 ports from a hashed (or random) start, then
-// keeps halving the count from random starts, as OVS does.
-func (t *Tracker) natSelect(k *key, n *NAT, rev *key, now int64) (uint8, bool) {
+func (t *Tracker) natFirst(k *key, n *NAT, pl *natPlan) {
+	pl.rev = k.reverse()
+	rev := &pl.rev
 	v6 := k.v6 != 0
 	min, max, addrSet, ok := natAddrs(n, v6)
+	pl.ok = ok
 	if !ok {
-		return 0, false
+		return
 	}
-	action := natSrc
+	pl.action = natSrc
 	if n.Action == NATDst {
-		action = natDst
+		pl.action = natDst
 	}
 	h := t.rangeHash(k, n, n.Persistent)
-	var off uint64
 	switch {
 	case n.Random:
-		off = rand.Uint64()
+		pl.off = rand.Uint64()
 	case n.Persistent:
-		off = t.rangeHash(k, n, false)
+		pl.off = t.rangeHash(k, n, false)
 	default:
-		off = h
+		pl.off = h
 	}
 	if addrSet {
 		addr := addrInRange(min, max, v6, h)
-		if action == natSrc {
+		if pl.action == natSrc {
 			rev.dst = addr
 		} else {
 			rev.src = addr
 		}
 	}
+	if k.hasPorts() && n.MinPort != 0 {
+		pmin, pmax := natPortRange(n)
+		cur := pmin + uint16(pl.off%(uint64(pmax-pmin)+1))
+		switch {
+		case pl.action == natDst && !k.isICMP():
+			rev.sport = cur
+		case pl.action == natSrc:
+			rev.dport = cur
+			if k.isICMP() {
+				rev.sport = cur
+			}
+		}
+	}
+	pl.h = rev.hash(t.seed)
+}
+
+func natPortRange(n *NAT) (uint16, uint16) {
+	if n.MaxPort < n.MinPort {
+		return n.MinPort, n.MinPort
+	}
+	return n.MinPort, n.MaxPort
+}
+
+// natSelect chooses the reply key pl.rev of a new connection with original
+// key k under the clause n, starting from the candidate natFirst chose, so
+// that no other connection uses it. It returns the NAT action to store.
+// Port search visits up to 128 ports from a hashed (or random) start, then
+// keeps halving the count from random starts, as OVS does.
+func (t *Tracker) natSelect(k *key, n *NAT, pl *natPlan, now int64) (uint8, bool) {
+	if !pl.ok {
+		return 0, false
+	}
+	rev, action, off := &pl.rev, pl.action, pl.off
 	if !k.hasPorts() {
-		return action, !t.exists(rev, now)
+		return action, !t.exists(rev, pl.h, now)
 	}
 	portRange := n.MinPort != 0
-	pmin, pmax := n.MinPort, n.MaxPort
-	if pmax < pmin {
-		pmax = pmin
-	}
+	pmin, pmax := natPortRange(n)
 	icmp := k.isICMP()
 
 	// DNAT with a port range: choose the destination port first.
 	if action == natDst && portRange && !icmp {
 		cur := pmin + uint16(off%(uint64(pmax-pmin)+1))
-		if t.uniquePort(rev, &rev.sport, nil, cur, pmin, pmax, now) {
+		if t.uniquePort(rev, pl.h, &rev.sport, nil, cur, pmin, pmax, now) {
 			return action, true
 		}
 	}
@@ -177,12 +219,14 @@ func (t *Tracker) natSelect(k *key, n *NAT, rev *key, now int64) (uint8, bool) {
 	if icmp {
 		peer = &rev.sport
 	}
-	return action, t.uniquePort(rev, &rev.dport, peer, cur, lo, hi, now)
+	return action, t.uniquePort(rev, pl.h, &rev.dport, peer, cur, lo, hi, now)
 }
 
 // uniquePort looks for a value of *port in [lo, hi], starting at cur (which
 // may lie outside the range, then it is tried first), for which rev is free.
-func (t *Tracker) uniquePort(rev *key, port, peer *uint16, cur, lo, hi uint16, now int64) bool {
+// h0 is the hash of rev as it is on entry: the first candidate usually
+// leaves rev unchanged, and its hash is known.
+func (t *Tracker) uniquePort(rev *key, h0 uint64, port, peer *uint16, cur, lo, hi uint16, now int64) bool {
 	size := int(hi-lo) + 1
 	attempts := min(size, 128)
 	orig := cur
@@ -192,11 +236,17 @@ func (t *Tracker) uniquePort(rev *key, port, peer *uint16, cur, lo, hi uint16, n
 			n++ // the out-of-range start is an extra attempt
 		}
 		for i := 0; i < n; i++ {
+			same := *port == cur && (peer == nil || *peer == cur)
 			*port = cur
 			if peer != nil {
 				*peer = cur
 			}
-			if !t.exists(rev, now) {
+			h := h0
+			if !same {
+				h = rev.hash(t.seed)
+				h0 = h
+			}
+			if !t.exists(rev, h, now) {
 				return true
 			}
 			if cur < lo || cur >= hi {

@@ -19,11 +19,11 @@ import (
 // key is the reverse of its original key) needs only one entry: a lookup
 // compares both of its keys.
 //
-// Locking. A shard's RWMutex serializes the writers of its index, chunk
+// Locking. A shard's mutex serializes the writers of its index, chunk
 // list, free list and expiry wheel. Lookups do not take it: index entries
 // and the slot array are read with atomic loads. A lockless probe can miss
 // an entry that a concurrent deletion is shifting, so a miss is repeated
-// under the shard's read lock before the packet is called new. Writers that
+// under the shard's lock before the packet is called new. Writers that
 // need two shards (a connection's two keys) lock them in shard order; the
 // lock order is always shard(s) before connection.
 //
@@ -119,19 +119,40 @@ func (c *conn) match(k *key, d int, now int64) (int, bool) {
 
 type connChunk [chunkSize]conn
 
+// shard is laid out by who writes what, so that cores do not pass cache
+// lines back and forth more than they must: the first line holds what
+// lockless lookups read (written only when the index or the chunk list
+// grows, when entries move, and by the sweeper once per tick); the second
+// everything a commit or a free writes, with the lock, so that a commit
+// moves one line of the shard's state from the core that used it last
+// (plus one line of the wheel); then the wheel. Its size is a multiple of
+// 64 bytes and the Tracker is allocated page-aligned, so no two shards
+// share a line.
 type shard struct {
-	mu   sync.RWMutex
-	tab  atomic.Pointer[[]atomic.Uint64] // index slots, replaced on growth
-	used int
+	// Line 0.
+	tab atomic.Pointer[[]atomic.Uint64] // index slots, replaced on growth
+	// chunks is replaced (copy on grow) under mu and read atomically by
+	// lookups that hold another shard's lock.
+	chunks atomic.Pointer[[]*connChunk]
 	// moves is odd while entries are being moved (deletion shifts,
 	// growth) and counts such changes, so a lockless reader can tell
 	// whether its miss is trustworthy. Inserting into an empty slot moves
 	// nothing and does not bump it.
-	moves atomic.Uint64
-	// chunks is replaced (copy on grow) under mu and read atomically by
-	// lookups that hold another shard's lock.
-	chunks atomic.Pointer[[]*connChunk]
-	nAlloc uint32 // next never-used local index; index 0 is never used
+	moves   atomic.Uint64
+	tick    int64 // last wheel tick fully processed
+	ticking bool  // tick is set (the first Sweep sets it)
+	// cursor is where an interrupted sweep of slot tick+1 resumes (0 and
+	// !cursorEnd: from the head; cursorEnd: the rest of the list is done).
+	cursorEnd bool
+	cursor    uint32
+	_         [24]byte
+
+	// Line 1. mu serializes the writers of the index, chunk list, free
+	// list and wheel. A plain mutex, not an RWMutex: its lock and unlock
+	// are one atomic instruction each, an RWMutex's two, and the only
+	// readers (a lookup's retry after a doubtful miss, management walks)
+	// are rare.
+	mu sync.Mutex
 	// free holds the local indexes of freed connection slots, reused
 	// last-freed first. A stack apart from the connections, not a list
 	// through them: popping a slot then reads no connection, so the
@@ -139,22 +160,19 @@ type shard struct {
 	// writes the slot), not once more to find the next free one. It
 	// costs 4 bytes per free slot.
 	free []uint32
+	// count is the exact number of connections owned by the shard; it
+	// reports to Tracker.approx each time it crosses a multiple of
+	// countBatch.
+	count  atomic.Int64
+	used   int32  // index entries
+	nAlloc uint32 // next never-used local index; index 0 is never used
 	// nextFree is the local index that the next alloc will return (0:
 	// none yet, a new chunk is due), kept under mu and read without it
 	// by warmFree: only a hint for which memory to load early.
 	nextFree atomic.Uint32
-	wheel    [wheelSlots]uint32
-	tick     int64 // last wheel tick fully processed
-	ticking  bool  // tick is set (the first Sweep sets it)
-	// cursor is where an interrupted sweep of slot tick+1 resumes (0 and
-	// !cursorEnd: from the head; cursorEnd: the rest of the list is done).
-	cursor    uint32
-	cursorEnd bool
-	// count is the exact number of connections owned by the shard;
-	// delta is what it has not yet reported to Tracker.approx.
-	count atomic.Int64
-	delta int64
-	_     [64]byte
+	_        [12]byte
+
+	wheel [wheelSlots]uint32
 }
 
 func (s *shard) init() {
@@ -216,16 +234,16 @@ func (t *Tracker) lookup(k *key, h uint64, now int64) (*conn, int, uint32) {
 	if m&1 == 0 && s.moves.Load() == m {
 		return nil, 0, 0 // no entry moved while we looked: a true miss
 	}
-	s.mu.RLock()
+	s.mu.Lock()
 	c, d, ref := t.find(s, k, h, now)
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	return c, d, ref
 }
 
-// exists reports whether some unexpired connection has key k in either
-// direction.
-func (t *Tracker) exists(k *key, now int64) bool {
-	c, _, _ := t.lookup(k, k.hash(t.seed), now)
+// exists reports whether some unexpired connection has key k (hash h) in
+// either direction.
+func (t *Tracker) exists(k *key, h uint64, now int64) bool {
+	c, _, _ := t.lookup(k, h, now)
 	if c != nil {
 		c.unlock()
 	}
@@ -235,7 +253,7 @@ func (t *Tracker) exists(k *key, now int64) bool {
 // insertEntry adds an index entry; the caller holds s.mu for writing.
 func (s *shard) insertEntry(h uint64, ref uint32, dir int) {
 	tab := *s.tab.Load()
-	if (s.used+1)*8 > len(tab)*5 { // load factor 5/8
+	if (int(s.used)+1)*8 > len(tab)*5 { // load factor 5/8
 		tab = s.grow(tab)
 	}
 	e := uint64(uint32(h))<<32 | uint64(ref)
@@ -379,6 +397,14 @@ func (s *shard) warmFree() uint64 {
 	return uint64(c.exp.Load()) + uint64(c.mark.Load()) + uint64(c.line3.Load())
 }
 
+// homeSlot loads the index slot where a lookup of hash h starts, and
+// returns it: a load whose only purpose is to bring the slot's cache line
+// in early (see execute).
+func (s *shard) homeSlot(h uint64) uint64 {
+	tab := *s.tab.Load()
+	return tab[uint64(uint32(h))&uint64(len(tab)-1)].Load()
+}
+
 // lockPair write-locks shards a and b in order (once if equal).
 func (t *Tracker) lockPair(a, b int) {
 	if a == b {
@@ -446,10 +472,8 @@ func (t *Tracker) freeConn(ref uint32, c *conn) {
 	c.unlock()
 	sa.free = append(sa.free, ref&refMask)
 	sa.setNextFree()
-	sa.count.Add(-1)
-	if sa.delta--; sa.delta == -countBatch {
+	if n := sa.count.Add(-1); n%countBatch == countBatch-1 {
 		t.approx.Add(-countBatch)
-		sa.delta = 0
 	}
 	if zcount {
 		t.zoneCount[zone].Add(-1)

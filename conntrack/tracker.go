@@ -44,8 +44,10 @@ type Tracker struct {
 	clock    Clock
 	_        [64]byte
 	// approx is the connection count, reported by the shards in steps of
-	// countBatch so that committing cores do not all write one cache line;
-	// it is within nShards*countBatch of the truth (see hasRoom).
+	// countBatch so that committing cores do not all write one cache line:
+	// the sum over shards of their counts rounded down to a multiple of
+	// countBatch, so at most nShards*countBatch below the truth (see
+	// hasRoom).
 	approx    atomic.Int64
 	_         [56]byte
 	maxConns  atomic.Int64
@@ -303,12 +305,29 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, h uint64, st uint8, md *
 		c, d, _ = t.lookup(&lk, lk.hash(t.seed), now)
 		natted = c != nil
 	}
+	// pl is the first NAT candidate of a commit, planned before the
+	// lookup (pl.rev.v6 == 0xff: not planned).
+	var pl natPlan
+	pl.rev.v6 = 0xff
 	if c == nil {
 		if a.Commit {
 			// Most packets of a committing action are new: load the
 			// slot a commit would fill while the lookup waits for its
-			// index slot (see warmFree).
-			if t.shards[h>>(64-shardBits)].warmFree() == 1 {
+			// index slot (see warmFree), and with NAT the index slot
+			// of the first candidate reply key, which natSelect will
+			// check: these misses then overlap the lookup's instead
+			// of following it. The candidate is computed first, so
+			// that the loads are issued back to back, all inside the
+			// CPU's window while the first one waits.
+			withNAT := a.NAT != nil && a.NAT.Action != NATExisting
+			if withNAT {
+				t.natFirst(k, a.NAT, &pl)
+			}
+			sink := t.shards[h>>(64-shardBits)].warmFree()
+			if withNAT && pl.ok {
+				sink += t.shards[pl.h>>(64-shardBits)].homeSlot(pl.h)
+			}
+			if sink == 1 {
 				batchSink.Store(1) // practically never; keeps the loads
 			}
 		}
@@ -375,7 +394,7 @@ func (t *Tracker) execute(frame []byte, p *pkt, k *key, h uint64, st uint8, md *
 		setOrig(&md.Orig, k)
 		return true
 	}
-	c, res := t.commit(frame, p, k, h, a, now)
+	c, res := t.commit(frame, p, k, h, a, &pl, now)
 	switch res {
 	case commitRaced:
 		return false
@@ -550,8 +569,9 @@ const (
 )
 
 // commit creates the connection of a new packet with key k, whose hash is
-// h0.
-func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, now int64) (*conn, commitRes) {
+// h0. With NAT, pl is the first candidate reply key if execute planned it
+// (pl.rev.v6 != 0xff).
+func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, pl *natPlan, now int64) (*conn, commitRes) {
 	// Zones with a limit count their connections (only those: counting
 	// means a shared cache line per zone, and Antrea puts everything in
 	// one zone). The global limit is checked under the shard lock below.
@@ -574,18 +594,26 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, now i
 
 	a0 := int(h0 >> (64 - shardBits))
 	for try := 0; ; try++ {
-		rev := k.reverse()
+		var rev key
+		var h1 uint64
 		nat := uint8(0)
 		if a.NAT != nil && a.NAT.Action != NATExisting {
+			if try > 0 || pl.rev.v6 == 0xff {
+				t.natFirst(k, a.NAT, pl)
+			}
 			var ok bool
-			nat, ok = t.natSelect(k, a.NAT, &rev, now)
+			nat, ok = t.natSelect(k, a.NAT, pl, now)
 			if !ok {
 				release()
 				t.stats.natFail.Add(1)
 				return nil, commitNATFail
 			}
+			rev = pl.rev
+			h1 = rev.hash(t.seed)
+		} else {
+			rev = k.reverse()
+			h1 = h0 // the hash is symmetric
 		}
-		h1 := rev.hash(t.seed)
 		a1 := int(h1 >> (64 - shardBits))
 		t.lockPair(a0, a1)
 		if c, _, _ := t.find(&t.shards[a0], k, h0, now); c != nil {
@@ -645,10 +673,8 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, now i
 			t.shards[a1].insertEntry(h1, ref, 1)
 		}
 		s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
-		s0.count.Add(1)
-		if s0.delta++; s0.delta == countBatch {
+		if n := s0.count.Add(1); n%countBatch == 0 {
 			t.approx.Add(countBatch)
-			s0.delta = 0
 		}
 		t.unlockPair(a0, a1)
 		return c, commitOK
