@@ -746,3 +746,92 @@ func benchCommitScaling(b *testing.B, round int, pin, churn bool) {
 	b.ReportMetric(per(wall1)/per(wall2), "speedup")
 	b.ReportMetric(2*per(cpu1)/per(cpu2), "cpu-speedup")
 }
+
+// BenchmarkParallelCeiling is the reference for BenchmarkCommitScaling's
+// speedup: what two goroutines pinned to CPUs 0 and 1 get over one on this
+// machine for work that shares nothing at all. "compute" is a
+// register-only loop; "memory" chases random pointers through a private
+// 64 MiB array per goroutine, cache-miss bound like a large connection
+// table. On a shared VM the two vCPUs need not deliver twice the work of
+// one; run it next to the pinned scaling variants
+// (-bench 'CommitScaling/.*pinned|ParallelCeiling') to read their speedup
+// against this one.
+func BenchmarkParallelCeiling(b *testing.B) {
+	if runtime.NumCPU() < 2 {
+		b.Skip("needs two CPUs")
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	const words = 64 << 20 / 8
+	var arrays [2][]uint64
+	for g := range arrays {
+		a := make([]uint64, words)
+		x := uint64(g + 1)
+		for i := range a {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			a[i] = x
+		}
+		arrays[g] = a
+	}
+	work := map[string]func(g, n int) uint64{
+		"compute": func(g, n int) uint64 {
+			x := uint64(g + 1)
+			for range n * 64 {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+			}
+			return x
+		},
+		"memory": func(g, n int) uint64 {
+			a, i := arrays[g], uint64(g)
+			for range n {
+				i = a[i%words]
+			}
+			return i
+		},
+	}
+	for _, kind := range []string{"compute", "memory"} {
+		f := work[kind]
+		b.Run(kind, func(b *testing.B) {
+			var sink atomic.Uint64
+			run := func(g, n, cpu int) {
+				unpin, err := pinThread(cpu)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer unpin()
+				sink.Add(f(g, n))
+			}
+			const round = 1 << 16
+			var wall1, wall2 time.Duration
+			for done, r := 0, 0; done < b.N; done, r = done+round, r+1 {
+				n := min(round, b.N-done)
+				t0 := time.Now()
+				run(0, n, r%2)
+				wall1 += time.Since(t0)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for g := 0; g < 2; g++ {
+					wg.Add(1)
+					go func(g int) {
+						defer wg.Done()
+						<-start
+						run(g, n/2+g*(n%2), g)
+					}(g)
+				}
+				t0 = time.Now()
+				close(start)
+				wg.Wait()
+				wall2 += time.Since(t0)
+			}
+			b.ReportMetric(float64(wall2)/float64(b.N), "ns/op")
+			b.ReportMetric(float64(wall1)/float64(b.N), "1g-ns/op")
+			b.ReportMetric(float64(wall1)/float64(wall2), "speedup")
+		})
+	}
+}
