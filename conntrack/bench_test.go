@@ -748,14 +748,15 @@ func benchCommitScaling(b *testing.B, round int, pin, churn bool) {
 }
 
 // BenchmarkParallelCeiling is the reference for BenchmarkCommitScaling's
-// speedup: what two goroutines pinned to CPUs 0 and 1 get over one on this
-// machine for work that shares nothing at all. "compute" is a
+// speedup: what two goroutines (unpinned, or pinned to CPUs 0 and 1 as in
+// the pinned scaling variants) get over one on this machine for work that
+// shares nothing at all. "compute" is a
 // register-only loop; "memory" chases random pointers through a private
 // 64 MiB array per goroutine, cache-miss bound like a large connection
 // table. On a shared VM the two vCPUs need not deliver twice the work of
 // one; run it next to the pinned scaling variants
-// (-bench 'CommitScaling/.*pinned|ParallelCeiling') to read their speedup
-// against this one.
+// (-bench 'CommitScaling|ParallelCeiling') to read their speedup against
+// this one.
 func BenchmarkParallelCeiling(b *testing.B) {
 	if runtime.NumCPU() < 2 {
 		b.Skip("needs two CPUs")
@@ -794,9 +795,16 @@ func BenchmarkParallelCeiling(b *testing.B) {
 			return i
 		},
 	}
-	for _, kind := range []string{"compute", "memory"} {
-		f := work[kind]
-		b.Run(kind, func(b *testing.B) {
+	for _, v := range []struct {
+		kind string
+		pin  bool
+	}{{"compute", false}, {"memory", false}, {"compute", true}, {"memory", true}} {
+		f := work[v.kind]
+		name := v.kind
+		if v.pin {
+			name += "-pinned"
+		}
+		b.Run(name, func(b *testing.B) {
 			var sink atomic.Uint64
 			run := func(g, n, cpu int) {
 				unpin, err := pinThread(cpu)
@@ -811,8 +819,12 @@ func BenchmarkParallelCeiling(b *testing.B) {
 			var wall1, wall2 time.Duration
 			for done, r := 0, 0; done < b.N; done, r = done+round, r+1 {
 				n := min(round, b.N-done)
+				cpuOne, cpuA, cpuB := -1, -1, -1
+				if v.pin {
+					cpuOne, cpuA, cpuB = r%2, 0, 1
+				}
 				t0 := time.Now()
-				run(0, n, r%2)
+				run(0, n, cpuOne)
 				wall1 += time.Since(t0)
 				var wg sync.WaitGroup
 				start := make(chan struct{})
@@ -821,7 +833,11 @@ func BenchmarkParallelCeiling(b *testing.B) {
 					go func(g int) {
 						defer wg.Done()
 						<-start
-						run(g, n/2+g*(n%2), g)
+						cpu := cpuA
+						if g == 1 {
+							cpu = cpuB
+						}
+						run(g, n/2+g*(n%2), cpu)
 					}(g)
 				}
 				t0 = time.Now()
