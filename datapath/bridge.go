@@ -249,8 +249,10 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 	if bp.poller != nil {
 		b.pmd.add(bp)
 	} else {
+		readerStarted()
 		go func() {
 			defer close(bp.done)
+			defer readerStopped()
 			l.run()
 		}()
 	}

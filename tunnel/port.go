@@ -97,7 +97,6 @@ type Port struct {
 
 	rxMu     sync.Mutex
 	rxPoll   [2]unix.PollFd
-	rxWait   *port.RxWaiter // parks ReadBatch on the netpoller
 	timeout  int
 	rxHdrs   []unix.Mmsghdr
 	rxIov    []unix.Iovec
@@ -201,9 +200,6 @@ func (p *Port) open(cfg Config) error {
 	p.timeout = -1
 	if cfg.ReadTimeout > 0 {
 		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
-	}
-	if p.rxWait, err = port.NewRxWaiter("tunnel "+p.name, p.rxFd, cfg.ReadTimeout); err != nil {
-		return err
 	}
 
 	p.rxHdrs = make([]unix.Mmsghdr, p.batch)
@@ -473,17 +469,8 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 	return dst
 }
 
-// wait parks until the socket may be readable; false means timeout.
+// wait polls the socket and the wake eventfd; false means timeout.
 func (p *Port) wait() (bool, error) {
-	ready, err := p.rxWait.Wait(nil)
-	if errors.Is(err, port.ErrPollError) {
-		return p.pollWait()
-	}
-	return ready, err
-}
-
-// pollWait polls the socket and the wake eventfd; false means timeout.
-func (p *Port) pollWait() (bool, error) {
 	for {
 		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
 		n, err := unix.Poll(p.rxPoll[:], p.timeout)
@@ -690,9 +677,6 @@ func (p *Port) Close() error {
 	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
 		return fmt.Errorf("tunnel %s: wake reader: %w", p.name, err)
 	}
-	if err := p.rxWait.Close(); err != nil {
-		return fmt.Errorf("tunnel %s: wake reader: %w", p.name, err)
-	}
 	p.rxMu.Lock()
 	p.txMu.Lock()
 	err := p.release()
@@ -703,11 +687,6 @@ func (p *Port) Close() error {
 
 func (p *Port) release() error {
 	var errs []error
-	if p.rxWait != nil {
-		if err := p.rxWait.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	for _, fd := range []*int{&p.rxFd, &p.txFd, &p.wakeFd} {
 		if *fd >= 0 {
 			if err := unix.Close(*fd); err != nil {

@@ -135,10 +135,8 @@ type Port struct {
 	ring    ring      // TPACKET_V3 receive ring
 	tx      txRing    // used when cfg.TxRing
 	rxPoll  [2]unix.PollFd
-	rxWait  *port.RxWaiter // parks ReadBatch on the netpoller
-	rxReady func() bool    // p.ringReady, bound once
-	timeout int            // poll timeout in ms, -1 for none
-	rxBusy  bool           // frames are streaming in: busy-poll before sleeping
+	timeout int  // poll timeout in ms, -1 for none
+	rxBusy  bool // frames are streaming in: busy-poll before sleeping
 
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr
@@ -393,10 +391,6 @@ func (p *Port) open() error {
 	if cfg.ReadTimeout > 0 {
 		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
 	}
-	if p.rxWait, err = port.NewRxWaiter("afpacket "+name, p.fd, cfg.ReadTimeout); err != nil {
-		return err
-	}
-	p.rxReady = p.ringReady
 
 	// One iovec per frame, or two with the virtio_net_hdr in front.
 	per := 1
@@ -547,44 +541,8 @@ func (p *Port) count(c *rxCounts) {
 	}
 }
 
-// ringReady reports whether the next receive slot or block holds frames.
-func (p *Port) ringReady() bool {
-	if p.v3 {
-		return p.ring.ready()
-	}
-	return p.v2.ready()
-}
-
-// wait sleeps until the ring may hold frames. It returns false on timeout.
+// wait polls the socket and the wake eventfd. It returns false on timeout.
 func (p *Port) wait() (bool, error) {
-	ready, err := p.rxWait.Wait(p.rxReady)
-	if errors.Is(err, port.ErrPollError) {
-		// poll(2) reads and reports the socket error.
-		return p.pollWait()
-	}
-	if ready && !p.ringReady() {
-		// Woken with nothing in the ring: a pending socket error (e.g.
-		// ENETDOWN after the interface went down) wakes readers too. It
-		// is reported once and cleared by SO_ERROR.
-		if err := p.socketError(); err != nil {
-			return false, err
-		}
-	}
-	return ready, err
-}
-
-// socketError reads and clears the socket's pending error.
-func (p *Port) socketError() error {
-	serr, err := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-	if err == nil && serr != 0 {
-		return fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
-	}
-	return nil
-}
-
-// pollWait polls the socket and the wake eventfd. It returns false on
-// timeout.
-func (p *Port) pollWait() (bool, error) {
 	for {
 		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
 		n, err := unix.Poll(p.rxPoll[:], p.timeout)
@@ -603,8 +561,9 @@ func (p *Port) pollWait() (bool, error) {
 		if ev := p.rxPoll[0].Revents; ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
 			// A pending socket error (e.g. ENETDOWN after the interface
 			// went down) is reported once and cleared by SO_ERROR.
-			if err := p.socketError(); err != nil {
-				return false, err
+			serr, gerr := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			if gerr == nil && serr != 0 {
+				return false, fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
 			}
 			if ev&unix.POLLNVAL != 0 {
 				return false, fmt.Errorf("afpacket %s: poll: invalid socket", p.name)
@@ -822,9 +781,6 @@ func (p *Port) Close() error {
 	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
 		return fmt.Errorf("afpacket %s: wake reader: %w", p.name, err)
 	}
-	if err := p.rxWait.Close(); err != nil {
-		return fmt.Errorf("afpacket %s: wake reader: %w", p.name, err)
-	}
 	p.rxMu.Lock()
 	p.txMu.Lock()
 	p.statMu.Lock()
@@ -839,11 +795,6 @@ func (p *Port) Close() error {
 // release frees the ring, socket and eventfd; safe on a half-opened port.
 func (p *Port) release() error {
 	var errs []error
-	if p.rxWait != nil {
-		if err := p.rxWait.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if p.mmap != nil {
 		if err := unix.Munmap(p.mmap); err != nil {
 			errs = append(errs, fmt.Errorf("afpacket %s: munmap: %w", p.name, err))

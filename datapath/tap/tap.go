@@ -65,7 +65,6 @@ type Port struct {
 	txMu   sync.Mutex
 
 	rxPoll   [2]unix.PollFd
-	rxWait   *port.RxWaiter // parks ReadBatch on the netpoller
 	timeout  int
 	maxFrame int
 
@@ -166,9 +165,6 @@ func (p *Port) create(cfg Config) error {
 	if cfg.ReadTimeout > 0 {
 		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
 	}
-	if p.rxWait, err = port.NewRxWaiter("tap "+p.name, p.fd, cfg.ReadTimeout); err != nil {
-		return err
-	}
 	return nil
 }
 
@@ -255,17 +251,8 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	return n, nil
 }
 
-// wait parks until the device may be readable; false means timeout.
+// wait polls the device and the wake eventfd; false means timeout.
 func (p *Port) wait() (bool, error) {
-	ready, err := p.rxWait.Wait(nil)
-	if errors.Is(err, port.ErrPollError) {
-		return p.pollWait()
-	}
-	return ready, err
-}
-
-// pollWait polls the device and the wake eventfd; false means timeout.
-func (p *Port) pollWait() (bool, error) {
 	for {
 		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
 		n, err := unix.Poll(p.rxPoll[:], p.timeout)
@@ -384,9 +371,6 @@ func (p *Port) Close() error {
 	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
 		return fmt.Errorf("tap %s: wake reader: %w", p.name, err)
 	}
-	if err := p.rxWait.Close(); err != nil {
-		return fmt.Errorf("tap %s: wake reader: %w", p.name, err)
-	}
 	p.rxMu.Lock()
 	p.txMu.Lock()
 	err := p.release()
@@ -397,11 +381,6 @@ func (p *Port) Close() error {
 
 func (p *Port) release() error {
 	var errs []error
-	if p.rxWait != nil {
-		if err := p.rxWait.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if p.fd >= 0 {
 		if err := unix.Close(p.fd); err != nil {
 			errs = append(errs, fmt.Errorf("tap %s: close: %w", p.name, err))
