@@ -81,6 +81,8 @@ const (
 	// txFullWait bounds the wait for a free TX frame or TxRing slot in
 	// WriteBatch; frames that still find no room are dropped.
 	txFullWait = 100 * time.Millisecond
+	// bindBusyWait bounds the wait for a queue another socket is leaving.
+	bindBusyWait = 2 * time.Second
 )
 
 // Port is an AF_XDP port bound to queue 0 of one interface. It implements
@@ -244,8 +246,7 @@ func (p *Port) open() error {
 		return fmt.Errorf("afxdp %s: %w", name, err)
 	}
 	p.mode = p.prog.mode
-	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.ifindex), QueueID: queueID}
-	if err := unix.Bind(p.fd, &sa); err != nil {
+	if err := p.bind(flags); err != nil {
 		what := "copy mode"
 		if flags&unix.XDP_ZEROCOPY != 0 {
 			what = "zero-copy (driver without AF_XDP zero-copy support? try xdp-mode=native)"
@@ -293,6 +294,21 @@ func (p *Port) open() error {
 		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
 	}
 	return nil
+}
+
+// bind binds the socket to the queue. A socket closed a moment ago may
+// still hold the queue (bind fails with EBUSY): the kernel lets go of it
+// from a work queue, some milliseconds later, so EBUSY is retried.
+func (p *Port) bind(flags uint16) error {
+	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.ifindex), QueueID: queueID}
+	deadline := time.Now().Add(bindBusyWait)
+	for {
+		err := unix.Bind(p.fd, &sa)
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // mapRings maps the four rings at the offsets the kernel reports.
