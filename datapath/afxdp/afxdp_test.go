@@ -180,7 +180,7 @@ func TestWriteBatchDropsBadLengths(t *testing.T) {
 		good2 := testFrame(peerMAC, hostMAC, 2, port.MaxFrameLen(1000)-8) // untagged, MTU-sized
 		frames := [][]byte{
 			good1,
-			testFrame(peerMAC, hostMAC, 0, 13),                       // runt
+			testFrame(peerMAC, hostMAC, 0, 13), // runt
 			testFrame(peerMAC, hostMAC, 0, port.MaxFrameLen(1000)+1), // too long
 			{}, // empty
 			good2,
