@@ -141,6 +141,9 @@ var ratioPairs = [][2]string{
 	{"govs-antrea", "ovs-antrea"},
 	{"govs-antrea-tso", "ovs-antrea-tso"},
 	{"govs-antrea-pmd", "ovs-antrea"},
+	{"govs-antrea-xdp", "govs-antrea"},
+	{"govs-antrea-xdp-pmd", "govs-antrea-pmd"},
+	{"govs-antrea-xdp", "ovs-antrea"},
 	{"govs-normal", "ovs-normal"},
 	{"govs-geneve", "ovs-geneve"},
 	{"govs-antrea", "bridge"},
@@ -148,6 +151,7 @@ var ratioPairs = [][2]string{
 	{"govs-antrea", "direct"},
 	{"govs-antrea-tso", "direct"},
 	{"govs-antrea-pmd", "direct"},
+	{"govs-antrea-xdp", "direct"},
 	{"govs-normal", "direct"},
 }
 
