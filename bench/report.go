@@ -142,6 +142,7 @@ var ratioPairs = [][2]string{
 	{"govs-antrea-tso", "ovs-antrea-tso"},
 	{"govs-antrea-pmd", "ovs-antrea"},
 	{"govs-antrea-xdp", "govs-antrea"},
+	{"govs-antrea-xdp-generic", "govs-antrea"},
 	{"govs-antrea-xdp-pmd", "govs-antrea-pmd"},
 	{"govs-antrea-xdp", "ovs-antrea"},
 	{"govs-normal", "ovs-normal"},
