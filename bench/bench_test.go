@@ -84,8 +84,8 @@ func TestSmoke(t *testing.T) {
 // of a few measurements) and requires a positive value for each metric,
 // the switches' CPU time counted, the pods' offload setting as the
 // scenario needs it, and nothing left behind: the two-node Geneve
-// scenario (frames and bytes cross the tunnel) and userspace TSO (TCP
-// super-segments through ports with offload metadata).
+// scenario (frames and bytes cross the tunnel), userspace TSO (TCP
+// super-segments through ports with offload metadata) and AF_XDP pod ports.
 func TestSmokeScenarios(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the benchmark harness needs root (network namespaces, veth, AF_PACKET)")
@@ -100,6 +100,7 @@ func TestSmokeScenarios(t *testing.T) {
 		{"govs-antrea-tso", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "on"},
 		{"direct-nooffload", []string{"tcp1"}, []string{"tcp1_gbps"}, "off"},
 		{"relay", []string{"udp", "rr"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "rr_p50_us"}, "off"},
+		{"govs-antrea-xdp", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.scenario, func(t *testing.T) {

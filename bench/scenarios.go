@@ -93,6 +93,9 @@ var Scenarios = []Scenario{
 	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
 	{Name: "govs-antrea-tso", Description: "govs-vswitchd --userspace-tso, seed worker 1 pipeline", Userspace: true, TSO: true, setup: setupGovs(true, govsMode{tso: true})},
 	{Name: "govs-antrea-pmd", Description: "govs-vswitchd --pmd-cpu (a busy-polling thread on the CPU the workers do not use), seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{pmd: true})},
+	{Name: "govs-antrea-xdp", Description: "govs-vswitchd, pod ports type=afxdp (xdp-mode=best-effort: native on veth, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true})},
+	{Name: "govs-antrea-xdp-generic", Description: "govs-vswitchd, pod ports type=afxdp options:xdp-mode=generic (XDP on the skb, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, xdpMode: "generic"})},
+	{Name: "govs-antrea-xdp-pmd", Description: "govs-vswitchd --pmd-cpu, pod ports type=afxdp, seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{afxdp: true, pmd: true})},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
 }
@@ -434,8 +437,12 @@ func (g *govsNode) target() (string, error) {
 
 // govsMode are the datapath options a govs scenario runs with.
 type govsMode struct {
-	tso bool // --userspace-tso
-	pmd bool // --pmd-cpu with a CPU the workers are not pinned to
+	tso   bool // --userspace-tso
+	pmd   bool // --pmd-cpu with a CPU the workers are not pinned to
+	afxdp bool // pod ports are type=afxdp instead of system (AF_PACKET)
+	// xdpMode is the afxdp ports' options:xdp-mode; "" leaves the
+	// default (best-effort: native on veth).
+	xdpMode string
 }
 
 // pmdCPU picks the CPU for the PMD thread: the first one the workers are
@@ -491,7 +498,14 @@ func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloa
 			if err != nil {
 				return nil, err
 			}
-			if err := g.call("add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", ps.spec.ofport)); err != nil {
+			args := []string{"add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", ps.spec.ofport)}
+			if mode.afxdp {
+				args = append(args, "type=afxdp")
+			}
+			if mode.xdpMode != "" {
+				args = append(args, "options:xdp-mode="+mode.xdpMode)
+			}
+			if err := g.call(args...); err != nil {
 				return nil, err
 			}
 			*ps.dst = i

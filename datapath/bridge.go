@@ -42,6 +42,7 @@ const (
 // Port kinds as OVSDB's Interface.type names them.
 const (
 	KindSystem   = "system"   // an existing kernel interface (AF_PACKET)
+	KindAFXDP    = "afxdp"    // an existing kernel interface (AF_XDP socket)
 	KindInternal = "internal" // a TAP device the bridge created
 	KindMemory   = "memory"   // a MemPort (tests, benchmarks)
 	KindTunnel   = "tunnel"   // a flow-based tunnel vport (Geneve), a TunnelPort

@@ -39,7 +39,7 @@ type BridgeConfig struct {
 // PortConfig describes one port.
 type PortConfig struct {
 	Name          string            `yaml:"name"`
-	Type          string            `yaml:"type"` // system (default), internal, geneve
+	Type          string            `yaml:"type"` // system (default), afxdp, internal, geneve
 	OFPortRequest uint32            `yaml:"ofport_request"`
 	MAC           string            `yaml:"mac"`
 	MTURequest    int               `yaml:"mtu_request"`
@@ -101,9 +101,9 @@ func (p *PortConfig) Validate() error {
 		return fmt.Errorf("port name: %w", err)
 	}
 	switch p.Type {
-	case "", "system", "internal", "geneve":
+	case "", "system", "afxdp", "internal", "geneve":
 	default:
-		return fmt.Errorf("port %s: type %q: govs supports system, internal and geneve", p.Name, p.Type)
+		return fmt.Errorf("port %s: type %q: govs supports system, afxdp, internal and geneve", p.Name, p.Type)
 	}
 	if p.OFPortRequest >= 0xff00 {
 		return fmt.Errorf("port %s: ofport_request %d out of range 1..65279", p.Name, p.OFPortRequest)

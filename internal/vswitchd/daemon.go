@@ -36,8 +36,8 @@ type Daemon struct {
 	Log    *zap.Logger
 	// OpenFlow serves the bridges' OpenFlow connections; nil: no OpenFlow.
 	OpenFlow OpenFlowFunc
-	// Openers open ports by type; "system", "internal" and "geneve" are
-	// built in.
+	// Openers open ports by type; "system" (AF_PACKET), "afxdp",
+	// "internal" and "geneve" are built in.
 	Openers map[string]PortOpener
 	// UserspaceTSO opens system ports with PACKET_VNET_HDR unless a
 	// port says options:vnet_hdr=false: TCP super-segments and partial
@@ -77,6 +77,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 		Openers: map[string]PortOpener{}}
 	d.Openers["system"] = d.openSystem
 	d.Openers[""] = d.openSystem
+	d.Openers["afxdp"] = d.openAFXDP
 	d.Openers["internal"] = d.openInternal
 	d.Openers["geneve"] = openGeneve
 	d.OpenFlow = OpenFlowBridge

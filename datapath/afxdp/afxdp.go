@@ -1,0 +1,852 @@
+// Package afxdp attaches the datapath to a Linux interface with an AF_XDP
+// socket, as OVS's userspace datapath does for ports of type=afxdp
+// (Documentation/networking/af_xdp.rst; OVS "Using AF_XDP"). An XDP
+// program on the interface redirects every frame of rx queue 0 into the
+// socket; frames are received into and sent from a UMEM, a memory area
+// this process owns and the kernel reads and writes, through four rings:
+//
+//	FillRing       we give the kernel free UMEM frames to receive into
+//	RxRing         the kernel gives us received frames (address, length)
+//	TxRing         we give the kernel frames to send
+//	CompletionRing the kernel gives us back frames it has sent
+//
+// Received frames are handed to the loop in place in the UMEM and go back
+// to the FillRing on the next read or Release; frames to send are copied
+// into free UMEM frames.
+//
+// One socket serves queue 0 only, which is every frame of a veth (one rx
+// queue unless created with more). On a multi-queue NIC the frames of
+// the other queues are passed to the kernel stack by the program.
+//
+// On veth the kernel copies frames between the skb and the UMEM (XDP_COPY,
+// in native or generic XDP mode); zero-copy needs driver support. Frames
+// carry no offload metadata: the port does not implement port.VnetWriter,
+// so the loop sends it plain frames with final checksums, and peers must
+// not send it TCP super-segments (an XDP program sees at most one page).
+package afxdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
+	"golang.org/x/sys/unix"
+)
+
+// Config tunes a port. The zero value is a good default for a veth port.
+type Config struct {
+	// Mode is options:xdp-mode; "" is ModeBestEffort.
+	Mode Mode
+	// FrameSize is the UMEM chunk size, 2048 or 4096 bytes. A received
+	// frame starts XDP_PACKET_HEADROOM (256) bytes into its chunk, so a
+	// chunk holds frames of up to FrameSize-256 bytes. Default 2048 when
+	// MaxFrameLen(MTU) fits in that, else 4096.
+	FrameSize int
+	// RxFrames is the number of UMEM frames for receiving, which is also
+	// the size of the FillRing and the RxRing; a power of two. Default
+	// 2048.
+	RxFrames int
+	// TxFrames is the number of UMEM frames for sending, also the size of
+	// the TxRing and the CompletionRing; a power of two. Default 2048.
+	TxFrames int
+	// NoNeedWakeup binds without XDP_USE_NEED_WAKEUP (OVS's
+	// options:use-need-wakeup=false): every send then makes a system
+	// call even when the kernel would not need one.
+	NoNeedWakeup bool
+	// BusyPoll is how long ReadBatch keeps checking the RxRing before it
+	// sleeps in poll(2) while frames stream in, as afpacket.Config.BusyPoll.
+	// Default 20 µs; negative turns it off.
+	BusyPoll time.Duration
+	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
+	// that long. 0 blocks until frames arrive or the port is closed.
+	ReadTimeout time.Duration
+	// NoPromisc leaves the interface out of promiscuous mode. By default
+	// the port holds a promiscuous membership (an AF_PACKET socket with
+	// PACKET_MR_PROMISC), which the kernel drops when the process exits.
+	NoPromisc bool
+}
+
+const (
+	defaultFrames   = 2048
+	defaultBusyPoll = 20 * time.Microsecond
+	// queueID is the one rx queue a port serves.
+	queueID = 0
+	// txFullWait bounds the wait for a free TX frame or TxRing slot in
+	// WriteBatch; frames that still find no room are dropped.
+	txFullWait = 100 * time.Millisecond
+	// bindBusyWait bounds the wait for a queue another socket is leaving.
+	bindBusyWait = 2 * time.Second
+)
+
+// Port is an AF_XDP port bound to queue 0 of one interface. It implements
+// port.Port and port.Poller.
+type Port struct {
+	name    string
+	ifindex int
+	mac     net.HardwareAddr
+	mtu     int
+	cfg     Config
+
+	fd        int // AF_XDP socket
+	wakeFd    int // eventfd that Close writes to wake a blocked poll
+	promiscFd int // AF_PACKET socket holding the promiscuous membership
+
+	prog     *xdpProgram
+	mode     Mode // ModeNative or ModeGeneric: how the program is attached
+	zeroCopy bool // bound with XDP_ZEROCOPY
+
+	closed atomic.Bool
+	rxMu   sync.Mutex // held by ReadBatch/Release: guards FillRing, RxRing, held
+	txMu   sync.Mutex // held by WriteBatch: guards TxRing, CompletionRing, txFree
+	statMu sync.Mutex // guards xdpStats and the fd for XDP_STATISTICS
+
+	umem      []byte
+	frameSize uint64
+	fill      addrRing
+	comp      addrRing
+	rx        descRing
+	tx        descRing
+	ringMaps  [][]byte
+
+	held   []uint64 // UMEM addresses of the frames of the last read
+	txFree []uint64 // UMEM addresses of TX frames not in flight
+
+	rxPoll  [2]unix.PollFd
+	timeout int  // poll timeout in ms, -1 for none
+	rxBusy  bool // frames are streaming in: busy-poll before sleeping
+	wakeup  bool // bound with XDP_USE_NEED_WAKEUP
+
+	maxFrame int
+	ctr      port.Counters
+	xdpStats unix.XDPStatistics // last XDP_STATISTICS answer (cumulative)
+}
+
+var (
+	_ port.Port   = (*Port)(nil)
+	_ port.Poller = (*Port)(nil)
+)
+
+// Open attaches to queue 0 of the interface called name in the caller's
+// network namespace (the namespace of the OS thread).
+func Open(name string, cfg Config) (*Port, error) {
+	mode, err := ParseMode(string(cfg.Mode))
+	if err != nil {
+		return nil, fmt.Errorf("afxdp %s: %w", name, err)
+	}
+	cfg.Mode = mode
+	if cfg.RxFrames == 0 {
+		cfg.RxFrames = defaultFrames
+	}
+	if cfg.TxFrames == 0 {
+		cfg.TxFrames = defaultFrames
+	}
+	for _, c := range []struct {
+		what string
+		n    int
+	}{{"rx frames", cfg.RxFrames}, {"tx frames", cfg.TxFrames}} {
+		if c.n < 1 || c.n > 1<<20 || c.n&(c.n-1) != 0 {
+			return nil, fmt.Errorf("afxdp %s: %s %d: want a power of two up to %d", name, c.what, c.n, 1<<20)
+		}
+	}
+	if cfg.FrameSize != 0 && cfg.FrameSize != 2048 && cfg.FrameSize != 4096 {
+		return nil, fmt.Errorf("afxdp %s: frame size %d: want 2048 or 4096", name, cfg.FrameSize)
+	}
+	if cfg.BusyPoll == 0 {
+		cfg.BusyPoll = defaultBusyPoll
+	}
+	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1, promiscFd: -1}
+	if err := p.open(); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// open sets up UMEM, rings, socket and program; on error the caller
+// releases what was acquired.
+func (p *Port) open() error {
+	name, cfg := p.name, p.cfg
+	var err error
+	if p.ifindex, p.mac, p.mtu, err = interfaceInfo(name); err != nil {
+		return fmt.Errorf("afxdp: %w", err)
+	}
+	p.maxFrame = port.MaxFrameLen(p.mtu)
+	p.frameSize = uint64(cfg.FrameSize)
+	if p.frameSize == 0 {
+		p.frameSize = 2048
+		if p.maxFrame > 2048-unix.XDP_PACKET_HEADROOM {
+			p.frameSize = 4096
+		}
+	}
+	if room := int(p.frameSize) - unix.XDP_PACKET_HEADROOM; p.maxFrame > room {
+		return fmt.Errorf("afxdp %s: MTU %d needs %d-byte frames, a %d-byte UMEM frame holds %d (no multi-buffer support)",
+			name, p.mtu, p.maxFrame, p.frameSize, room)
+	}
+
+	p.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EAFNOSUPPORT) {
+			return fmt.Errorf("afxdp %s: socket: kernel without AF_XDP (CONFIG_XDP_SOCKETS): %w", name, err)
+		}
+		return fmt.Errorf("afxdp %s: socket: %w", name, err)
+	}
+
+	// UMEM: RX frames first, then TX frames.
+	nrx, ntx := uint64(cfg.RxFrames), uint64(cfg.TxFrames)
+	p.umem, err = unix.Mmap(-1, 0, int((nrx+ntx)*p.frameSize), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("afxdp %s: mmap UMEM of %d x %d bytes: %w", name, nrx+ntx, p.frameSize, err)
+	}
+	reg := unix.XDPUmemReg{
+		Addr: uint64(uintptr(unsafe.Pointer(&p.umem[0]))),
+		Len:  uint64(len(p.umem)),
+		Size: uint32(p.frameSize),
+	}
+	if err := setsockopt(p.fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		return fmt.Errorf("afxdp %s: XDP_UMEM_REG %d x %d bytes: %w", name, nrx+ntx, p.frameSize, err)
+	}
+	for _, r := range []struct {
+		opt  int
+		what string
+		size int
+	}{
+		{unix.XDP_UMEM_FILL_RING, "XDP_UMEM_FILL_RING", cfg.RxFrames},
+		{unix.XDP_UMEM_COMPLETION_RING, "XDP_UMEM_COMPLETION_RING", cfg.TxFrames},
+		{unix.XDP_RX_RING, "XDP_RX_RING", cfg.RxFrames},
+		{unix.XDP_TX_RING, "XDP_TX_RING", cfg.TxFrames},
+	} {
+		if err := unix.SetsockoptInt(p.fd, unix.SOL_XDP, r.opt, r.size); err != nil {
+			return fmt.Errorf("afxdp %s: %s of %d entries: %w", name, r.what, r.size, err)
+		}
+	}
+	if err := p.mapRings(); err != nil {
+		return err
+	}
+
+	flags := uint16(unix.XDP_COPY)
+	if cfg.Mode == ModeNativeZeroCopy {
+		flags = unix.XDP_ZEROCOPY
+	}
+	if !cfg.NoNeedWakeup {
+		flags |= unix.XDP_USE_NEED_WAKEUP
+		p.wakeup = true
+	}
+	// The program goes on first, so an interface that takes no XDP
+	// program fails before the socket binds; until the XSKMAP entry exists
+	// it passes every frame to the stack.
+	if p.prog, err = loadProgram(p.ifindex, cfg.Mode, queueID+1); err != nil {
+		return fmt.Errorf("afxdp %s: %w", name, err)
+	}
+	p.mode = p.prog.mode
+	if err := p.bind(flags); err != nil {
+		what := "copy mode"
+		if flags&unix.XDP_ZEROCOPY != 0 {
+			what = "zero-copy (driver without AF_XDP zero-copy support? try xdp-mode=native)"
+		}
+		return fmt.Errorf("afxdp %s: bind queue %d in %s: %w", name, queueID, what, err)
+	}
+	if opts, err := unix.GetsockoptInt(p.fd, unix.SOL_XDP, unix.XDP_OPTIONS); err == nil {
+		p.zeroCopy = opts&unix.XDP_OPTIONS_ZEROCOPY != 0
+	}
+	// In copy mode one sendto sends at most 32 frames unless told more
+	// (XDP_MAX_TX_SKB_BUDGET, Linux 6.17); older kernels keep 32, which
+	// only costs more sendto calls.
+	_ = unix.SetsockoptInt(p.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, cfg.TxFrames)
+
+	// Every RX frame starts in the FillRing, every TX frame is free.
+	for i := range nrx {
+		p.fill.addrs[p.fill.cachedProd&p.fill.mask] = i * p.frameSize
+		p.fill.cachedProd++
+	}
+	p.fill.submit()
+	p.held = make([]uint64, 0, cfg.RxFrames)
+	p.txFree = make([]uint64, 0, cfg.TxFrames)
+	for i := range ntx {
+		p.txFree = append(p.txFree, (nrx+ntx-1-i)*p.frameSize)
+	}
+	if err := p.prog.register(queueID, p.fd); err != nil {
+		return fmt.Errorf("afxdp %s: %w", name, err)
+	}
+
+	if !cfg.NoPromisc {
+		if p.promiscFd, err = promiscuous(p.ifindex); err != nil {
+			return fmt.Errorf("afxdp %s: %w", name, err)
+		}
+	}
+	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("afxdp %s: eventfd: %w", name, err)
+	}
+	p.rxPoll = [2]unix.PollFd{
+		{Fd: int32(p.fd), Events: unix.POLLIN},
+		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+	}
+	p.timeout = -1
+	if cfg.ReadTimeout > 0 {
+		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	}
+	return nil
+}
+
+// bind binds the socket to the queue. A socket closed a moment ago may
+// still hold the queue (bind fails with EBUSY): the kernel lets go of it
+// from a work queue, some milliseconds later, so EBUSY is retried.
+func (p *Port) bind(flags uint16) error {
+	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.ifindex), QueueID: queueID}
+	deadline := time.Now().Add(bindBusyWait)
+	for {
+		err := unix.Bind(p.fd, &sa)
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// mapRings maps the four rings at the offsets the kernel reports.
+func (p *Port) mapRings() error {
+	var off unix.XDPMmapOffsets
+	if err := getsockopt(p.fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
+		return fmt.Errorf("afxdp %s: XDP_MMAP_OFFSETS: %w", p.name, err)
+	}
+	mapRing := func(what string, pgoff int64, o unix.XDPRingOffset, size int, entry uint64) ([]byte, error) {
+		mem, err := unix.Mmap(p.fd, pgoff, ringMapLen(o, uint32(size), entry),
+			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			return nil, fmt.Errorf("afxdp %s: mmap %s: %w", p.name, what, err)
+		}
+		p.ringMaps = append(p.ringMaps, mem)
+		return mem, nil
+	}
+	rx, tx := p.cfg.RxFrames, p.cfg.TxFrames
+	mem, err := mapRing("FillRing", unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, rx, 8)
+	if err != nil {
+		return err
+	}
+	if p.fill, err = newAddrRing(mem, off.Fr, uint32(rx)); err != nil {
+		return fmt.Errorf("afxdp %s: FillRing: %w", p.name, err)
+	}
+	if mem, err = mapRing("CompletionRing", unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, tx, 8); err != nil {
+		return err
+	}
+	if p.comp, err = newAddrRing(mem, off.Cr, uint32(tx)); err != nil {
+		return fmt.Errorf("afxdp %s: CompletionRing: %w", p.name, err)
+	}
+	if mem, err = mapRing("RxRing", unix.XDP_PGOFF_RX_RING, off.Rx, rx, xdpDescLen); err != nil {
+		return err
+	}
+	if p.rx, err = newDescRing(mem, off.Rx, uint32(rx)); err != nil {
+		return fmt.Errorf("afxdp %s: RxRing: %w", p.name, err)
+	}
+	if mem, err = mapRing("TxRing", unix.XDP_PGOFF_TX_RING, off.Tx, tx, xdpDescLen); err != nil {
+		return err
+	}
+	if p.tx, err = newDescRing(mem, off.Tx, uint32(tx)); err != nil {
+		return fmt.Errorf("afxdp %s: TxRing: %w", p.name, err)
+	}
+	return nil
+}
+
+// interfaceInfo reads index, MAC and MTU. AF_XDP sockets take no
+// interface ioctls, so a control socket asks.
+func interfaceInfo(name string) (ifindex int, mac net.HardwareAddr, mtu int, err error) {
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer unix.Close(fd)
+	if ifindex, err = ifioctl.Index(fd, name); err != nil {
+		return 0, nil, 0, err
+	}
+	if mac, err = ifioctl.HardwareAddr(fd, name); err != nil {
+		return 0, nil, 0, err
+	}
+	if mtu, err = ifioctl.MTU(fd, name); err != nil {
+		return 0, nil, 0, err
+	}
+	return ifindex, mac, mtu, nil
+}
+
+// promiscuous opens an AF_PACKET socket that receives nothing (protocol
+// 0, never bound) and only holds a PACKET_MR_PROMISC membership on
+// ifindex: unlike setting IFF_PROMISC, it ends with the socket.
+func promiscuous(ifindex int) (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("promiscuous mode: socket: %w", err)
+	}
+	mreq := unix.PacketMreq{Ifindex: int32(ifindex), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("promiscuous mode: PACKET_MR_PROMISC: %w", err)
+	}
+	return fd, nil
+}
+
+// setsockopt and getsockopt pass a struct at level SOL_XDP without
+// allocating.
+func setsockopt(fd, opt int, v unsafe.Pointer, size uintptr) error {
+	_, _, errno := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(v), size, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func getsockopt(fd, opt int, v unsafe.Pointer, size uintptr) error {
+	l := uint32(size)
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(v), uintptr(unsafe.Pointer(&l)), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Name returns the interface name.
+func (p *Port) Name() string { return p.name }
+
+// Ifindex returns the interface index the socket is bound to.
+func (p *Port) Ifindex() int { return p.ifindex }
+
+// HardwareAddr returns the interface MAC read at Open.
+func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
+
+// MTU returns the interface MTU read at Open.
+func (p *Port) MTU() int { return p.mtu }
+
+// Mode reports how the XDP program is attached: ModeNative or
+// ModeGeneric (what ModeBestEffort ended up with).
+func (p *Port) Mode() Mode { return p.mode }
+
+// ZeroCopy reports whether the socket is bound in zero-copy mode.
+func (p *Port) ZeroCopy() bool { return p.zeroCopy }
+
+// rxCounts are the counters of one read, added to the port's at the end.
+type rxCounts struct {
+	packets, bytes, errors uint64
+}
+
+// ReadBatch implements port.Port. Frames point into the UMEM.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if err := p.startRead(b); err != nil {
+		return 0, err
+	}
+	var c rxCounts
+	defer p.count(&c)
+	busyPoll := p.cfg.BusyPoll > 0
+	for {
+		if n := p.rxFill(b, &c); n > 0 {
+			return n, nil
+		}
+		if len(p.held) != 0 {
+			// Every frame taken was a bad one: give them back and look on.
+			p.recycle()
+			continue
+		}
+		var sleep time.Time
+		if busyPoll {
+			if p.rxBusy && p.busyPoll() {
+				continue
+			}
+			sleep = time.Now()
+		}
+		ready, err := p.wait()
+		if err != nil {
+			return 0, err
+		}
+		if busyPoll {
+			// A short sleep means frames are streaming in: watch the ring
+			// rather than sleep again (see afpacket.Config.BusyPoll).
+			p.rxBusy = ready && time.Since(sleep) <= p.cfg.BusyPoll
+		}
+		if !ready {
+			return 0, nil // read timeout
+		}
+	}
+}
+
+// startRead checks a read can go ahead and gives the last read's frames
+// back to the FillRing. The caller holds rxMu.
+func (p *Port) startRead(b *port.Batch) error {
+	if p.closed.Load() {
+		return fmt.Errorf("afxdp %s: read: %w", p.name, port.ErrClosed)
+	}
+	if len(b.Frames) == 0 {
+		return fmt.Errorf("afxdp %s: read: batch has no frame slots", p.name)
+	}
+	p.recycle()
+	return nil
+}
+
+// TryReadBatch implements port.Poller: the frames in the RxRing now,
+// without waiting.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	if err := p.startRead(b); err != nil {
+		return 0, err
+	}
+	var c rxCounts
+	n := p.rxFill(b, &c)
+	for n == 0 && len(p.held) != 0 {
+		p.recycle()
+		n = p.rxFill(b, &c)
+	}
+	p.count(&c)
+	return n, nil
+}
+
+// PollFd implements port.Poller: the AF_XDP socket, readable when the
+// RxRing has frames.
+func (p *Port) PollFd() int { return p.fd }
+
+// rxFill takes up to len(b.Frames) frames from the RxRing. Their UMEM
+// frames stay ours (in held) until recycle puts them on the FillRing, so
+// the RxRing slots are released at once.
+func (p *Port) rxFill(b *port.Batch, c *rxCounts) int {
+	avail := p.rx.avail()
+	if avail == 0 {
+		return 0
+	}
+	n := 0
+	for ; avail > 0 && n < len(b.Frames); avail-- {
+		d := p.rx.descs[p.rx.cachedCons&p.rx.mask]
+		p.rx.cachedCons++
+		end := d.Addr + uint64(d.Len)
+		if end > uint64(len(p.umem)) {
+			c.errors++ // not a UMEM frame: nothing to give back
+			continue
+		}
+		p.held = append(p.held, d.Addr)
+		if !port.LengthOK(int(d.Len), p.maxFrame) {
+			c.errors++
+			continue
+		}
+		b.Frames[n] = p.umem[d.Addr:end:end]
+		b.Meta[n] = port.Meta{}
+		c.packets++
+		c.bytes += uint64(d.Len)
+		n++
+	}
+	p.rx.release()
+	return n
+}
+
+// recycle puts the frames of the last read on the FillRing. The ring has
+// room for every RX frame, so they always fit.
+func (p *Port) recycle() {
+	if len(p.held) == 0 {
+		return
+	}
+	k := min(int(p.fill.free(uint32(len(p.held)))), len(p.held))
+	for _, addr := range p.held[:k] {
+		// The kernel wants the start of the chunk.
+		p.fill.addrs[p.fill.cachedProd&p.fill.mask] = addr &^ (p.frameSize - 1)
+		p.fill.cachedProd++
+	}
+	p.fill.submit()
+	p.held = p.held[:copy(p.held, p.held[k:])]
+	if p.wakeup && p.fill.needWakeup() {
+		// The driver stopped receiving for want of fill frames.
+		unix.Syscall6(unix.SYS_RECVFROM, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	}
+}
+
+func (p *Port) count(c *rxCounts) {
+	if c.packets != 0 {
+		p.ctr.RxPackets.Add(c.packets)
+		p.ctr.RxBytes.Add(c.bytes)
+	}
+	if c.errors != 0 {
+		p.ctr.RxErrors.Add(c.errors)
+		p.ctr.RxLengthErrors.Add(c.errors)
+	}
+}
+
+// busyPoll watches the RxRing for up to cfg.BusyPoll and reports whether a
+// frame arrived. A miss clears rxBusy until a short sleep sets it again.
+func (p *Port) busyPoll() bool {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if p.rx.ready() {
+			return true
+		}
+		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.closed.Load()) {
+			p.rxBusy = false
+			return false
+		}
+	}
+}
+
+// wait polls the socket and the wake eventfd. It returns false on timeout.
+func (p *Port) wait() (bool, error) {
+	for {
+		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
+		n, err := unix.Poll(p.rxPoll[:], p.timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("afxdp %s: poll: %w", p.name, err)
+		}
+		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
+			return false, fmt.Errorf("afxdp %s: read: %w", p.name, port.ErrClosed)
+		}
+		if n == 0 {
+			return false, nil
+		}
+		if ev := p.rxPoll[0].Revents; ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
+			// The device went away (unregistered): the socket is unbound.
+			return false, fmt.Errorf("afxdp %s: socket error (poll events %#x): %w", p.name, ev, unix.ENETDOWN)
+		}
+		return true, nil
+	}
+}
+
+// Release implements port.Port.
+func (p *Port) Release() {
+	p.rxMu.Lock()
+	if !p.closed.Load() {
+		p.recycle()
+	}
+	p.rxMu.Unlock()
+}
+
+// WriteBatch implements port.Port: each frame is copied into a free TX
+// frame of the UMEM and posted on the TxRing, then one sendto tells the
+// kernel to send them.
+func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
+	if p.closed.Load() {
+		return 0, fmt.Errorf("afxdp %s: write: %w", p.name, port.ErrClosed)
+	}
+	p.reclaim()
+	var pkts, bytes, dropped uint64
+	defer func() {
+		p.ctr.TxPackets.Add(pkts)
+		p.ctr.TxBytes.Add(bytes)
+		p.ctr.TxDropped.Add(dropped)
+	}()
+	done := 0
+	for done < len(frames) {
+		room := min(int(p.tx.free(uint32(len(frames)-done))), len(p.txFree))
+		if room == 0 {
+			if !p.waitTxRoom() {
+				// Still no room: drop the rest, as a full NIC queue would.
+				dropped += uint64(len(frames) - done)
+				return len(frames), nil
+			}
+			continue
+		}
+		k, kbytes := 0, uint64(0)
+		for done < len(frames) && k < room {
+			f := frames[done]
+			done++
+			if !port.LengthOK(len(f), p.maxFrame) {
+				dropped++
+				continue
+			}
+			addr := p.txFree[len(p.txFree)-1]
+			p.txFree = p.txFree[:len(p.txFree)-1]
+			copy(p.umem[addr:addr+uint64(len(f))], f)
+			p.tx.descs[p.tx.cachedProd&p.tx.mask] = unix.XDPDesc{Addr: addr, Len: uint32(len(f))}
+			p.tx.cachedProd++
+			k++
+			kbytes += uint64(len(f))
+		}
+		if k == 0 {
+			continue
+		}
+		p.tx.submit()
+		pkts += uint64(k)
+		bytes += kbytes
+		if err := p.kick(); err != nil {
+			// The frames stay posted and may still go; count them as
+			// errors, not as sent.
+			pkts -= uint64(k)
+			bytes -= kbytes
+			p.ctr.TxErrors.Add(uint64(k))
+			return done - k, err
+		}
+	}
+	return done, nil
+}
+
+// kick makes the kernel send what is on the TxRing (sendto), unless it
+// said it does not need a wakeup. In copy mode the kernel sends during the
+// call, a budget of frames at a time, so EAGAIN means "call again".
+func (p *Port) kick() error {
+	if p.wakeup && !p.tx.needWakeup() {
+		return nil
+	}
+	var deadline time.Time
+	for {
+		before := atomic.LoadUint32(p.tx.consumer)
+		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+		case unix.EBUSY:
+			// The device dropped a frame it took off the TxRing
+			// (NET_XMIT_DROP, e.g. the veth peer is down); the kernel
+			// does not say which, so the byte count keeps it.
+			p.ctr.TxDropped.Add(1)
+			p.ctr.TxPackets.Add(^uint64(0))
+		case unix.EAGAIN, unix.ENOBUFS:
+			// More than one budget queued, or the device queue is busy.
+			// Without progress, give the device time, but not forever:
+			// what stays on the TxRing goes with the next kick.
+			p.reclaim()
+			if atomic.LoadUint32(p.tx.consumer) != before {
+				deadline = time.Time{}
+				continue
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(txFullWait)
+			} else if time.Now().After(deadline) || p.closed.Load() {
+				return nil
+			}
+			p.pause()
+		default:
+			return fmt.Errorf("afxdp %s: sendto (TX kick): %w", p.name, errno)
+		}
+	}
+}
+
+// reclaim takes the frames the kernel has sent off the CompletionRing.
+func (p *Port) reclaim() {
+	n := p.comp.avail()
+	if n == 0 {
+		return
+	}
+	for range n {
+		addr := p.comp.addrs[p.comp.cachedCons&p.comp.mask]
+		p.comp.cachedCons++
+		p.txFree = append(p.txFree, addr&^(p.frameSize-1))
+	}
+	p.comp.release()
+}
+
+// waitTxRoom waits up to txFullWait for a TxRing slot and a free TX frame.
+func (p *Port) waitTxRoom() bool {
+	deadline := time.Now().Add(txFullWait)
+	for {
+		if err := p.kick(); err != nil {
+			return false
+		}
+		p.reclaim()
+		if len(p.txFree) > 0 && p.tx.free(1) > 0 {
+			return true
+		}
+		if time.Now().After(deadline) || p.closed.Load() {
+			return false
+		}
+		p.pause()
+	}
+}
+
+// pause sleeps a little while the kernel works through the TxRing, waking
+// early on Close.
+func (p *Port) pause() {
+	fds := [1]unix.PollFd{{Fd: int32(p.wakeFd), Events: unix.POLLIN}}
+	unix.Poll(fds[:], 1)
+}
+
+// Stats implements port.Port. RxDropped is what the kernel could not put
+// on the RxRing: XDP_STATISTICS rx_dropped (no frame on the FillRing)
+// plus rx_ring_full. Descriptors the kernel found invalid count as errors.
+func (p *Port) Stats() port.Stats {
+	p.statMu.Lock()
+	if !p.closed.Load() {
+		p.pollKernelStats()
+	}
+	xs := p.xdpStats
+	p.statMu.Unlock()
+	s := p.ctr.Snapshot()
+	s.RxDropped = xs.Rx_dropped + xs.Rx_ring_full
+	s.RxErrors += xs.Rx_invalid_descs
+	s.TxErrors += xs.Tx_invalid_descs
+	return s
+}
+
+// pollKernelStats reads XDP_STATISTICS (cumulative). The caller holds
+// statMu.
+func (p *Port) pollKernelStats() {
+	var st unix.XDPStatistics
+	if getsockopt(p.fd, unix.XDP_STATISTICS, unsafe.Pointer(&st), unsafe.Sizeof(st)) == nil {
+		p.xdpStats = st
+	}
+}
+
+// Close implements port.Port: it wakes a blocked ReadBatch, waits for it
+// and any WriteBatch to return, then detaches the program and frees the
+// socket, rings and UMEM.
+func (p *Port) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1) // eventfd adds this host-order counter
+	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+		return fmt.Errorf("afxdp %s: wake reader: %w", p.name, err)
+	}
+	p.rxMu.Lock()
+	p.txMu.Lock()
+	p.statMu.Lock()
+	p.pollKernelStats()
+	err := p.release()
+	p.statMu.Unlock()
+	p.txMu.Unlock()
+	p.rxMu.Unlock()
+	return err
+}
+
+// release frees everything Open acquired; safe on a half-opened port. The
+// program goes first so no frame is redirected to a closing socket; the
+// UMEM goes last, after the socket that the kernel pinned it for.
+func (p *Port) release() error {
+	var errs []error
+	if p.prog != nil {
+		if err := p.prog.close(); err != nil {
+			errs = append(errs, fmt.Errorf("afxdp %s: %w", p.name, err))
+		}
+		p.prog = nil
+	}
+	closeFd := func(fd *int, what string) {
+		if *fd >= 0 {
+			if err := unix.Close(*fd); err != nil {
+				errs = append(errs, fmt.Errorf("afxdp %s: close %s: %w", p.name, what, err))
+			}
+			*fd = -1
+		}
+	}
+	closeFd(&p.fd, "socket")
+	closeFd(&p.promiscFd, "promiscuous socket")
+	closeFd(&p.wakeFd, "eventfd")
+	for _, m := range p.ringMaps {
+		if err := unix.Munmap(m); err != nil {
+			errs = append(errs, fmt.Errorf("afxdp %s: munmap ring: %w", p.name, err))
+		}
+	}
+	p.ringMaps = nil
+	p.fill, p.comp, p.rx, p.tx = addrRing{}, addrRing{}, descRing{}, descRing{}
+	if p.umem != nil {
+		if err := unix.Munmap(p.umem); err != nil {
+			errs = append(errs, fmt.Errorf("afxdp %s: munmap UMEM: %w", p.name, err))
+		}
+		p.umem = nil
+	}
+	return errors.Join(errs...)
+}
