@@ -642,7 +642,12 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 	for done < len(frames) {
 		room := min(int(p.tx.free(uint32(len(frames)-done))), len(p.txFree))
 		if room == 0 {
-			if !p.waitTxRoom() {
+			ok, err := p.waitTxRoom()
+			if err != nil {
+				p.ctr.TxErrors.Add(uint64(len(frames) - done))
+				return done, err
+			}
+			if !ok {
 				// Still no room: drop the rest, as a full NIC queue would.
 				dropped += uint64(len(frames) - done)
 				return len(frames), nil
@@ -739,19 +744,20 @@ func (p *Port) reclaim() {
 	p.comp.release()
 }
 
-// waitTxRoom waits up to txFullWait for a TxRing slot and a free TX frame.
-func (p *Port) waitTxRoom() bool {
+// waitTxRoom waits up to txFullWait for a TxRing slot and a free TX
+// frame, kicking the kernel to send what is queued.
+func (p *Port) waitTxRoom() (bool, error) {
 	deadline := time.Now().Add(txFullWait)
 	for {
 		if err := p.kick(); err != nil {
-			return false
+			return false, err
 		}
 		p.reclaim()
 		if len(p.txFree) > 0 && p.tx.free(1) > 0 {
-			return true
+			return true, nil
 		}
 		if time.Now().After(deadline) || p.closed.Load() {
-			return false
+			return false, nil
 		}
 		p.pause()
 	}
