@@ -558,7 +558,8 @@ func (p *Port) recycle() {
 	p.held = p.held[:copy(p.held, p.held[k:])]
 	if p.wakeup && p.fill.needWakeup() {
 		// The driver stopped receiving for want of fill frames.
-		unix.Syscall6(unix.SYS_RECVFROM, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		// Raw: with MSG_DONTWAIT it never sleeps (see port.RawRead).
+		unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	}
 }
 
@@ -698,7 +699,9 @@ func (p *Port) kick() error {
 	var deadline time.Time
 	for {
 		before := atomic.LoadUint32(p.tx.consumer)
-		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		// Raw: with MSG_DONTWAIT it never sleeps (see port.RawRead); in
+		// copy mode it sends a budget of frames, which takes a while.
+		_, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch errno {
 		case 0:
 			return nil
