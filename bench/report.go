@@ -159,6 +159,7 @@ var ratioPairs = [][2]string{
 	{"govs-antrea-pmd", "relay"},
 	{"govs-antrea", "direct-nooffload"},
 	{"govs-antrea-pmd", "direct-nooffload"},
+	{"govs-antrea-xdp", "direct-nooffload"},
 }
 
 // finish computes the statistics and the ratios.
