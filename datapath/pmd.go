@@ -113,8 +113,7 @@ func (m *pmd) close() {
 }
 
 func (m *pmd) wake() {
-	var one = [8]byte{1}
-	_, _ = unix.Write(m.wakeFd, one[:])
+	_ = port.SignalEventfd(m.wakeFd)
 }
 
 // run is the thread: poll every port, process what came, repeat; sleep in

@@ -672,9 +672,7 @@ func (p *Port) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+	if err := port.SignalEventfd(p.wakeFd); err != nil {
 		return fmt.Errorf("tunnel %s: wake reader: %w", p.name, err)
 	}
 	p.rxMu.Lock()

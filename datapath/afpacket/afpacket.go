@@ -13,7 +13,6 @@
 package afpacket
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -776,9 +775,7 @@ func (p *Port) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1) // eventfd adds this host-order counter
-	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+	if err := port.SignalEventfd(p.wakeFd); err != nil {
 		return fmt.Errorf("afpacket %s: wake reader: %w", p.name, err)
 	}
 	p.rxMu.Lock()

@@ -26,7 +26,6 @@
 package afxdp
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -806,9 +805,7 @@ func (p *Port) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1) // eventfd adds this host-order counter
-	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+	if err := port.SignalEventfd(p.wakeFd); err != nil {
 		return fmt.Errorf("afxdp %s: wake reader: %w", p.name, err)
 	}
 	p.rxMu.Lock()

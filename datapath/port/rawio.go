@@ -1,6 +1,7 @@
 package port
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,4 +35,13 @@ func RawWrite(fd int, b []byte) (int, error) {
 		return 0, e
 	}
 	return int(n), nil
+}
+
+// SignalEventfd adds one to the eventfd fd, so a poll(2) on it returns: how
+// a port's Close wakes its blocked reader.
+func SignalEventfd(fd int) error {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1) // an eventfd adds this host-order counter
+	_, err := unix.Write(fd, one[:])
+	return err
 }

@@ -5,7 +5,6 @@
 package tap
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -366,9 +365,7 @@ func (p *Port) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	if _, err := unix.Write(p.wakeFd, one[:]); err != nil {
+	if err := port.SignalEventfd(p.wakeFd); err != nil {
 		return fmt.Errorf("tap %s: wake reader: %w", p.name, err)
 	}
 	p.rxMu.Lock()
