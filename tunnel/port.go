@@ -471,20 +471,11 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 
 // wait polls the socket and the wake eventfd; false means timeout.
 func (p *Port) wait() (bool, error) {
-	for {
-		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
-		n, err := unix.Poll(p.rxPoll[:], p.timeout)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("tunnel %s: poll: %w", p.name, err)
-		}
-		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
-			return false, fmt.Errorf("tunnel %s: read: %w", p.name, port.ErrClosed)
-		}
-		return n > 0, nil
+	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
+	if err != nil {
+		return false, fmt.Errorf("tunnel %s: %w", p.name, err)
 	}
+	return ev != 0, nil
 }
 
 // Release implements port.Port; received frames live in the batch's own

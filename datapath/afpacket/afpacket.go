@@ -542,34 +542,22 @@ func (p *Port) count(c *rxCounts) {
 
 // wait polls the socket and the wake eventfd. It returns false on timeout.
 func (p *Port) wait() (bool, error) {
-	for {
-		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
-		n, err := unix.Poll(p.rxPoll[:], p.timeout)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("afpacket %s: poll: %w", p.name, err)
-		}
-		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
-			return false, fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
-		}
-		if n == 0 {
-			return false, nil
-		}
-		if ev := p.rxPoll[0].Revents; ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			// A pending socket error (e.g. ENETDOWN after the interface
-			// went down) is reported once and cleared by SO_ERROR.
-			serr, gerr := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-			if gerr == nil && serr != 0 {
-				return false, fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
-			}
-			if ev&unix.POLLNVAL != 0 {
-				return false, fmt.Errorf("afpacket %s: poll: invalid socket", p.name)
-			}
-		}
-		return true, nil
+	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
+	if err != nil {
+		return false, fmt.Errorf("afpacket %s: %w", p.name, err)
 	}
+	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
+		// A pending socket error (e.g. ENETDOWN after the interface
+		// went down) is reported once and cleared by SO_ERROR.
+		serr, gerr := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if gerr == nil && serr != 0 {
+			return false, fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
+		}
+		if ev&unix.POLLNVAL != 0 {
+			return false, fmt.Errorf("afpacket %s: poll: invalid socket", p.name)
+		}
+	}
+	return ev != 0, nil
 }
 
 // Release implements port.Port.

@@ -590,27 +590,15 @@ func (p *Port) busyPoll() bool {
 
 // wait polls the socket and the wake eventfd. It returns false on timeout.
 func (p *Port) wait() (bool, error) {
-	for {
-		p.rxPoll[0].Revents, p.rxPoll[1].Revents = 0, 0
-		n, err := unix.Poll(p.rxPoll[:], p.timeout)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("afxdp %s: poll: %w", p.name, err)
-		}
-		if p.rxPoll[1].Revents != 0 || p.closed.Load() {
-			return false, fmt.Errorf("afxdp %s: read: %w", p.name, port.ErrClosed)
-		}
-		if n == 0 {
-			return false, nil
-		}
-		if ev := p.rxPoll[0].Revents; ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			// The device went away (unregistered): the socket is unbound.
-			return false, fmt.Errorf("afxdp %s: socket error (poll events %#x): %w", p.name, ev, unix.ENETDOWN)
-		}
-		return true, nil
+	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
+	if err != nil {
+		return false, fmt.Errorf("afxdp %s: %w", p.name, err)
 	}
+	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
+		// The device went away (unregistered): the socket is unbound.
+		return false, fmt.Errorf("afxdp %s: socket error (poll events %#x): %w", p.name, ev, unix.ENETDOWN)
+	}
+	return ev != 0, nil
 }
 
 // Release implements port.Port.

@@ -2,6 +2,8 @@ package port
 
 import (
 	"encoding/binary"
+	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,4 +46,26 @@ func SignalEventfd(fd int) error {
 	binary.NativeEndian.PutUint64(one[:], 1) // an eventfd adds this host-order counter
 	_, err := unix.Write(fd, one[:])
 	return err
+}
+
+// PollRx sleeps in poll(2) on a port's receive descriptor (fds[0], for
+// POLLIN) and its wake eventfd (fds[1]) for up to timeoutMs (-1: no limit),
+// retrying after signals. It returns the receive descriptor's events (0 on
+// timeout), or an error wrapping ErrClosed once the eventfd fired or closed
+// is set.
+func PollRx(fds *[2]unix.PollFd, timeoutMs int, closed *atomic.Bool) (int16, error) {
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		_, err := unix.Poll(fds[:], timeoutMs)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("poll: %w", err)
+		}
+		if fds[1].Revents != 0 || closed.Load() {
+			return 0, fmt.Errorf("read: %w", ErrClosed)
+		}
+		return fds[0].Revents, nil
+	}
 }
