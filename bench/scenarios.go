@@ -157,6 +157,28 @@ func attachPod(p podSpec, podNS, sw netns, offloads bool) (podIface, string, err
 	return podIface{ns: podNS, name: podEnd, ip: p.ip, mac: p.mac}, swEnd, nil
 }
 
+// attachPods attaches the client pod (namespace cns) and the server pod
+// (sns) to the switch namespace sw with attachPod, fills t.client and
+// t.server, and hands each pod's spec and switch end to plug, which adds it
+// to the switch.
+func attachPods(t *topology, cns, sns, sw netns, offloads bool, plug func(spec podSpec, swEnd string) error) error {
+	for _, p := range []struct {
+		spec podSpec
+		ns   netns
+		dst  *podIface
+	}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
+		i, swEnd, err := attachPod(p.spec, p.ns, sw, offloads)
+		if err != nil {
+			return err
+		}
+		if err := plug(p.spec, swEnd); err != nil {
+			return err
+		}
+		*p.dst = i
+	}
+	return nil
+}
+
 // switchTicks is the CPU time of all the switch processes together, in
 // clock ticks.
 func (t *topology) switchTicks() (uint64, error) {
@@ -233,19 +255,12 @@ func setupBridge(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 		return nil, err
 	}
 	t := &topology{}
-	for _, p := range []struct {
-		spec podSpec
-		ns   netns
-		dst  *podIface
-	}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
-		i, swEnd, err := attachPod(p.spec, p.ns, node, offloads)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := node.exec("ip", "link", "set", swEnd, "master", "br0"); err != nil {
-			return nil, err
-		}
-		*p.dst = i
+	err = attachPods(t, cns, sns, node, offloads, func(_ podSpec, swEnd string) error {
+		_, err := node.exec("ip", "link", "set", swEnd, "master", "br0")
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return t, finishPods(t)
 }
@@ -301,19 +316,11 @@ func setupOVS(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*
 		cs.push(stop)
 		sw := netns(o.Netns())
 		t := &topology{switchCmd: "ovs-vswitchd"}
-		for _, p := range []struct {
-			spec podSpec
-			ns   netns
-			dst  *podIface
-		}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
-			i, swEnd, err := attachPod(p.spec, p.ns, sw, offloads)
-			if err != nil {
-				return nil, err
-			}
-			if err := o.AddPort(ovstest.Port{Name: swEnd, OFPort: p.spec.ofport}); err != nil {
-				return nil, err
-			}
-			*p.dst = i
+		err = attachPods(t, cns, sns, sw, offloads, func(spec podSpec, swEnd string) error {
+			return o.AddPort(ovstest.Port{Name: swEnd, OFPort: spec.ofport})
+		})
+		if err != nil {
+			return nil, err
 		}
 		if err := loadFlows(o.Target(), o.Rundir(), antrea); err != nil {
 			return nil, err
@@ -489,26 +496,18 @@ func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloa
 			return nil, err
 		}
 		t := &topology{switchPIDs: []int{g.proc.pid()}, switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree)"}
-		for _, ps := range []struct {
-			spec podSpec
-			ns   netns
-			dst  *podIface
-		}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
-			i, swEnd, err := attachPod(ps.spec, ps.ns, node, offloads)
-			if err != nil {
-				return nil, err
-			}
-			args := []string{"add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", ps.spec.ofport)}
+		err = attachPods(t, cns, sns, node, offloads, func(spec podSpec, swEnd string) error {
+			args := []string{"add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", spec.ofport)}
 			if mode.afxdp {
 				args = append(args, "type=afxdp")
 			}
 			if mode.xdpMode != "" {
 				args = append(args, "options:xdp-mode="+mode.xdpMode)
 			}
-			if err := g.call(args...); err != nil {
-				return nil, err
-			}
-			*ps.dst = i
+			return g.call(args...)
+		})
+		if err != nil {
+			return nil, err
 		}
 		target, err := g.target()
 		if err != nil {
@@ -534,17 +533,12 @@ func setupRelay(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	}
 	t := &topology{switchCmd: "relay", version: "relay (this tree)"}
 	var ends []string
-	for _, ps := range []struct {
-		spec podSpec
-		ns   netns
-		dst  *podIface
-	}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
-		i, swEnd, err := attachPod(ps.spec, ps.ns, node, offloads)
-		if err != nil {
-			return nil, err
-		}
-		*ps.dst = i
+	err = attachPods(t, cns, sns, node, offloads, func(_ podSpec, swEnd string) error {
 		ends = append(ends, swEnd)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	spec, err := json.Marshal(workerSpec{Role: "relay", Ifaces: ends})
 	if err != nil {
