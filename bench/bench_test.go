@@ -40,8 +40,10 @@ func TestSmoke(t *testing.T) {
 	t.Logf("\n%s", table.String())
 
 	want := map[string][]string{
-		"direct": {"udp_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps"},
+		"direct": {"udp_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
+			"tcp1_host_cores", "tcp1_host_cores_per_gbit"},
 		"govs-normal": {"udp_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
+			"tcp1_host_cores", "tcp4_host_cores_per_gbit",
 			"udp_switch_ns_per_pkt", "tcp1_switch_ns_per_pkt", "rr_switch_ns_per_pkt", "crr_switch_us_per_conn"},
 	}
 	if len(rep.Scenarios) != len(want) {
@@ -251,6 +253,30 @@ func TestCPUTicksOfSelf(t *testing.T) {
 	}
 	if _, err := cpuTicks(-1); err == nil {
 		t.Fatal("cpuTicks(-1) succeeded")
+	}
+}
+
+func TestParseHostBusy(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		want    uint64
+		wantErr bool
+	}{
+		// user nice system idle iowait irq softirq steal guest guest_nice
+		{"cpu  100 2 30 5000 7 1 4 3 50 5", 100 + 2 + 30 + 1 + 4 + 3, false},
+		{"cpu 1 2 3 4 5", 1 + 2 + 3, false},
+		{"cpu0 1 2 3 4 5", 0, true},
+		{"cpu 1 2 x 4 5", 0, true},
+		{"cpu 1 2", 0, true},
+		{"", 0, true},
+	} {
+		got, err := parseHostBusy(tc.line)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("parseHostBusy(%q) = %d, %v; want %d, error %v", tc.line, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if _, err := hostBusyTicks(); err != nil {
+		t.Errorf("hostBusyTicks: %v", err)
 	}
 }
 

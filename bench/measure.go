@@ -40,6 +40,9 @@ type counters struct {
 	// (tx_packets + tx_dropped); only the UDP test reads it.
 	clientTx uint64
 	ticks    uint64
+	// hostBusy is the machine's busy CPU time, all CPUs and processes
+	// (/proc/stat), in clock ticks.
+	hostBusy uint64
 }
 
 func snapshot(t *topology) (counters, error) {
@@ -71,7 +74,53 @@ func snapshotTx(t *topology, tx bool) (counters, error) {
 			return c, err
 		}
 	}
+	if c.hostBusy, err = hostBusyTicks(); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// hostBusyTicks is the busy time of all CPUs since boot, from /proc/stat.
+func hostBusyTicks() (uint64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseHostBusy(line)
+}
+
+// parseHostBusy sums the busy times of /proc/stat's "cpu" line: all but
+// idle and iowait, and without guest time (already in user and nice).
+func parseHostBusy(line string) (uint64, error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy uint64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: cpu field %d: %w", i+1, err)
+		}
+		switch i { // user nice system idle iowait irq softirq steal guest guest_nice
+		case 3, 4, 8, 9:
+		default:
+			busy += n
+		}
+	}
+	return busy, nil
+}
+
+// hostCost adds <prefix>_host_cores, the CPUs the whole machine kept busy
+// during the measurement (every process: the pods' stacks, the switch, the
+// tools, and anything else running). When it is at the machine's CPU
+// count, throughput is bounded by CPU time per byte, not by the switch's
+// latency.
+func hostCost(m map[string]float64, prefix string, a, b counters) {
+	if wall := b.at.Sub(a.at).Nanoseconds(); wall > 0 {
+		m[prefix+"_host_cores"] = float64(b.hostBusy-a.hostBusy) * 1e9 / clockTicksPerSecond / float64(wall)
+	}
 }
 
 // switchCost adds, for a userspace switch, <prefix>_switch_ns_per_pkt (its
@@ -282,6 +331,12 @@ func measureTCP(streams int) func(ctx context.Context, e *env, t *topology) (map
 		}
 		m := map[string]float64{prefix + "_gbps": bps / 1e9}
 		switchCost(m, prefix, t, a, b)
+		hostCost(m, prefix, a, b)
+		if c, g := m[prefix+"_host_cores"], m[prefix+"_gbps"]; g > 0 {
+			// The CPU the whole path costs per Gbit/s: what decides
+			// throughput once the machine's CPUs are all busy.
+			m[prefix+"_host_cores_per_gbit"] = c / g
+		}
 		return m, nil
 	}
 }

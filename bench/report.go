@@ -68,8 +68,12 @@ var metricInfo = []struct {
 	{"udp_switch_cores", "UDP switch CPU", "cores"},
 	{"tcp1_gbps", "TCP 1 stream", "Gbit/s"},
 	{"tcp1_switch_ns_per_pkt", "TCP 1 switch CPU/pkt", "ns"},
+	{"tcp1_host_cores", "TCP 1 host CPU busy", "cores"},
+	{"tcp1_host_cores_per_gbit", "TCP 1 host CPU per Gbit/s", "cores/Gbps"},
 	{"tcp4_gbps", "TCP 4 streams", "Gbit/s"},
 	{"tcp4_switch_ns_per_pkt", "TCP 4 switch CPU/pkt", "ns"},
+	{"tcp4_host_cores", "TCP 4 host CPU busy", "cores"},
+	{"tcp4_host_cores_per_gbit", "TCP 4 host CPU per Gbit/s", "cores/Gbps"},
 	{"rr_tps", "TCP RR", "trans/s"},
 	{"rr_p50_us", "TCP RR p50", "µs"},
 	{"rr_p99_us", "TCP RR p99", "µs"},
@@ -102,7 +106,7 @@ func metricUnit(key string) string {
 		return "µs"
 	case strings.HasSuffix(key, "_ns_per_pkt"):
 		return "ns"
-	case strings.HasSuffix(key, "_cores"):
+	case strings.HasSuffix(key, "_cores"), strings.HasSuffix(key, "_cores_per_gbps"):
 		return "cores"
 	}
 	return "count"

@@ -27,7 +27,8 @@ type loop struct {
 	// outs[:nOuts] are the destinations of the current batch.
 	outs  []outQueue
 	nOuts int
-	// bufs[:nBufs] hold the copies of the frames queued in outs.
+	// bufs[:nBufs] hold the frames queued in outs that are not where
+	// they were read: copies made on write (Packet.Unshare) and segments.
 	bufs  [][]byte
 	nBufs int
 	// keys[:nKeys] hold the flow keys of the frames queued for tunnel
@@ -59,6 +60,7 @@ const frameBufSize = 1536
 
 func newLoop(b *Bridge, in *bridgePort) *loop {
 	l := &loop{b: b, in: in}
+	l.pkt.Alloc = l.frameBuf
 	if in != nil {
 		l.batch = port.NewBatch(BatchSize)
 		if !b.CacheDisabled {
@@ -159,8 +161,8 @@ func (l *loop) process(frames [][]byte) {
 	l.flush()
 }
 
-// Output implements flowtable.Sink: it queues a copy of the committed
-// frame for the destination port.
+// Output implements flowtable.Sink: it queues the committed frame for the
+// destination port.
 func (l *loop) Output(ofport uint32, pkt *flowtable.Packet) {
 	if ofport == flowtable.PortController {
 		// Only reachable with a port lister-less pipeline; the
@@ -180,7 +182,12 @@ func (l *loop) Output(ofport uint32, pkt *flowtable.Packet) {
 		l.outputSegments(q, pkt)
 		return
 	}
-	q.frames = append(q.frames, l.copyFrame(pkt.Frame))
+	// No copy: the frame stays where it was read (the ring, until the
+	// batch is released after flush) or in a buffer of this loop. The
+	// pipeline moves it to a copy if it writes it again (Lend), so only a
+	// packet changed between two outputs costs a copy.
+	q.frames = append(q.frames, pkt.Frame)
+	pkt.Lend()
 	if bp.vnet != nil {
 		q.vnets = append(q.vnets, offloadToVnet(pkt))
 	}
@@ -227,13 +234,6 @@ func (l *loop) queue(bp *bridgePort) *outQueue {
 	q.keys = q.keys[:0]
 	q.vnets = q.vnets[:0]
 	return q
-}
-
-// copyFrame copies f into the next free buffer of the pool.
-func (l *loop) copyFrame(f []byte) []byte {
-	buf := l.frameBuf(len(f))
-	copy(buf, f)
-	return buf
 }
 
 // frameBuf returns the next free buffer of the pool with length n.

@@ -83,6 +83,7 @@ func (p *Packet) partialUDP() bool {
 
 // CompleteChecksum completes a partial L4 checksum of the packet in place.
 func (p *Packet) CompleteChecksum() error {
+	p.Unshare()
 	return CompleteChecksum(p.Frame, &p.Offload, p.partialUDP())
 }
 

@@ -24,6 +24,37 @@ type Packet struct {
 	// CtNow is the time of the packet's batch on the Conntrack's clock
 	// (ConntrackClock.Now), 0 when the caller did not read it.
 	CtNow int64
+
+	// Alloc, when set, gives Unshare the buffer a lent frame moves to (a
+	// packet loop hands out buffers from its pool); nil: make.
+	Alloc func(n int) []byte
+	// lent is set while a Sink holds Frame's bytes without a copy (Lend):
+	// the next write to the frame moves it to a buffer of its own first.
+	lent bool
+}
+
+// Lend tells the packet that a Sink kept a reference to Frame's bytes
+// rather than a copy (an output queued until the end of the batch): from
+// now on they must not change, so the next write to the frame goes to a
+// copy (copy on write). A packet's last output, the common case, then
+// costs no copy at all.
+func (p *Packet) Lend() { p.lent = true }
+
+// Unshare makes Frame the packet's own to write: after Lend, it moves the
+// frame to a new buffer. Everything that writes Frame calls it first.
+func (p *Packet) Unshare() {
+	if !p.lent {
+		return
+	}
+	p.lent = false
+	var buf []byte
+	if p.Alloc != nil {
+		buf = p.Alloc(len(p.Frame))
+	} else {
+		buf = make([]byte, len(p.Frame))
+	}
+	copy(buf, p.Frame)
+	p.Frame = buf
 }
 
 // Errors from Extract.
@@ -37,6 +68,7 @@ var (
 // does; only a frame without a whole Ethernet header is an error.
 func (p *Packet) Extract(frame []byte) error {
 	p.Frame = frame
+	p.lent = false
 	k := &p.Key
 	// Every return (fragments stop early) leaves base equal to the key:
 	// Commit writes what differs from base into the frame.
@@ -240,6 +272,8 @@ func (p *Packet) Commit() {
 	if !headerChanged(k, base, offNwProto, offCtIPv6Src-offNwProto) {
 		return
 	}
+	p.Unshare()
+	f = p.Frame
 	if headerChanged(k, base, offEthDst, 6) {
 		copy(f[0:6], k[offEthDst:offEthDst+6])
 	}
@@ -428,7 +462,9 @@ func csumUpdate32(csum uint16, old, new uint32) uint16 {
 func (p *Packet) Rebase() {
 	var meta Key
 	meta = p.Key
+	lent := p.lent // the same frame: still lent if it was
 	_ = p.Extract(p.Frame)
+	p.lent = lent
 	// Keep metadata (registers, tunnel, ct fields) from before.
 	copy(p.Key[:offNwProto], meta[:offNwProto])
 	copy(p.Key[offCtIPv6Src:], meta[offCtIPv6Src:])

@@ -46,7 +46,9 @@ type CTRequest struct {
 
 // Sink receives what the pipeline decides to do with a packet. Frames are
 // committed (all header changes written) before each call and are only
-// valid during it.
+// valid during it, unless the sink calls Packet.Lend: then the pipeline
+// leaves those bytes as they are (later changes go to a copy), and they
+// stay valid as long as the memory the packet was extracted from.
 type Sink interface {
 	Output(port uint32, pkt *Packet)
 	PacketIn(pkt *Packet, pi *PacketIn)
@@ -772,6 +774,7 @@ func (x *xlate) pushVLAN(ethType uint16) {
 		return
 	}
 	p.Commit()
+	p.Unshare()
 	tci := p.Key.VlanTCI() &^ VlanCFI
 	f := append(p.Frame, 0, 0, 0, 0) // may reallocate: outside the hot path
 	copy(f[16:], f[12:len(f)-4])
@@ -797,6 +800,7 @@ func (x *xlate) popVLAN() {
 		return
 	}
 	p.Commit()
+	p.Unshare()
 	copy(p.Frame[12:], p.Frame[16:])
 	p.Frame = p.Frame[:len(p.Frame)-4]
 	if p.Offload.Active() {

@@ -79,6 +79,9 @@ func (a *Adapter) Execute(pkt *flowtable.Packet, req *flowtable.CTRequest) {
 	if now == 0 {
 		now = a.T.Now()
 	}
+	if req.NAT != nil {
+		pkt.Unshare() // NAT rewrites the frame
+	}
 	a.T.Execute(pkt.Frame, pkt.L3, k.EthType(), &md, &args, now)
 	k.SetCtState(uint32(md.State))
 	k.SetCtZone(md.Zone)
