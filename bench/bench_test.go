@@ -100,6 +100,7 @@ func TestSmokeScenarios(t *testing.T) {
 	}{
 		{"govs-geneve", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_offered_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
 		{"govs-antrea-tso", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "on"},
+		{"govs-antrea-tso-pmd", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt", "tcp1_host_cores"}, "on"},
 		{"direct-nooffload", []string{"tcp1"}, []string{"tcp1_gbps"}, "off"},
 		{"relay", []string{"udp", "rr"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "rr_p50_us"}, "off"},
 		{"govs-antrea-xdp", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},

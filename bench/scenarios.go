@@ -92,6 +92,7 @@ var Scenarios = []Scenario{
 	{Name: "govs-antrea", Description: "govs-vswitchd, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{})},
 	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
 	{Name: "govs-antrea-tso", Description: "govs-vswitchd --userspace-tso, seed worker 1 pipeline", Userspace: true, TSO: true, setup: setupGovs(true, govsMode{tso: true})},
+	{Name: "govs-antrea-tso-pmd", Description: "govs-vswitchd --userspace-tso --pmd-cpu, seed worker 1 pipeline", Userspace: true, TSO: true, PMD: true, setup: setupGovs(true, govsMode{tso: true, pmd: true})},
 	{Name: "govs-antrea-pmd", Description: "govs-vswitchd --pmd-cpu (a busy-polling thread on the CPU the workers do not use), seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{pmd: true})},
 	{Name: "govs-antrea-xdp", Description: "govs-vswitchd, pod ports type=afxdp (xdp-mode=best-effort: native on veth, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true})},
 	{Name: "govs-antrea-xdp-generic", Description: "govs-vswitchd, pod ports type=afxdp options:xdp-mode=generic (XDP on the skb, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, xdpMode: "generic"})},
