@@ -350,23 +350,24 @@ func TestParseToolOutput(t *testing.T) {
 		t.Error("parseTrafgenSent accepted output without a count")
 	}
 	for _, tc := range []struct {
-		name, in string
-		want     float64
-		err      string
+		name, in    string
+		want, wantR float64
+		err         string
 	}{
-		{"ok", `{"end":{"sum_received":{"bits_per_second":5.5e9}}}`, 5.5e9, ""},
-		{"iperf error", `{"error":"unable to connect to server"}`, 0, "unable to connect"},
-		{"not json", `iperf3: error`, 0, "JSON"},
+		{"ok", `{"end":{"sum_received":{"bits_per_second":5.5e9},"sum_sent":{"seconds":4,"retransmits":10}}}`, 5.5e9, 2.5, ""},
+		{"no sender summary", `{"end":{"sum_received":{"bits_per_second":5.5e9}}}`, 5.5e9, 0, ""},
+		{"iperf error", `{"error":"unable to connect to server"}`, 0, 0, "unable to connect"},
+		{"not json", `iperf3: error`, 0, 0, "JSON"},
 	} {
-		got, err := parseIperf([]byte(tc.in))
+		got, gotR, err := parseIperf([]byte(tc.in))
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.err)
 			}
 			continue
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: got %v, %v", tc.name, got, err)
+		if err != nil || got != tc.want || gotR != tc.wantR {
+			t.Errorf("%s: got %v, %v, %v; want %v, %v", tc.name, got, gotR, err, tc.want, tc.wantR)
 		}
 	}
 }

@@ -285,19 +285,28 @@ type iperfResult struct {
 		SumReceived struct {
 			BitsPerSecond float64 `json:"bits_per_second"`
 		} `json:"sum_received"`
+		SumSent struct {
+			Seconds     float64 `json:"seconds"`
+			Retransmits float64 `json:"retransmits"`
+		} `json:"sum_sent"`
 	} `json:"end"`
 	Error string `json:"error"`
 }
 
-func parseIperf(out []byte) (float64, error) {
+// parseIperf returns the received bits/s and the sender's TCP
+// retransmissions per second (segments a switch dropped or reordered).
+func parseIperf(out []byte) (bps, retransPerSec float64, err error) {
 	var r iperfResult
 	if err := json.Unmarshal(out, &r); err != nil {
-		return 0, fmt.Errorf("iperf3 JSON: %w (%q)", err, lastLines(string(out), 5))
+		return 0, 0, fmt.Errorf("iperf3 JSON: %w (%q)", err, lastLines(string(out), 5))
 	}
 	if r.Error != "" {
-		return 0, fmt.Errorf("iperf3: %s", r.Error)
+		return 0, 0, fmt.Errorf("iperf3: %s", r.Error)
 	}
-	return r.End.SumReceived.BitsPerSecond, nil
+	if s := r.End.SumSent; s.Seconds > 0 {
+		retransPerSec = s.Retransmits / s.Seconds
+	}
+	return r.End.SumReceived.BitsPerSecond, retransPerSec, nil
 }
 
 func measureTCP(streams int) func(ctx context.Context, e *env, t *topology) (map[string]float64, error) {
@@ -325,11 +334,11 @@ func measureTCP(streams int) func(ctx context.Context, e *env, t *topology) (map
 		if err != nil {
 			return nil, err
 		}
-		bps, err := parseIperf(out)
+		bps, retrans, err := parseIperf(out)
 		if err != nil {
 			return nil, err
 		}
-		m := map[string]float64{prefix + "_gbps": bps / 1e9}
+		m := map[string]float64{prefix + "_gbps": bps / 1e9, prefix + "_retrans_per_s": retrans}
 		switchCost(m, prefix, t, a, b)
 		hostCost(m, prefix, a, b)
 		if c, g := m[prefix+"_host_cores"], m[prefix+"_gbps"]; g > 0 {
