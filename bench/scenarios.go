@@ -306,7 +306,7 @@ func setupOVS(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*
 		if err != nil {
 			return nil, err
 		}
-		opts := ovstest.Options{FailMode: "secure"}
+		opts := ovstest.Options{FailMode: "secure", VswitchdNiceness: switchNiceness}
 		if tso {
 			opts.OtherConfig = map[string]string{"userspace-tso-enable": "true"}
 		}
@@ -444,6 +444,12 @@ func (g *govsNode) target() (string, error) {
 }
 
 // govsMode are the datapath options a govs scenario runs with.
+// switchNiceness is the niceness every userspace switch runs at: the one
+// ovs-ctl starts ovs-vswitchd with, and govs-vswitchd's default. At the
+// default niceness a switch shares the 2 CPUs equally with iperf3's busy
+// senders and its receive rings overflow (TCP retransmits).
+const switchNiceness = vswitchd.DefaultNiceness
+
 type govsMode struct {
 	tso   bool // --userspace-tso
 	pmd   bool // --pmd-cpu with a CPU the workers are not pinned to
@@ -545,7 +551,8 @@ func setupRelay(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("relay", []string{WorkerEnv + "=" + string(spec), "GOMAXPROCS=1", "GOGC=off"}, node.cmd(e.self...)...)
+	p, err := startProcess("relay", []string{WorkerEnv + "=" + string(spec), "GOMAXPROCS=1", "GOGC=off"},
+		node.cmd(append([]string{"nice", "-n", strconv.Itoa(switchNiceness)}, e.self...)...)...)
 	if err != nil {
 		return nil, err
 	}

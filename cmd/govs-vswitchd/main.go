@@ -29,8 +29,9 @@ func main() {
 	tso := flag.Bool("userspace-tso", false, "open system ports with offload metadata (PACKET_VNET_HDR): forward TCP super-segments and partial checksums from veths with offloads on, like OVS's userspace-tso-enable")
 	pmd := flag.Bool("pmd", false, "serve each bridge's system ports from one busy-polling thread (like OVS's PMD threads): lowest latency, a CPU busy while traffic flows")
 	pmdCPU := flag.Int("pmd-cpu", -1, "pin the PMD threads to `CPU` (implies --pmd); -1 leaves them unpinned")
+	nice := flag.Int("nice", vswitchd.DefaultNiceness, "run every thread at niceness `N` (-20 to 19), like ovs-ctl's --ovs-vswitchd-priority (default -10 there too), so the datapath keeps up with busy pods; 0 is the default scheduling")
 	flag.Parse()
-	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU}
+	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU, nice: *nice}
 	if err := run(*rundir, *config, *level, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "govs-vswitchd: %v\n", err)
 		os.Exit(1)
@@ -42,6 +43,7 @@ type options struct {
 	tso    bool
 	pmd    bool
 	pmdCPU int
+	nice   int
 }
 
 func run(rundir, config, level string, o options) error {
@@ -58,6 +60,14 @@ func run(rundir, config, level string, o options) error {
 		return err
 	}
 	defer log.Sync()
+	if o.nice < -20 || o.nice > 19 {
+		return fmt.Errorf("--nice %d: niceness goes from -20 to 19", o.nice)
+	}
+	if err := vswitchd.SetNiceness(o.nice); err != nil {
+		// Not fatal: without CAP_SYS_NICE the daemon still works, it just
+		// competes for the CPU like any process.
+		log.Warn("cannot set the niceness", zap.Int("nice", o.nice), zap.Error(err))
+	}
 	if err := os.MkdirAll(rundir, 0o755); err != nil {
 		return fmt.Errorf("rundir: %w", err)
 	}

@@ -18,12 +18,22 @@ func TestStartLoadDumpCleanup(t *testing.T) {
 	var pids []int
 	t.Run("run", func(t *testing.T) {
 		o := Start(t, Options{
-			FailMode: "secure",
-			Ports:    []Port{{Name: "p7", Type: "internal", OFPort: 7}},
+			FailMode:         "secure",
+			Ports:            []Port{{Name: "p7", Type: "internal", OFPort: 7}},
+			VswitchdNiceness: -10,
 		})
 		netns, dir = o.Netns(), o.Rundir()
 		for _, d := range o.daemons {
 			pids = append(pids, d.cmd.Process.Pid)
+			// ovs-vswitchd runs at the niceness asked for (through
+			// nice, which leaves the daemon's pid the one started).
+			want := 0
+			if d.name == "ovs-vswitchd" {
+				want = -10
+			}
+			if got, err := syscall.Getpriority(syscall.PRIO_PROCESS, d.cmd.Process.Pid); err != nil || 20-got != want {
+				t.Errorf("%s niceness = %d (%v), want %d", d.name, 20-got, err, want)
+			}
 		}
 		if _, err := os.Stat(filepath.Join("/var/run/netns", netns)); err != nil {
 			t.Fatalf("namespace %s not created: %v", netns, err)
