@@ -41,7 +41,10 @@ type Config struct {
 	// FrameCount is the number of TPACKET_V2 frame slots (rounded up to
 	// fill whole pages). Each slot holds one frame of up to the
 	// interface MTU read at Open plus the Ethernet header and two VLAN
-	// tags. Default 2048 (4 MiB for a 1500-byte MTU).
+	// tags. Default 8192 (16 MiB for a 1500-byte MTU, as much as a
+	// VnetHdr ring's 256 slots of 64 KiB). A smaller ring overflows while
+	// the reader waits for a CPU: with 4 TCP streams on 2 CPUs, 2048
+	// frames dropped 5% of them and 4096 still some; 8192 none.
 	FrameCount int
 
 	// BlockSize is the size of one TPACKET_V3 ring block in bytes, a
@@ -97,7 +100,7 @@ type Config struct {
 }
 
 const (
-	defaultFrameCount   = 2048
+	defaultFrameCount   = 8192
 	defaultVnetFrames   = 256
 	defaultBlockSize    = 128 << 10
 	defaultBlockCount   = 32
@@ -574,6 +577,15 @@ func (p *Port) Release() {
 // every frame goes with an empty virtio_net_hdr.
 func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 	return p.write(frames, nil)
+}
+
+// RxRingFrames is the number of frame slots of a TPACKET_V2 receive ring
+// (Config.FrameCount, rounded up to whole pages); 0 for TPACKET_V3.
+func (p *Port) RxRingFrames() int {
+	if p.v3 {
+		return 0
+	}
+	return p.v2.frameNr
 }
 
 // VnetEnabled implements port.VnetWriter: whether the port was opened

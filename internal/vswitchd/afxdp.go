@@ -18,6 +18,7 @@ var AFXDPOptions = map[string]string{
 	"xdp-mode":        "best-effort (default: native, else generic), native, native-with-zerocopy or generic",
 	"use-need-wakeup": "true (default) or false: with false every send makes a system call",
 	"n_rxq":           "1: one AF_XDP socket serves rx queue 0 (other queues pass to the kernel)",
+	"n_rxq_desc":      "frames of the receive ring, a power of two from 16 to 65536 (default 8192)",
 }
 
 // afxdpConfig turns a port's options into an AF_XDP port configuration,
@@ -48,6 +49,12 @@ func afxdpConfig(cfg PortConfig) (afxdp.Config, error) {
 			if v != "1" {
 				return c, fmt.Errorf("options:n_rxq=%q: govs serves one rx queue per afxdp port (want 1)", v)
 			}
+		case "n_rxq_desc":
+			n, err := parseRxDesc(v, true)
+			if err != nil {
+				return c, err
+			}
+			c.RxFrames = n
 		default:
 			return c, fmt.Errorf("afxdp option %q not supported (supported: %s)", k, supportedAFXDPOptions())
 		}

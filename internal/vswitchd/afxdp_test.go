@@ -24,11 +24,13 @@ func TestAFXDPConfigOptions(t *testing.T) {
 		{"zero-copy", map[string]string{"xdp-mode": "native-with-zerocopy"}, afxdp.Config{Mode: afxdp.ModeNativeZeroCopy}, ""},
 		{"no need-wakeup", map[string]string{"use-need-wakeup": "false"}, afxdp.Config{NoNeedWakeup: true}, ""},
 		{"one queue", map[string]string{"n_rxq": "1"}, afxdp.Config{}, ""},
+		{"ring size", map[string]string{"n_rxq_desc": "2048"}, afxdp.Config{RxFrames: 2048}, ""},
+		{"ring not a power of two", map[string]string{"n_rxq_desc": "1000"}, afxdp.Config{}, `options:n_rxq_desc="1000": want a power of two from 16 to 65536`},
 		{"bad mode", map[string]string{"xdp-mode": "skb"}, afxdp.Config{}, `options:xdp-mode="skb": want best-effort, native, native-with-zerocopy or generic`},
 		{"empty mode", map[string]string{"xdp-mode": ""}, afxdp.Config{}, `options:xdp-mode=""`},
 		{"bad wakeup", map[string]string{"use-need-wakeup": "often"}, afxdp.Config{}, `options:use-need-wakeup="often": want true or false`},
 		{"two queues", map[string]string{"n_rxq": "2"}, afxdp.Config{}, `options:n_rxq="2"`},
-		{"unknown option", map[string]string{"vnet_hdr": "true"}, afxdp.Config{}, `afxdp option "vnet_hdr" not supported (supported: n_rxq, use-need-wakeup, xdp-mode)`},
+		{"unknown option", map[string]string{"vnet_hdr": "true"}, afxdp.Config{}, `afxdp option "vnet_hdr" not supported (supported: n_rxq, n_rxq_desc, use-need-wakeup, xdp-mode)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -87,37 +87,76 @@ func New(rundir string, log *zap.Logger) *Daemon {
 
 // openSystem opens an AF_PACKET port.
 func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {
-	vnet, err := d.vnetOption("system", cfg)
+	o, err := d.portOptions("system", cfg, true)
 	if err != nil {
 		return nil, err
 	}
-	return afpacket.Open(cfg.Name, afpacket.Config{VnetHdr: vnet})
+	return afpacket.Open(cfg.Name, afpacket.Config{VnetHdr: o.vnet, FrameCount: o.rxDesc})
 }
 
-// vnetOption reads the one option system and internal ports take,
-// vnet_hdr=true|false, which overrides UserspaceTSO for the port.
-func (d *Daemon) vnetOption(kind string, cfg PortConfig) (bool, error) {
-	vnet := d.UserspaceTSO
-	for k, v := range cfg.Options {
-		if k != "vnet_hdr" {
-			return false, fmt.Errorf("%s port %s: option %q not supported (supported: vnet_hdr)", kind, cfg.Name, k)
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return false, fmt.Errorf("%s port %s: options:vnet_hdr=%q: want true or false", kind, cfg.Name, v)
-		}
-		vnet = b
+// portOptions are the options system and internal ports take.
+type portOptions struct {
+	vnet   bool // vnet_hdr=true|false, which overrides UserspaceTSO for the port
+	rxDesc int  // n_rxq_desc=N, the receive ring's size in frames (0: the default)
+}
+
+// Bounds of options:n_rxq_desc.
+const (
+	minRxDesc = 16
+	maxRxDesc = 65536
+)
+
+// portOptions reads the options of a system (ring, so withRing) or
+// internal port, rejecting unknown ones with the option named.
+func (d *Daemon) portOptions(kind string, cfg PortConfig, withRing bool) (portOptions, error) {
+	o := portOptions{vnet: d.UserspaceTSO}
+	supported := "vnet_hdr"
+	if withRing {
+		supported = "n_rxq_desc, vnet_hdr"
 	}
-	return vnet, nil
+	for k, v := range cfg.Options {
+		switch {
+		case k == "vnet_hdr":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return o, fmt.Errorf("%s port %s: options:vnet_hdr=%q: want true or false", kind, cfg.Name, v)
+			}
+			o.vnet = b
+		case k == "n_rxq_desc" && withRing:
+			n, err := parseRxDesc(v, false)
+			if err != nil {
+				return o, fmt.Errorf("%s port %s: %w", kind, cfg.Name, err)
+			}
+			o.rxDesc = n
+		default:
+			return o, fmt.Errorf("%s port %s: option %q not supported (supported: %s)", kind, cfg.Name, k, supported)
+		}
+	}
+	return o, nil
+}
+
+// parseRxDesc reads options:n_rxq_desc (as OVS names a DPDK port's
+// receive descriptors): the frames of the receive ring, a power of two
+// when pow2 (AF_XDP rings).
+func parseRxDesc(v string, pow2 bool) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minRxDesc || n > maxRxDesc || (pow2 && n&(n-1) != 0) {
+		what := "a number"
+		if pow2 {
+			what = "a power of two"
+		}
+		return 0, fmt.Errorf("options:n_rxq_desc=%q: want %s from %d to %d", v, what, minRxDesc, maxRxDesc)
+	}
+	return n, nil
 }
 
 // openInternal creates a TAP port.
 func (d *Daemon) openInternal(cfg PortConfig) (port.Port, error) {
-	vnet, err := d.vnetOption("internal", cfg)
+	o, err := d.portOptions("internal", cfg, false)
 	if err != nil {
 		return nil, err
 	}
-	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: vnet}
+	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: o.vnet}
 	if cfg.MAC != "" {
 		mac, err := net.ParseMAC(cfg.MAC)
 		if err != nil {

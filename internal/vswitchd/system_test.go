@@ -10,23 +10,29 @@ import (
 )
 
 // System ports follow the daemon's UserspaceTSO unless options:vnet_hdr
-// says otherwise, and reject options they do not know.
-func TestOpenSystemVnetOption(t *testing.T) {
+// says otherwise, size their receive ring by options:n_rxq_desc, and
+// reject options they do not know.
+func TestOpenSystemOptions(t *testing.T) {
 	ns := netnstest.NewNS(t)
 	v := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{})
 	tests := []struct {
-		name     string
-		tso      bool
-		options  map[string]string
-		wantVnet bool
-		wantErr  string
+		name       string
+		tso        bool
+		options    map[string]string
+		wantVnet   bool
+		wantFrames int // at least (the ring rounds up to whole pages)
+		wantErr    string
 	}{
-		{"default", false, nil, false, ""},
-		{"userspace tso", true, nil, true, ""},
-		{"option on", false, map[string]string{"vnet_hdr": "true"}, true, ""},
-		{"option off overrides", true, map[string]string{"vnet_hdr": "false"}, false, ""},
-		{"bad value", false, map[string]string{"vnet_hdr": "maybe"}, false, `options:vnet_hdr="maybe": want true or false`},
-		{"unknown option", false, map[string]string{"remote_ip": "flow"}, false, `option "remote_ip" not supported`},
+		{"default", false, nil, false, 8192, ""},
+		{"userspace tso", true, nil, true, 256, ""},
+		{"option on", false, map[string]string{"vnet_hdr": "true"}, true, 256, ""},
+		{"option off overrides", true, map[string]string{"vnet_hdr": "false"}, false, 8192, ""},
+		{"ring size", false, map[string]string{"n_rxq_desc": "1000"}, false, 1000, ""},
+		{"ring size with vnet", false, map[string]string{"n_rxq_desc": "64", "vnet_hdr": "true"}, true, 64, ""},
+		{"bad value", false, map[string]string{"vnet_hdr": "maybe"}, false, 0, `options:vnet_hdr="maybe": want true or false`},
+		{"ring too small", false, map[string]string{"n_rxq_desc": "8"}, false, 0, `options:n_rxq_desc="8": want a number from 16 to 65536`},
+		{"ring not a number", false, map[string]string{"n_rxq_desc": "many"}, false, 0, `options:n_rxq_desc="many"`},
+		{"unknown option", false, map[string]string{"remote_ip": "flow"}, false, 0, `option "remote_ip" not supported (supported: n_rxq_desc, vnet_hdr)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,8 +48,12 @@ func TestOpenSystemVnetOption(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			if got := p.(*afpacket.Port).VnetEnabled(); got != tc.wantVnet {
+			ap := p.(*afpacket.Port)
+			if got := ap.VnetEnabled(); got != tc.wantVnet {
 				t.Errorf("vnet = %v, want %v", got, tc.wantVnet)
+			}
+			if got := ap.RxRingFrames(); got < tc.wantFrames || got > tc.wantFrames+64 {
+				t.Errorf("ring frames = %d, want %d (rounded up to whole pages)", got, tc.wantFrames)
 			}
 		})
 	}
@@ -79,7 +89,9 @@ func TestOpenInternalVnetOption(t *testing.T) {
 		})
 	}
 	d := &Daemon{}
-	if _, err := d.openInternal(PortConfig{Name: "x", Options: map[string]string{"csum": "true"}}); err == nil || !strings.Contains(err.Error(), `internal port x: option "csum" not supported`) {
-		t.Errorf("unknown option: err = %v", err)
+	for _, opt := range []string{"csum", "n_rxq_desc"} {
+		if _, err := d.openInternal(PortConfig{Name: "x", Options: map[string]string{opt: "1024"}}); err == nil || !strings.Contains(err.Error(), `internal port x: option "`+opt+`" not supported (supported: vnet_hdr)`) {
+			t.Errorf("option %s: err = %v", opt, err)
+		}
 	}
 }
