@@ -104,6 +104,7 @@ func TestSmokeScenarios(t *testing.T) {
 		{"direct-nooffload", []string{"tcp1"}, []string{"tcp1_gbps"}, "off"},
 		{"relay", []string{"udp", "rr"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "rr_p50_us"}, "off"},
 		{"govs-antrea-xdp", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
+		{"govs-antrea-xdp-nice0", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.scenario, func(t *testing.T) {

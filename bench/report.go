@@ -151,6 +151,8 @@ var ratioPairs = [][2]string{
 	{"govs-antrea-pmd", "ovs-antrea"},
 	{"govs-antrea-xdp", "govs-antrea"},
 	{"govs-antrea-xdp-generic", "govs-antrea"},
+	{"govs-antrea-xdp-nice0", "govs-antrea-xdp"},
+	{"govs-antrea-xdp-nice0", "direct-nooffload"},
 	{"govs-antrea-xdp-pmd", "govs-antrea-pmd"},
 	{"govs-antrea-xdp-pmd", "direct-nooffload"},
 	{"govs-antrea-xdp-pmd", "relay"},

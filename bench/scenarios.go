@@ -96,6 +96,7 @@ var Scenarios = []Scenario{
 	{Name: "govs-antrea-pmd", Description: "govs-vswitchd --pmd-cpu (a busy-polling thread on the CPU the workers do not use), seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{pmd: true})},
 	{Name: "govs-antrea-xdp", Description: "govs-vswitchd, pod ports type=afxdp (xdp-mode=best-effort: native on veth, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true})},
 	{Name: "govs-antrea-xdp-generic", Description: "govs-vswitchd, pod ports type=afxdp options:xdp-mode=generic (XDP on the skb, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, xdpMode: "generic"})},
+	{Name: "govs-antrea-xdp-nice0", Description: "govs-vswitchd --nice 0 (the other rows run every switch at niceness -10), pod ports type=afxdp, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, niceZero: true})},
 	{Name: "govs-antrea-xdp-pmd", Description: "govs-vswitchd --pmd-cpu, pod ports type=afxdp, seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{afxdp: true, pmd: true})},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
@@ -457,6 +458,10 @@ type govsMode struct {
 	// xdpMode is the afxdp ports' options:xdp-mode; "" leaves the
 	// default (best-effort: native on veth).
 	xdpMode string
+	// niceZero runs the daemon at niceness 0 instead of switchNiceness:
+	// with AF_XDP ports in copy mode on 2 CPUs, the extra CPU a niceness
+	// of -10 gives the switch is taken from the pods' TCP stacks.
+	niceZero bool
 }
 
 // pmdCPU picks the CPU for the PMD thread: the first one the workers are
@@ -497,6 +502,9 @@ func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloa
 				return nil, err
 			}
 			flags = append(flags, "--pmd-cpu", strconv.Itoa(cpu))
+		}
+		if mode.niceZero {
+			flags = append(flags, "--nice", "0")
 		}
 		g, err := startGovs(e, cs, node, flags...)
 		if err != nil {
