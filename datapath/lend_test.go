@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/govs-project/govs/flowtable"
@@ -44,36 +45,7 @@ func TestOutputThenChange(t *testing.T) {
 				name += "-off"
 			}
 			t.Run(name, func(t *testing.T) {
-				flows := "tcp,in_port=1,actions=" + tc.actions
-				frames := [][]byte{
-					frameOf(t, "tcp,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_ttl=64,tp_src=5,tp_dst=6,tcp_flags=+syn"),
-					frameOf(t, "tcp,dl_src=02:00:00:00:00:03,dl_dst=02:00:00:00:00:04,nw_src=10.0.0.3,nw_dst=10.0.0.4,nw_ttl=9,tp_src=7,tp_dst=8,tcp_flags=+syn"),
-				}
-
-				// Reference: the pipeline alone, copying at each output.
-				ref := flowtable.NewPipeline()
-				if err := flowtext.Load(ref, flows, nil); err != nil {
-					t.Fatalf("load flows: %v", err)
-				}
-				ref.Conntrack = ctadapter.New()
-				want := &copySink{out: map[uint32][][]byte{}}
-				for range 2 {
-					for _, f := range frames {
-						var pkt flowtable.Packet
-						pkt.Key.SetInPort(1)
-						if err := pkt.Extract(slices.Clone(f)); err != nil {
-							t.Fatal(err)
-						}
-						ref.Run(&pkt, want, nil)
-					}
-				}
-
-				b := newBridge(t, flows, true)
-				b.CacheDisabled = cacheOff
-				ps := addMemPorts(t, b, MemPortConfig{}, 1, 2, 3, 4)
-				inject(t, b, ps, 1, frames...)
-				inject(t, b, ps, 1, frames...)
-				checkOutputs(t, sent(ps), want.out)
+				b := checkLend(t, "tcp,in_port=1,actions="+tc.actions, lendFrames(t), cacheOff)
 				if !cacheOff && tc.cached {
 					if st, _ := b.CacheStats(); st.Hits == 0 {
 						t.Errorf("no cache hits: %+v", st)
@@ -82,4 +54,73 @@ func TestOutputThenChange(t *testing.T) {
 			})
 		}
 	}
+}
+
+// lendFrames are two TCP SYNs from port 1, of different connections.
+func lendFrames(t testing.TB) [][]byte {
+	return [][]byte{
+		frameOf(t, "tcp,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_ttl=64,tp_src=5,tp_dst=6,tcp_flags=+syn"),
+		frameOf(t, "tcp,dl_src=02:00:00:00:00:03,dl_dst=02:00:00:00:00:04,nw_src=10.0.0.3,nw_dst=10.0.0.4,nw_ttl=9,tp_src=7,tp_dst=8,tcp_flags=+syn"),
+	}
+}
+
+// checkLend sends frames twice from port 1 through a bridge with flows
+// and requires the outputs of ports 2-4 to equal those of the pipeline
+// alone with a sink that copies each output when it is made. It returns
+// the bridge, for its cache counters.
+func checkLend(t *testing.T, flows string, frames [][]byte, cacheOff bool) *Bridge {
+	t.Helper()
+	ref := flowtable.NewPipeline()
+	if err := flowtext.Load(ref, flows, nil); err != nil {
+		t.Fatalf("load flows: %v", err)
+	}
+	ref.Conntrack = ctadapter.New()
+	want := &copySink{out: map[uint32][][]byte{}}
+	for range 2 {
+		for _, f := range frames {
+			var pkt flowtable.Packet
+			pkt.Key.SetInPort(1)
+			if err := pkt.Extract(slices.Clone(f)); err != nil {
+				t.Fatal(err)
+			}
+			ref.Run(&pkt, want, nil)
+		}
+	}
+
+	b := newBridge(t, flows, true)
+	b.CacheDisabled = cacheOff
+	ps := addMemPorts(t, b, MemPortConfig{}, 1, 2, 3, 4)
+	inject(t, b, ps, 1, frames...)
+	inject(t, b, ps, 1, frames...)
+	checkOutputs(t, sent(ps), want.out)
+	return b
+}
+
+// lendActions are the pieces FuzzOutputThenChange strings together:
+// outputs, and every kind of action that changes a packet in place.
+var lendActions = []string{
+	"output:2", "output:3", "output:4",
+	"mod_nw_dst:10.9.9.9", "mod_dl_src:02:00:00:00:00:99", "mod_tp_dst:99", "mod_nw_tos:32",
+	"set_field:10.8.8.8->ip_src", "push_vlan:0x8100", "mod_vlan_vid:7", "pop_vlan", "dec_ttl",
+	"ct(commit,zone=3,nat(dst=10.9.9.9:99))", "ct(commit,zone=4,nat(src=10.7.7.7))",
+}
+
+// FuzzOutputThenChange is TestOutputThenChange over random action lists
+// (each byte picks one of lendActions; bit 7 of the first turns the
+// megaflow cache off): outputs queued without a copy must never see a
+// later change.
+func FuzzOutputThenChange(f *testing.F) {
+	f.Add([]byte{0, 3, 1})
+	f.Add([]byte{0x80, 8, 9, 0, 10, 1})
+	f.Add([]byte{0, 12, 1, 11, 2})
+	f.Fuzz(func(t *testing.T, sel []byte) {
+		if len(sel) == 0 || len(sel) > 8 {
+			return
+		}
+		acts := make([]string, len(sel))
+		for i, c := range sel {
+			acts[i] = lendActions[int(c&0x7f)%len(lendActions)]
+		}
+		checkLend(t, "tcp,in_port=1,actions="+strings.Join(acts, ","), lendFrames(t), sel[0]&0x80 != 0)
+	})
 }
