@@ -50,9 +50,9 @@ func mustMAC(s string) net.HardwareAddr {
 	return m
 }
 
-// newBridge returns a bridge over a pipeline loaded with flows, closed in
-// t.Cleanup.
-func newBridge(t testing.TB, flows string, ct bool) *Bridge {
+// newPipeline returns a pipeline loaded with flows, with its own
+// conntrack if ct.
+func newPipeline(t testing.TB, flows string, ct bool) *flowtable.Pipeline {
 	t.Helper()
 	p := flowtable.NewPipeline()
 	if err := flowtext.Load(p, flows, nil); err != nil {
@@ -61,7 +61,14 @@ func newBridge(t testing.TB, flows string, ct bool) *Bridge {
 	if ct {
 		p.Conntrack = ctadapter.New()
 	}
-	b := NewBridge("br-test", 1, p, nil)
+	return p
+}
+
+// newBridge returns a bridge over a pipeline loaded with flows, closed in
+// t.Cleanup.
+func newBridge(t testing.TB, flows string, ct bool) *Bridge {
+	t.Helper()
+	b := NewBridge("br-test", 1, newPipeline(t, flows, ct), nil)
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("close bridge: %v", err)

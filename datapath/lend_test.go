@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/govs-project/govs/flowtable"
-	"github.com/govs-project/govs/internal/ctadapter"
-	"github.com/govs-project/govs/ofproto/flowtext"
 )
 
 // copySink is the reference Sink: it copies each output when it is made,
@@ -45,7 +43,7 @@ func TestOutputThenChange(t *testing.T) {
 				name += "-off"
 			}
 			t.Run(name, func(t *testing.T) {
-				b := checkLend(t, "tcp,in_port=1,actions="+tc.actions, lendFrames(t), cacheOff)
+				b := checkLend(t, "tcp,in_port=1,actions="+tc.actions, cacheOff)
 				if !cacheOff && tc.cached {
 					if st, _ := b.CacheStats(); st.Hits == 0 {
 						t.Errorf("no cache hits: %+v", st)
@@ -64,17 +62,14 @@ func lendFrames(t testing.TB) [][]byte {
 	}
 }
 
-// checkLend sends frames twice from port 1 through a bridge with flows
-// and requires the outputs of ports 2-4 to equal those of the pipeline
-// alone with a sink that copies each output when it is made. It returns
-// the bridge, for its cache counters.
-func checkLend(t *testing.T, flows string, frames [][]byte, cacheOff bool) *Bridge {
+// checkLend sends lendFrames twice from port 1 through a bridge with
+// flows and requires the outputs of ports 2-4 to equal those of the
+// pipeline alone with a sink that copies each output when it is made. It
+// returns the bridge, for its cache counters.
+func checkLend(t *testing.T, flows string, cacheOff bool) *Bridge {
 	t.Helper()
-	ref := flowtable.NewPipeline()
-	if err := flowtext.Load(ref, flows, nil); err != nil {
-		t.Fatalf("load flows: %v", err)
-	}
-	ref.Conntrack = ctadapter.New()
+	frames := lendFrames(t)
+	ref := newPipeline(t, flows, true)
 	want := &copySink{out: map[uint32][][]byte{}}
 	for range 2 {
 		for _, f := range frames {
@@ -121,6 +116,6 @@ func FuzzOutputThenChange(f *testing.F) {
 		for i, c := range sel {
 			acts[i] = lendActions[int(c&0x7f)%len(lendActions)]
 		}
-		checkLend(t, "tcp,in_port=1,actions="+strings.Join(acts, ","), lendFrames(t), sel[0]&0x80 != 0)
+		checkLend(t, "tcp,in_port=1,actions="+strings.Join(acts, ","), sel[0]&0x80 != 0)
 	})
 }
