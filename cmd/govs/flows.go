@@ -61,7 +61,7 @@ func runParseFlows(args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: govs parse-flows [-O VERSION] FILE")
+		return usagef("usage: govs parse-flows [-O VERSION] FILE")
 	}
 	v, err := parseVersion(*ver)
 	if err != nil {

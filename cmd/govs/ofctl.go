@@ -94,6 +94,16 @@ func registerOfctl() bool {
 	return true
 }
 
+// ofctlCommandNamed finds an ovs-ofctl style command by name.
+func ofctlCommandNamed(name string) (ofctlCommand, bool) {
+	for _, c := range ofctlCommands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return ofctlCommand{}, false
+}
+
 // parseOfctlArgs separates options from positional arguments. Options may
 // come anywhere (ovs-ofctl's getopt permutes); "--" ends them.
 func parseOfctlArgs(args []string) (*ofctlOptions, []string, error) {
@@ -153,7 +163,7 @@ func parseOfctlArgs(args []string) (*ofctlOptions, []string, error) {
 			}
 			o.rundir = v
 		default:
-			return nil, nil, fmt.Errorf("unknown option %s (%s)", a, ofctlOptionsHelp)
+			return nil, nil, usagef("unknown option %s (%s)", a, ofctlOptionsHelp)
 		}
 	}
 	return o, pos, nil
@@ -175,7 +185,7 @@ func runOfctl(c *ofctlCommand, args []string, w io.Writer) error {
 		return err
 	}
 	if len(pos) < c.min || len(pos) > c.max {
-		return fmt.Errorf("usage: govs %s [OPTIONS] %s\n%s", c.name, c.usage, ofctlOptionsHelp)
+		return usagef("usage: govs %s [OPTIONS] %s\n%s", c.name, c.usage, ofctlOptionsHelp)
 	}
 	return c.run(o, pos, w)
 }

@@ -46,7 +46,7 @@ func runTrace(args []string) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("usage: govs trace --flows FILE PACKET | govs trace --demo")
+		return usagef("usage: govs trace --flows FILE PACKET | govs trace --demo")
 	}
 	if packet == "" {
 		return fmt.Errorf("missing packet description, e.g. %q", demoPacket)

@@ -11,6 +11,9 @@ import (
 // defaultRundir is where govs looks for govs-vswitchd, like ovs-vsctl's
 // OVS_RUNDIR.
 func defaultRundir() string {
+	if globalRundir != "" {
+		return globalRundir
+	}
 	if d := os.Getenv("GOVS_RUNDIR"); d != "" {
 		return d
 	}
@@ -22,17 +25,30 @@ func vsctl(name string) func(args []string) error {
 	return func(args []string) error {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		rundir := fs.String("rundir", defaultRundir(), "govs-vswitchd's run `DIR` ($GOVS_RUNDIR)")
-		if err := fs.Parse(args); err != nil {
-			return err
+		// Options may come anywhere, as ovs-vsctl's getopt permutes:
+		// parse again after each positional argument.
+		var pos []string
+		for {
+			if err := fs.Parse(args); err != nil {
+				return err
+			}
+			if fs.NArg() == 0 {
+				break
+			}
+			if args = fs.Args(); args[0] == "--" {
+				pos = append(pos, args[1:]...)
+				break
+			}
+			pos, args = append(pos, args[0]), args[1:]
 		}
-		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: fs.Args()})
+		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: pos})
 		if err != nil {
 			return err
 		}
 		if rep.Error != "" {
 			return fmt.Errorf("%s", rep.Error)
 		}
-		fmt.Print(rep.Output)
+		fmt.Fprint(cmdOut, rep.Output)
 		return nil
 	}
 }
