@@ -383,3 +383,14 @@ func (t *Tracker) Stats() Stats {
 		Fragments: t.stats.fragments.Load(),
 	}
 }
+
+// ZoneCounts returns the number of live connections in each zone that has
+// any, in one walk of the table (a management operation, for metrics).
+func (t *Tracker) ZoneCounts() map[uint16]int {
+	counts := map[uint16]int{}
+	t.scan(func(c *conn) bool {
+		counts[c.key0.zone]++
+		return false
+	})
+	return counts
+}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/internal/metrics"
 	"github.com/govs-project/govs/internal/vswitchd"
 )
 
@@ -30,8 +31,9 @@ func main() {
 	pmd := flag.Bool("pmd", false, "serve each bridge's system ports from one busy-polling thread (like OVS's PMD threads): lowest latency, a CPU busy while traffic flows")
 	pmdCPU := flag.Int("pmd-cpu", -1, "pin the PMD threads to `CPU` (implies --pmd); -1 leaves them unpinned")
 	nice := flag.Int("nice", vswitchd.DefaultNiceness, "run every thread at niceness `N` (-20 to 19), like ovs-ctl's --ovs-vswitchd-priority (default -10 there too), so the datapath keeps up with busy pods; 0 is the default scheduling")
+	metricsAddr := flag.String("metrics-address", "", "serve Prometheus metrics on `ADDR` (host:port, e.g. :9100), path /metrics; off by default")
 	flag.Parse()
-	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU, nice: *nice}
+	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU, nice: *nice, metricsAddr: *metricsAddr}
 	if err := run(*rundir, *config, *level, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "govs-vswitchd: %v\n", err)
 		os.Exit(1)
@@ -44,6 +46,8 @@ type options struct {
 	pmd    bool
 	pmdCPU int
 	nice   int
+	// metricsAddr: where to serve Prometheus metrics ("": nowhere).
+	metricsAddr string
 }
 
 func run(rundir, config, level string, o options) error {
@@ -93,6 +97,14 @@ func run(rundir, config, level string, o options) error {
 		if err := d.Apply(c); err != nil {
 			return err
 		}
+	}
+	if o.metricsAddr != "" {
+		ln, err := metrics.Serve(o.metricsAddr, d.MetricsSnapshot)
+		if err != nil {
+			return fmt.Errorf("--metrics-address: %w", err)
+		}
+		defer ln.Close()
+		log.Info("serving Prometheus metrics", zap.String("address", ln.Addr().String()))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
