@@ -1,6 +1,6 @@
 # govs: a pure-Go userspace OpenFlow switch.
 #
-#   make demo   trace the seed packet walk (frontend -> service) through worker 1's pipeline
+#   make demo   run seed worker 1 live: govs-vswitchd, pods in namespaces, real traffic (root; else the offline trace)
 #   make test   install what the tests need (Debian packages, Go modules), then run every test
 #   make bench      run the in-memory micro-benchmarks
 #   make bench-net  pod-to-pod network benchmark (root): direct veth, Linux bridge, Open vSwitch, govs
@@ -21,7 +21,7 @@ build:
 	$(GO) build $(GOFLAGS) -o $(BIN)/ ./cmd/...
 
 demo: build
-	$(BIN)/govs trace --demo
+	$(BIN)/govs demo
 
 # deps-apt installs only the Debian packages that are missing, so a second run is quick.
 deps-apt:

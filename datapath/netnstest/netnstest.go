@@ -16,11 +16,21 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// T is the part of testing.TB the helpers use. Tests pass their
+// *testing.T; a program that builds the same topologies (`govs demo`)
+// passes its own, with a cleanup stack of its own.
+type T interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // UniqueName returns prefix followed by 8 random hex digits. Interface
 // names must stay below 16 bytes, so prefix should be at most 7 bytes.
@@ -34,7 +44,7 @@ func UniqueName(prefix string) string {
 
 // RequireRoot fails the test (not skips: the suite runs as root in CI) when
 // the process cannot manage namespaces.
-func RequireRoot(t testing.TB) {
+func RequireRoot(t T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("this test needs root (network namespaces, veth, AF_PACKET)")
@@ -57,7 +67,7 @@ func Run(name string, args ...string) (string, error) {
 }
 
 // MustRun is Run that fails the test on error.
-func MustRun(t testing.TB, name string, args ...string) string {
+func MustRun(t T, name string, args ...string) string {
 	t.Helper()
 	out, err := Run(name, args...)
 	if err != nil {
@@ -74,10 +84,16 @@ type NS struct {
 
 // NewNS creates a namespace with a unique name, brings its loopback up
 // and deletes it in t.Cleanup.
-func NewNS(t testing.TB) *NS {
+func NewNS(t T) *NS {
+	t.Helper()
+	return NewNSNamed(t, UniqueName("govs-test-"))
+}
+
+// NewNSNamed is NewNS with the name chosen by the caller.
+func NewNSNamed(t T, name string) *NS {
 	t.Helper()
 	RequireRoot(t)
-	ns := &NS{Name: UniqueName("govs-test-")}
+	ns := &NS{Name: name}
 	MustRun(t, "ip", "netns", "add", ns.Name)
 	t.Cleanup(func() {
 		if out, err := Run("ip", "netns", "del", ns.Name); err != nil {
@@ -104,7 +120,7 @@ func (ns *NS) Exec(args ...string) (string, error) {
 }
 
 // MustExec is Exec that fails the test on error.
-func (ns *NS) MustExec(t testing.TB, args ...string) string {
+func (ns *NS) MustExec(t T, args ...string) string {
 	t.Helper()
 	out, err := ns.Exec(args...)
 	if err != nil {
@@ -173,7 +189,7 @@ type Veth struct {
 // NewVeth creates a veth pair with unique names, the host end in hostNS
 // (nil: the test's namespace) and the peer end in peerNS, applies opts,
 // brings both ends up and removes the pair in t.Cleanup.
-func NewVeth(t testing.TB, hostNS, peerNS *NS, opts VethOptions) *Veth {
+func NewVeth(t T, hostNS, peerNS *NS, opts VethOptions) *Veth {
 	t.Helper()
 	RequireRoot(t)
 	v := &Veth{Host: UniqueName("gvh"), Peer: UniqueName("gvp"), HostNS: hostNS, PeerNS: peerNS}
@@ -225,7 +241,7 @@ func linkGone(err error) bool {
 
 // DisableIPv6 turns IPv6 off on one interface (a no-op when the kernel has
 // no IPv6).
-func DisableIPv6(t testing.TB, ns *NS, ifname string) {
+func DisableIPv6(t T, ns *NS, ifname string) {
 	t.Helper()
 	path := filepath.Join("/proc/sys/net/ipv6/conf", ifname, "disable_ipv6")
 	err := ns.Do(func() error {
@@ -243,7 +259,7 @@ func DisableIPv6(t testing.TB, ns *NS, ifname string) {
 
 // DisableOffloads turns off checksum and segmentation offloads with
 // ethtool when it is installed, so frames cross the veth complete.
-func DisableOffloads(t testing.TB, ns *NS, ifname string) {
+func DisableOffloads(t T, ns *NS, ifname string) {
 	t.Helper()
 	if _, err := exec.LookPath("ethtool"); err != nil {
 		return
@@ -315,7 +331,7 @@ type RawSocket struct {
 
 // NewRawSocket opens a raw socket on ifname inside ns and closes it in
 // t.Cleanup. It does not see its own transmissions.
-func NewRawSocket(t testing.TB, ns *NS, ifname string) *RawSocket {
+func NewRawSocket(t T, ns *NS, ifname string) *RawSocket {
 	t.Helper()
 	s := RawSocket{fd: -1}
 	err := ns.Do(func() error {
