@@ -10,7 +10,8 @@ GOFLAGS   ?=
 BIN       := bin
 DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables conntrack \
              ethtool tshark iperf3 netsniff-ng python3-scapy python3-os-ken tcpdump \
-             netcat-openbsd arping iputils-ping util-linux procps
+             netcat-openbsd arping iputils-ping util-linux procps \
+             ovn-central ovn-host
 TEST_TIMEOUT ?= 60m
 
 .PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean

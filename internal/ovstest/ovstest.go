@@ -90,6 +90,12 @@ type Options struct {
 	// OtherConfig is set in the Open_vSwitch table before ovs-vswitchd
 	// starts (some keys, like userspace-tso-enable, are read only then).
 	OtherConfig map[string]string
+	// NoBridge starts the daemons without creating a bridge (a test
+	// whose controller creates its own, as ovn-controller creates br-int).
+	NoBridge bool
+	// Vswitchd is the switch daemon's binary ("": ovs-vswitchd from
+	// PATH); any binary that takes ovs-vswitchd's command line works.
+	Vswitchd string
 	// VswitchdNiceness runs ovs-vswitchd under nice -n N, as ovs-ctl's
 	// --ovs-vswitchd-priority does (ovs-ctl's default, how distributions
 	// start it, is -10); 0 leaves the default scheduling.
@@ -180,6 +186,10 @@ func Start(tb testing.TB, opts Options) *OVS {
 		"OVS_LOGDIR="+dir,
 		"OVS_SYSCONFDIR="+dir,
 		"OVS_PKGDATADIR=/usr/share/openvswitch",
+		// For OVN daemons started with StartDaemon (ovn-controller).
+		"OVN_RUNDIR="+dir,
+		"OVN_LOGDIR="+dir,
+		"OVN_DBDIR="+dir,
 	)
 	tb.Cleanup(o.teardown)
 	if testHookCreated != nil {
@@ -213,12 +223,19 @@ func Start(tb testing.TB, opts Options) *OVS {
 	}
 
 	o.nice = opts.VswitchdNiceness
-	o.startDaemon(opts.StartTimeout, "ovs-vswitchd", filepath.Join(dir, "ovs-vswitchd.ctl"),
+	vswitchd := opts.Vswitchd
+	if vswitchd == "" {
+		vswitchd = "ovs-vswitchd"
+	}
+	o.startDaemonAs(opts.StartTimeout, "ovs-vswitchd", vswitchd, filepath.Join(dir, "ovs-vswitchd.ctl"),
 		"unix:"+dbSock,
 		// No kernel datapath in tests: only the userspace netdev datapath.
 		"--disable-system",
 		"--disable-system-route")
 
+	if opts.NoBridge {
+		return o
+	}
 	// Without --no-wait, ovs-vsctl waits until ovs-vswitchd has applied the
 	// change, so the bridge exists when this returns.
 	args := []string{"add-br", o.bridge, "--", "set", "bridge", o.bridge,
@@ -488,6 +505,21 @@ func (o *OVS) run(name string, args ...string) (string, error) {
 // whole group can be signalled, and waits for sock to accept connections.
 func (o *OVS) startDaemon(timeout time.Duration, name, sock string, args ...string) {
 	o.tb.Helper()
+	o.startDaemonAs(timeout, name, name, sock, args...)
+}
+
+// StartDaemon starts another daemon of the Open vSwitch family (an OVN
+// database server, ovn-northd, ovn-controller) in the instance's
+// namespace and directory, like the instance's own: pidfile, unixctl
+// socket and log file named after id, stopped at teardown. It waits up to
+// timeout for sock to accept connections ("": it does not wait).
+func (o *OVS) StartDaemon(timeout time.Duration, id, binary, sock string, args ...string) {
+	o.tb.Helper()
+	o.startDaemonAs(timeout, id, binary, sock, args...)
+}
+
+func (o *OVS) startDaemonAs(timeout time.Duration, name, binary, sock string, args ...string) {
+	o.tb.Helper()
 	d := &daemon{
 		name:    name,
 		pidfile: filepath.Join(o.dir, name+".pid"),
@@ -500,9 +532,13 @@ func (o *OVS) startDaemon(timeout time.Duration, name, sock string, args ...stri
 		// nice execs the daemon in place: cmd.Process stays the daemon.
 		full = append(full, "nice", "-n", strconv.Itoa(o.nice))
 	}
-	full = append(full, name,
-		"--pidfile="+d.pidfile,
-		"--unixctl="+filepath.Join(o.dir, name+".ctl"),
+	full = append(full, binary, "--pidfile="+d.pidfile)
+	if binary != "ovn-controller" {
+		// ovn-controller has no --unixctl: its socket is
+		// $OVS_RUNDIR/ovn-controller.<pid>.ctl.
+		full = append(full, "--unixctl="+filepath.Join(o.dir, name+".ctl"))
+	}
+	full = append(full,
 		"--log-file="+d.logfile,
 		"--no-chdir",
 		// Errors still reach stderr (captured in <name>.out); the rest is in the log file.
@@ -533,6 +569,9 @@ func (o *OVS) startDaemon(timeout time.Duration, name, sock string, args ...stri
 		d.waitErr = d.cmd.Wait()
 		close(d.done)
 	}()
+	if sock == "" {
+		return
+	}
 	if err := waitSocket(sock, timeout, d.done); err != nil {
 		o.fatalf("%s did not come up: %v", name, err)
 	}
