@@ -4,6 +4,7 @@
 package docs
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,8 @@ func markdownFiles(t *testing.T) []string {
 	}
 	return files
 }
+
+var update = flag.Bool("update", false, "rewrite the console examples' outputs with what the commands print")
 
 var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
@@ -137,9 +140,30 @@ func TestConsoleExamples(t *testing.T) {
 				t.Errorf("%s: %s: %v\n%s", b.file, c.line, err, out)
 				continue
 			}
-			if got, want := strings.TrimRight(string(out), "\n"), strings.TrimRight(c.want, "\n"); got != want {
-				t.Errorf("%s: %s prints\n%s\nthe docs show\n%s", b.file, c.line, got, want)
+			got, want := strings.TrimRight(string(out), "\n"), strings.TrimRight(c.want, "\n")
+			if got == want {
+				continue
 			}
+			if *update {
+				rewrite(t, b.file, "$ "+c.line+"\n"+c.want, "$ "+c.line+"\n"+got+"\n")
+				continue
+			}
+			t.Errorf("%s: %s prints\n%s\nthe docs show\n%s\n(go test ./docs -update rewrites them)", b.file, c.line, got, want)
 		}
+	}
+}
+
+// rewrite replaces old with new in file (go test ./docs -update).
+func rewrite(t *testing.T, file, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s: cannot find the example to rewrite", file)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
