@@ -1,0 +1,3 @@
+package appctl
+
+func (a *App) registerTrace() {}
