@@ -176,6 +176,10 @@ func (s *Server) execute(method string, params []string) (result string, errText
 		}
 		return "", msg, nil
 	}
+	// OVS's unixctl ends every non-empty reply with a newline.
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
 	return out, "", c.After
 }
 
