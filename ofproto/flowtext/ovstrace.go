@@ -247,7 +247,9 @@ func ipFlow(b *strings.Builder, k *flowtable.Key, n *flowtable.NAT) {
 	b.WriteByte('\n')
 }
 
-func fieldText(f *flowtable.Field, k *flowtable.Key) string { return FieldValueString(f, f.Value(k), nil) }
+func fieldText(f *flowtable.Field, k *flowtable.Key) string {
+	return FieldValueString(f, f.Value(k), nil)
+}
 
 func tpSrc(k *flowtable.Key) uint64 {
 	if k.NwProto() == flowtable.IPProtoUDP {
