@@ -98,19 +98,25 @@ func (a *App) ofprotoTrace(args []string) (string, error) {
 }
 
 // Trace runs a parsed ofproto/trace on a bridge; nextRecirc(1) allocates
-// recirc ids. govs trace and ovs-appctl ofproto/trace both print this.
+// recirc ids.
 func Trace(dp *datapath.Bridge, r TraceRequest, nextRecirc func(uint32) uint32) (string, error) {
-	p := dp.Pipeline()
 	names := map[string]uint32{}
 	for _, pi := range dp.Ports() {
 		names[pi.Name] = pi.OFPort
 	}
+	return TracePipeline(dp.Pipeline(), dp.Name(), names, r, nextRecirc)
+}
+
+// TracePipeline traces on a pipeline whose bridge is named bridge, with
+// port names for in_port=NAME: ovs-appctl ofproto/trace on the daemon
+// and `govs trace` offline both print this.
+func TracePipeline(p *flowtable.Pipeline, bridge string, names map[string]uint32, r TraceRequest, nextRecirc func(uint32) uint32) (string, error) {
 	key, err := flowtext.ParsePacket(strings.TrimSuffix(r.Flow, ","), &flowtext.ParseOptions{TLV: p.TLV, Ports: names})
 	if err != nil {
 		return "", fmt.Errorf("Bad openflow flow syntax: %v", err)
 	}
 	t := &flowtext.OVSTrace{
-		Bridge:       dp.Name(),
+		Bridge:       bridge,
 		CtNext:       r.CtNext,
 		NextRecircID: func() uint32 { return nextRecirc(1) },
 		DatapathPort: func(port uint32) string { return strconv.FormatUint(uint64(odpPort(port)), 10) },
