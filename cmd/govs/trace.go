@@ -154,4 +154,3 @@ func withoutTLVLines(p *flowtable.Pipeline, text, name string) (string, error) {
 	}
 	return strings.Join(lines, "\n"), nil
 }
-
