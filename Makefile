@@ -13,7 +13,7 @@ DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables co
              netcat-openbsd arping iputils-ping util-linux procps
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean
+.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean install
 
 all: build
 
@@ -57,3 +57,13 @@ bench-net: deps build
 
 clean:
 	rm -rf $(BIN)
+
+# install puts govs and govs-vswitchd in $(PREFIX)/bin and $(PREFIX)/sbin, and
+# ovs-vswitchd as a symlink to govs-vswitchd: ovs-ctl and Antrea's scripts run
+# the daemon by that name and check /proc/PID/comm (docs: README "Drop-in").
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
+	install -m 755 $(BIN)/govs $(DESTDIR)$(PREFIX)/bin/govs
+	install -m 755 $(BIN)/govs-vswitchd $(DESTDIR)$(PREFIX)/sbin/govs-vswitchd
+	ln -sf govs-vswitchd $(DESTDIR)$(PREFIX)/sbin/ovs-vswitchd
