@@ -408,6 +408,12 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 				clearCtFields(&cur)
 			case *flowtable.CTClear:
 				clearCtFields(&cur)
+			case *flowtable.OutputReg:
+				// OVS names the port the register held.
+				if i+1 < len(ps.events) && ps.events[i+1].Kind == flowtable.TraceOutput {
+					tn.add('d', fmt.Sprintf("output port is %d", ps.events[i+1].Port))
+				}
+				keepCt(&cur, &e.After)
 			case *flowtable.Resubmit, *flowtable.GotoTable, *flowtable.Group:
 			default:
 				keepCt(&cur, &e.After)
