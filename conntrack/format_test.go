@@ -17,9 +17,9 @@ func TestEntryFormatGolden(t *testing.T) {
 		TCPWscaleOrig: wsFlag | 10, TCPWscaleReply: 0, Timeout: 28,
 	}
 	liberal := Entry{
-		Orig:          Tuple{Src: a2, Dst: a1, Proto: protoTCP, SrcPort: 8080, DstPort: 47320},
-		Reply:         Tuple{Src: a1, Dst: a2, Proto: protoTCP, SrcPort: 47320, DstPort: 8080},
-		TCPStateOrig:  tcpsSynSent, TCPStateReply: tcpsClosed,
+		Orig:         Tuple{Src: a2, Dst: a1, Proto: protoTCP, SrcPort: 8080, DstPort: 47320},
+		Reply:        Tuple{Src: a1, Dst: a2, Proto: protoTCP, SrcPort: 47320, DstPort: 8080},
+		TCPStateOrig: tcpsSynSent, TCPStateReply: tcpsClosed,
 		TCPWscaleOrig: wsUnknown, TCPWscaleReply: wsUnknown, Timeout: 28,
 	}
 	udp := Entry{
