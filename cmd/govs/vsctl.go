@@ -22,10 +22,22 @@ func vsctl(name string) func(args []string) error {
 	return func(args []string) error {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		rundir := fs.String("rundir", defaultRundir(), "govs-vswitchd's run `DIR` ($GOVS_RUNDIR)")
+		var more, stats bool
+		if name == "dump-conntrack" {
+			fs.BoolVar(&more, "m", false, "verbose: id, status and each end's TCP state (dpctl/dump-conntrack -m)")
+			fs.BoolVar(&stats, "s", false, "with the seconds left before expiry (dpctl/dump-conntrack -s)")
+		}
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
-		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: fs.Args()})
+		words := fs.Args()
+		if stats {
+			words = append([]string{"-s"}, words...)
+		}
+		if more {
+			words = append([]string{"-m"}, words...)
+		}
+		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: words})
 		if err != nil {
 			return err
 		}
