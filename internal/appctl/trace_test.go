@@ -22,10 +22,7 @@ table=0,priority=0 actions=NORMAL
 // goldenSections splits a golden file into "$ command" -> output.
 func goldenSections(t *testing.T, name string) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := goldenFile(t, name)
 	out := map[string]string{}
 	var cmd string
 	var body strings.Builder
@@ -35,7 +32,7 @@ func goldenSections(t *testing.T, name string) map[string]string {
 		}
 		body.Reset()
 	}
-	for _, line := range strings.SplitAfter(string(data), "\n") {
+	for _, line := range strings.SplitAfter(data, "\n") {
 		if strings.HasPrefix(line, "$ ") {
 			flush()
 			cmd = strings.TrimSpace(line[2:])
@@ -161,4 +158,14 @@ func mustKey(t testing.TB, s string) flowtable.Key {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// goldenFile reads a fact-sheet golden copied into testdata/.
+func goldenFile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
