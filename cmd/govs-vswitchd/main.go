@@ -170,11 +170,22 @@ func run(a *args, ready *daemonproc.Notifier) error {
 		zap.String("pidfile", a.pidfile), zap.String("database", a.database))
 	ready.Ready()
 	var runErr error
+	pending := 2
 	select {
 	case <-ctx.Done():
 	case runErr = <-errc:
+		pending--
 	}
 	exit()
+	// Both socket servers return once their listeners are closed, which
+	// removes the socket files: wait for that before exiting.
+	for ; pending > 0; pending-- {
+		select {
+		case <-errc:
+		case <-time.After(2 * time.Second):
+			pending = 0
+		}
+	}
 	log.Info("govs-vswitchd exiting")
 	return runErr
 }
