@@ -175,14 +175,16 @@ func Crashed(ws syscall.WaitStatus) bool {
 	return ws.Exited() && ws.ExitStatus() == 2
 }
 
-// runMonitorAs starts the daemon and restarts it after each crash (at
-// most once every 10 s, as OVS's monitor), then exits as the daemon did.
+// runMonitorAs starts the daemon and restarts it after each crash, then
+// exits as the daemon did.
 func runMonitorAs(exe string, o Options, n *Notifier) {
 	logf := o.Logf
 	if logf == nil {
 		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
-	var last time.Time
+	// lastRestart throttles restarts to one every 10 s, as OVS's monitor
+	// does; the first restart is immediate.
+	var lastRestart time.Time
 	for {
 		var ready *os.File
 		if n != nil {
@@ -192,7 +194,6 @@ func runMonitorAs(exe string, o Options, n *Notifier) {
 		if !o.Detach {
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		}
-		last = time.Now()
 		if err := cmd.Start(); err != nil {
 			n.Fail(err)
 			os.Exit(1)
@@ -212,8 +213,9 @@ func runMonitorAs(exe string, o Options, n *Notifier) {
 			os.Exit(max(ws.ExitStatus(), 1))
 		}
 		logf("monitor: daemon pid %d died (%v), restarting", cmd.Process.Pid, ee)
-		if d := 10*time.Second - time.Since(last); d > 0 {
+		if d := 10*time.Second - time.Since(lastRestart); d > 0 {
 			time.Sleep(d)
 		}
+		lastRestart = time.Now()
 	}
 }

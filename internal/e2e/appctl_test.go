@@ -195,3 +195,65 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// TestMonitorRestartsAfterCrash: with --detach --monitor the daemon comes
+// back (new pid, same rundir) after a crash signal, and the monitor goes
+// away with it after `ovs-appctl exit`.
+func TestMonitorRestartsAfterCrash(t *testing.T) {
+	netnstest.RequireRoot(t)
+	_, vswitchd := binaries(t)
+	dir := t.TempDir()
+	out, err := exec.Command(vswitchd, "--rundir", dir, "--detach", "--monitor", "--no-chdir",
+		"--log-file="+filepath.Join(dir, "log")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("--detach --monitor: %v %s", err, out)
+	}
+	pidfile := filepath.Join(dir, "ovs-vswitchd.pid")
+	readPid := func() int {
+		data, _ := os.ReadFile(pidfile)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid
+	}
+	first := readPid()
+	t.Cleanup(func() {
+		if pid := readPid(); pid > 0 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	if first <= 0 {
+		t.Fatalf("no pid in %s after --detach returned", pidfile)
+	}
+	syscall.Kill(first, syscall.SIGSEGV)
+	deadline := time.Now().Add(10 * time.Second)
+	var second int
+	for time.Now().Before(deadline) {
+		if p := readPid(); p > 0 && p != first {
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("ovs-vswitchd.%d.ctl", p))); err == nil {
+				second = p
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if second == 0 {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		t.Fatalf("daemon not restarted after SIGSEGV\n%s", log)
+	}
+	t.Logf("restarted as pid %d %v after SIGSEGV to pid %d", second, 10*time.Second-time.Until(deadline), first)
+	sock := filepath.Join(dir, fmt.Sprintf("ovs-vswitchd.%d.ctl", second))
+	if out, err := exec.Command("ovs-appctl", "-t", sock, "exit").CombinedOutput(); err != nil {
+		t.Fatalf("exit: %v %s", err, out)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(pidfile); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("pidfile gone %v after exit", 5*time.Second-time.Until(deadline))
+	time.Sleep(300 * time.Millisecond)
+	if p := readPid(); p != 0 {
+		t.Errorf("restarted again after exit: pid %d", p)
+	}
+}
