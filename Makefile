@@ -43,7 +43,7 @@ vet:
 	$(GO) vet ./...
 
 # The concurrent packages also run under the race detector.
-RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto/ofclient/
+RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto/ofclient/ ./internal/unixctl/
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
