@@ -61,7 +61,7 @@ func normalizeTrace(s string, odp map[string]string) string {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(l, "Datapath actions: "); ok && odp != nil {
-			parts := splitTopLevel(rest)
+			parts := flowtext.SplitDatapathActions(rest)
 			for i, p := range parts {
 				if n, ok := odp[p]; ok {
 					parts[i] = n
@@ -72,26 +72,6 @@ func normalizeTrace(s string, odp map[string]string) string {
 		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
-}
-
-// splitTopLevel splits datapath actions at commas outside parentheses.
-func splitTopLevel(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(parts, s[start:])
 }
 
 func golden14Pipeline(t testing.TB) *flowtable.Pipeline {
@@ -168,4 +148,30 @@ func goldenFile(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestTraceNAT: a ct(nat) recirculation is resumed with the first address
+// and port of the range, announced as OVS's trace does, and the datapath
+// ct() carries the nat.
+func TestTraceNAT(t *testing.T) {
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, "table=0,priority=10,tcp,actions=ct(commit,table=1,zone=5,nat(dst=10.0.0.9-10.0.0.12:8080))\n"+
+		"table=1,priority=10,tcp,nw_dst=10.0.0.9,tp_dst=8080,actions=output:2\n", nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&flowtext.OVSTrace{Bridge: "br0", NextRecircID: func() uint32 { return 1 }}).Run(p, mustKey(t, "tcp,in_port=1,nw_src=10.0.0.1,nw_dst=10.1.1.1,tp_src=1234,tp_dst=80"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    nat(dst=10.0.0.9-10.0.0.12:8080)\n",
+		"Datapath actions: ct(commit,zone=5,nat(dst=10.0.0.9-10.0.0.12:8080)),recirc(0x1)\n",
+		"Replacing src/dst IP/ports to simulate NAT:\n Initial flow: nw_src=10.0.0.1,tp_src=1234,nw_dst=10.1.1.1,tp_dst=80\n Modified flow: nw_src=10.0.0.1,tp_src=1234,nw_dst=10.0.0.9,tp_dst=8080\n====",
+		" 1. tcp,nw_dst=10.0.0.9,tp_dst=8080, priority 10\n    output:2\n",
+		"Datapath actions: 2",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trace lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/govs-project/govs/internal/ovstest"
 	"github.com/govs-project/govs/internal/seeds"
+	"github.com/govs-project/govs/ofproto/flowtext"
 )
 
 // tracePorts are worker 1's ports the seed walks use, as internal ports
@@ -52,24 +53,12 @@ func normalizeOVSTrace(out string, ports map[string]string) string {
 		})
 		if rest, ok := strings.CutPrefix(l, "Datapath actions: "); ok {
 			var parts []string
-			depth, start := 0, 0
-			for i, c := range rest + "," {
-				switch c {
-				case '(':
-					depth++
-				case ')':
-					depth--
-				case ',':
-					if depth == 0 {
-						p := rest[start:i]
-						if n, ok := ports[p]; ok {
-							p = n
-						}
-						if p != "(LOCAL)" {
-							parts = append(parts, p)
-						}
-						start = i + 1
-					}
+			for _, p := range flowtext.SplitDatapathActions(rest) {
+				if n, ok := ports[p]; ok {
+					p = n
+				}
+				if p != "(LOCAL)" {
+					parts = append(parts, p)
 				}
 			}
 			l = "Datapath actions: " + strings.Join(parts, ",")

@@ -74,36 +74,33 @@ func (c *traceConntrack) Execute(pkt *flowtable.Packet, req *flowtable.CTRequest
 			flowtable.FieldIPv6Dst.SetValue(k, n.AddrMin.AsSlice())
 		}
 		if n.PortMin != 0 {
-			if n.Flags&flowtable.NATSrc != 0 {
-				setTpSrc(k, n.PortMin)
-			} else if n.Flags&flowtable.NATDst != 0 {
-				setTpDst(k, n.PortMin)
+			if n.Flags&(flowtable.NATSrc|flowtable.NATDst) != 0 {
+				tpField(k, n.Flags&flowtable.NATDst != 0).SetUint64(k, uint64(n.PortMin))
 			}
 		}
 	}
 	c.states[ev] = r
 }
 
-func setTpSrc(k *flowtable.Key, p uint16) {
+// tpField is the transport port field (source or destination) of the
+// key's protocol: OVS's tp_src/tp_dst.
+func tpField(k *flowtable.Key, dst bool) *flowtable.Field {
 	switch k.NwProto() {
 	case flowtable.IPProtoUDP:
-		flowtable.FieldUDPSrc.SetUint64(k, uint64(p))
+		if dst {
+			return flowtable.FieldUDPDst
+		}
+		return flowtable.FieldUDPSrc
 	case flowtable.IPProtoSCTP:
-		flowtable.FieldSCTPSrc.SetUint64(k, uint64(p))
-	default:
-		flowtable.FieldTCPSrc.SetUint64(k, uint64(p))
+		if dst {
+			return flowtable.FieldSCTPDst
+		}
+		return flowtable.FieldSCTPSrc
 	}
-}
-
-func setTpDst(k *flowtable.Key, p uint16) {
-	switch k.NwProto() {
-	case flowtable.IPProtoUDP:
-		flowtable.FieldUDPDst.SetUint64(k, uint64(p))
-	case flowtable.IPProtoSCTP:
-		flowtable.FieldSCTPDst.SetUint64(k, uint64(p))
-	default:
-		flowtable.FieldTCPDst.SetUint64(k, uint64(p))
+	if dst {
+		return flowtable.FieldTCPDst
 	}
+	return flowtable.FieldTCPSrc
 }
 
 // tracePass is one translation: the packet as received, or a resumed
@@ -240,29 +237,15 @@ func (t *OVSTrace) banner(b *strings.Builder, ps *tracePass) {
 func ipFlow(b *strings.Builder, k *flowtable.Key, n *flowtable.NAT) {
 	switch {
 	case n.AddrMin.Is4():
-		fmt.Fprintf(b, "nw_src=%s,tp_src=%d,nw_dst=%s,tp_dst=%d", fieldText(flowtable.FieldIPv4Src, k), tpSrc(k), fieldText(flowtable.FieldIPv4Dst, k), tpDst(k))
+		fmt.Fprintf(b, "nw_src=%s,tp_src=%d,nw_dst=%s,tp_dst=%d", fieldText(flowtable.FieldIPv4Src, k), tpField(k, false).Uint64(k), fieldText(flowtable.FieldIPv4Dst, k), tpField(k, true).Uint64(k))
 	case n.AddrMin.Is6():
-		fmt.Fprintf(b, "ipv6_src=%s,tp_src=%d,ipv6_dst=%s,tp_dst=%d", fieldText(flowtable.FieldIPv6Src, k), tpSrc(k), fieldText(flowtable.FieldIPv6Dst, k), tpDst(k))
+		fmt.Fprintf(b, "ipv6_src=%s,tp_src=%d,ipv6_dst=%s,tp_dst=%d", fieldText(flowtable.FieldIPv6Src, k), tpField(k, false).Uint64(k), fieldText(flowtable.FieldIPv6Dst, k), tpField(k, true).Uint64(k))
 	}
 	b.WriteByte('\n')
 }
 
 func fieldText(f *flowtable.Field, k *flowtable.Key) string {
 	return FieldValueString(f, f.Value(k), nil)
-}
-
-func tpSrc(k *flowtable.Key) uint64 {
-	if k.NwProto() == flowtable.IPProtoUDP {
-		return flowtable.FieldUDPSrc.Uint64(k)
-	}
-	return flowtable.FieldTCPSrc.Uint64(k)
-}
-
-func tpDst(k *flowtable.Key) uint64 {
-	if k.NwProto() == flowtable.IPProtoUDP {
-		return flowtable.FieldUDPDst.Uint64(k)
-	}
-	return flowtable.FieldTCPDst.Uint64(k)
 }
 
 // traceNode is one line of OVS's trace tree (struct oftrace_node).
@@ -666,4 +649,25 @@ func (t *OVSTrace) commitSets(committed, cur *flowtable.Key) []string {
 		group("udp", []*flowtable.Field{flowtable.FieldUDPSrc, flowtable.FieldUDPDst}, []string{"src", "dst"})
 	}
 	return out
+}
+
+// SplitDatapathActions splits a "Datapath actions:" list at the commas
+// outside parentheses: "ct(commit,zone=1),recirc(0x1),2" has three.
+func SplitDatapathActions(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
 }
