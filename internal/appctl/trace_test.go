@@ -1,6 +1,7 @@
 package appctl
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -173,5 +174,37 @@ func TestTraceNAT(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("trace lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestTraceSeedServiceWalkGolden: `govs trace` of seed 001 §8 through
+// worker 1's flows prints what Open vSwitch 3.1 printed for the same
+// packet and flows (testdata/seed001-service-walk.txt, written by
+// GOVS_UPDATE_GOLDEN=1 go test ./internal/e2e -run TestTraceMatchesOVS:
+// megaflows dropped, recirc ids numbered by appearance, ports as
+// OpenFlow numbers).
+func TestTraceSeedServiceWalkGolden(t *testing.T) {
+	golden := goldenFile(t, "seed001-service-walk.txt")
+	cmd, want, _ := strings.Cut(golden, "\n")
+	args := strings.Fields(strings.TrimPrefix(cmd, "$ ovs-appctl ofproto/trace "))
+	r, err := ParseTraceArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uint32
+	out, err := TracePipeline(worker1(t), r.Bridge, nil, r, func(n uint32) uint32 { id += n; return id })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	got := regexp.MustCompile(`recirc(_id=|\()0x[0-9a-f]+`).ReplaceAllStringFunc(normalizeTrace(out, nil), func(s string) string {
+		i := strings.Index(s, "0x")
+		if _, ok := ids[s[i:]]; !ok {
+			ids[s[i:]] = fmt.Sprintf("#%d", len(ids)+1)
+		}
+		return s[:i] + ids[s[i:]]
+	})
+	if got != strings.TrimRight(want, "\n") {
+		t.Errorf("govs:\n%s\n--- Open vSwitch:\n%s", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -115,7 +116,7 @@ func TestTraceMatchesOVS(t *testing.T) {
 		t.Fatalf("dpif/show ports: OVS %v, govs %v\n%s\n%s", ovsNames, govsNames, ovsShow, govsShow)
 	}
 	const frontend = "in_port=49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=4e:99:08:c1:53:be,nw_src=10.222.1.48,nw_ttl=64"
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name string
 		args []string
 	}{
@@ -138,6 +139,22 @@ func TestTraceMatchesOVS(t *testing.T) {
 			continue
 		}
 		want, got := normalizeOVSTrace(ovsOut, ovsNames), normalizeOVSTrace(govsOut, govsNames)
+		if i == 0 && os.Getenv("GOVS_UPDATE_GOLDEN") != "" {
+			// internal/appctl's offline test compares govs trace with this
+			// walk as Open vSwitch printed it (ports as OpenFlow numbers).
+			byOFPort := map[string]string{}
+			for _, p := range tracePorts {
+				byOFPort[p.name] = fmt.Sprint(p.ofport)
+			}
+			numbers := map[string]string{}
+			for odp, name := range ovsNames {
+				numbers[odp] = byOFPort[name]
+			}
+			g := "$ ovs-appctl ofproto/trace " + strings.Join(tc.args, " ") + "\n" + normalizeOVSTrace(ovsOut, numbers) + "\n"
+			if err := os.WriteFile("../appctl/testdata/seed001-service-walk.txt", []byte(g), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if got != want {
 			t.Errorf("%s: traces differ\n--- govs\n%s\n--- Open vSwitch\n%s", tc.name, got, want)
 		}
