@@ -582,7 +582,7 @@ func (a *App) bridgeDumpFlows(args []string) (string, error) {
 	}
 	dp, ok := a.bridge(name)
 	if !ok {
-		return "", fmt.Errorf("%s: unknown bridge", name)
+		return "", fmt.Errorf("Unknown bridge") // OVS's words (bridge.c)
 	}
 	all := flowtable.AllFlows()
 	rules := dp.Pipeline().Flows(&all)

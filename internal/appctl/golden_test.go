@@ -87,8 +87,17 @@ func TestDPFeaturesMatchOVS(t *testing.T) {
 			t.Errorf("%s is not Yes (Antrea's agent refuses to start)", k)
 		}
 	}
-	if _, errText := a.Server.Execute("dpif/show-dp-features", []string{"nosuchbr"}); errText != "no such bridge\n" {
-		t.Errorf("unknown bridge: %q", errText)
+	for _, tc := range []struct{ cmd, want string }{
+		{"dpif/show-dp-features", "no such bridge\n"}, {"fdb/show", "no such bridge\n"},
+		{"bridge/dump-flows", "Unknown bridge\n"}, {"ofproto/trace", "nosuchbr: unknown bridge\n"},
+	} {
+		args := []string{"nosuchbr"}
+		if tc.cmd == "ofproto/trace" {
+			args = append(args, "in_port=1")
+		}
+		if _, errText := a.Server.Execute(tc.cmd, args); errText != tc.want {
+			t.Errorf("%s nosuchbr: %q, want %q", tc.cmd, errText, tc.want)
+		}
 	}
 }
 
