@@ -213,7 +213,9 @@ const maxRequest = 1 << 20
 // or sends something that is not a request.
 func (s *Server) ServeConn(c net.Conn) {
 	defer c.Close()
-	dec := json.NewDecoder(io.LimitReader(c, 64*maxRequest))
+	// ovs-appctl sends one request per connection: a few requests' worth
+	// bounds what one client can make the daemon buffer.
+	dec := json.NewDecoder(io.LimitReader(c, 4*maxRequest))
 	for {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
