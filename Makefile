@@ -14,7 +14,7 @@ DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables co
              ovn-central ovn-host
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean
+.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean install
 
 all: build
 
@@ -44,7 +44,7 @@ vet:
 	$(GO) vet ./...
 
 # The concurrent packages also run under the race detector.
-RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto/ofclient/
+RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto/ofclient/ ./internal/unixctl/
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
@@ -58,3 +58,13 @@ bench-net: deps build
 
 clean:
 	rm -rf $(BIN)
+
+# install puts govs and govs-vswitchd in $(PREFIX)/bin and $(PREFIX)/sbin, and
+# ovs-vswitchd as a symlink to govs-vswitchd: ovs-ctl and Antrea's scripts run
+# the daemon by that name and check /proc/PID/comm (docs: README "Drop-in").
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
+	install -m 755 $(BIN)/govs $(DESTDIR)$(PREFIX)/bin/govs
+	install -m 755 $(BIN)/govs-vswitchd $(DESTDIR)$(PREFIX)/sbin/govs-vswitchd
+	ln -sf govs-vswitchd $(DESTDIR)$(PREFIX)/sbin/ovs-vswitchd

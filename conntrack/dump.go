@@ -27,6 +27,9 @@ type Entry struct {
 	Label       Label
 	// TCPStateOrig/TCPStateReply are the per-end TCP states (TCP only).
 	TCPStateOrig, TCPStateReply uint8
+	// TCPWscaleOrig/TCPWscaleReply are each end's window scale with the
+	// flags in its high bits (negotiated, unknown: be liberal).
+	TCPWscaleOrig, TCPWscaleReply uint8
 	// Timeout is the time left before expiry, in seconds.
 	Timeout uint32
 }
@@ -121,7 +124,13 @@ func (e *Entry) TCPStateName() string {
 
 // String formats the entry like `ovs-appctl dpctl/dump-conntrack`, e.g.
 // tcp,orig=(src=10.10.0.5,dst=10.96.0.10,sport=56670,dport=80),reply=(src=10.10.0.7,dst=10.10.0.5,sport=8080,dport=56670),zone=65520,mark=32,protoinfo=(state=ESTABLISHED)
-func (e Entry) String() string {
+func (e Entry) String() string { return e.Format(false, false) }
+
+// Format formats the entry like `ovs-appctl dpctl/dump-conntrack [-m]
+// [-s]` for OVS's userspace datapath (lib/ct-dpif.c ct_dpif_format_entry):
+// verbose adds id= and status= (0 there too) and each end's TCP state,
+// window scale and flags; stats adds timeout= (seconds left).
+func (e Entry) Format(verbose, stats bool) string {
 	var b strings.Builder
 	b.WriteString(protoName(e.Orig.Proto))
 	b.WriteString(",orig=(")
@@ -129,8 +138,17 @@ func (e Entry) String() string {
 	b.WriteString("),reply=(")
 	e.Reply.format(&b)
 	b.WriteString(")")
+	if verbose {
+		b.WriteString(",id=0")
+	}
 	if e.Zone != 0 {
 		fmt.Fprintf(&b, ",zone=%d", e.Zone)
+	}
+	if verbose {
+		b.WriteString(",status=0")
+	}
+	if stats {
+		fmt.Fprintf(&b, ",timeout=%d", e.Timeout)
 	}
 	if e.Mark != 0 {
 		fmt.Fprintf(&b, ",mark=%d", e.Mark)
@@ -144,9 +162,13 @@ func (e Entry) String() string {
 		}
 	}
 	if e.Orig.Proto == protoTCP {
-		b.WriteString(",protoinfo=(state=")
-		b.WriteString(e.TCPStateName())
-		b.WriteString(")")
+		if verbose {
+			e.formatTCPVerbose(&b)
+		} else {
+			b.WriteString(",protoinfo=(state=")
+			b.WriteString(e.TCPStateName())
+			b.WriteString(")")
+		}
 	}
 	return b.String()
 }
@@ -188,6 +210,7 @@ func (t *Tracker) Dump(f DumpFilter) []Entry {
 			}
 			if c.key0.proto == protoTCP {
 				en.TCPStateOrig, en.TCPStateReply = c.tcp[0].state, c.tcp[1].state
+				en.TCPWscaleOrig, en.TCPWscaleReply = c.tcp[0].wscale, c.tcp[1].wscale
 			}
 			c.unlock()
 			en.Timeout = uint32((exp - now) / 1e9)
@@ -393,4 +416,58 @@ func (t *Tracker) ZoneCounts() map[uint16]int {
 		return false
 	})
 	return counts
+}
+
+func tcpStateString(s uint8) string {
+	if int(s) < len(tcpStateNames) {
+		return tcpStateNames[s]
+	}
+	return "[" + strconv.Itoa(int(s)) + "]"
+}
+
+// tcpWscaleFlags names an end's flags as ct-dpif does.
+func tcpWscaleFlags(ws uint8) string {
+	var fs []string
+	if ws&wsFlag != 0 {
+		fs = append(fs, "WINDOW_SCALE")
+	}
+	if ws&wsUnknown != 0 {
+		fs = append(fs, "BE_LIBERAL")
+	}
+	if len(fs) == 0 {
+		return "0"
+	}
+	return strings.Join(fs, "|")
+}
+
+func (e *Entry) formatTCPVerbose(b *strings.Builder) {
+	b.WriteString(",protoinfo=(state_orig=")
+	b.WriteString(tcpStateString(e.TCPStateOrig))
+	b.WriteString(",state_reply=")
+	b.WriteString(tcpStateString(e.TCPStateReply))
+	wo, wr := e.TCPWscaleOrig&wsMask, e.TCPWscaleReply&wsMask
+	if wo != 0 || wr != 0 {
+		fmt.Fprintf(b, ",wscale_orig=%d,wscale_reply=%d", wo, wr)
+	}
+	b.WriteString(",flags_orig=")
+	b.WriteString(tcpWscaleFlags(e.TCPWscaleOrig))
+	b.WriteString(",flags_reply=")
+	b.WriteString(tcpWscaleFlags(e.TCPWscaleReply))
+	b.WriteString(")")
+}
+
+// DefaultZoneLimit returns the limit of zones without one of their own
+// (0: unlimited).
+func (t *Tracker) DefaultZoneLimit() uint32 { return uint32(t.defLimit.Load()) }
+
+// LimitedZones returns the zones with a limit of their own, ascending
+// (`ovs-appctl dpctl/ct-get-limits` without zones lists them).
+func (t *Tracker) LimitedZones() []uint16 {
+	var zs []uint16
+	for z := range t.zoneLimit {
+		if t.zoneLimit[z].Load() > 0 {
+			zs = append(zs, uint16(z))
+		}
+	}
+	return zs
 }

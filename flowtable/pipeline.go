@@ -136,6 +136,10 @@ type xlate struct {
 	cookie    uint64
 	conjBuf   [16]*Rule
 	r         *recorder // nil unless a flow cache records this run
+	// dry is a trace (ofproto/trace) run: no counters, no learning, and
+	// ct() through traceCT instead of the tracker.
+	dry     bool
+	traceCT Conntrack
 }
 
 var seed = maphash.MakeSeed()
@@ -325,8 +329,10 @@ func (x *xlate) runTable(id uint8) {
 		x.note("no match: drop")
 		return
 	}
-	r.Stats.Packets.Add(1)
-	r.Stats.Bytes.Add(uint64(len(x.pkt.Frame)))
+	if !x.dry {
+		r.Stats.Packets.Add(1)
+		r.Stats.Bytes.Add(uint64(len(x.pkt.Frame)))
+	}
 	if x.r != nil {
 		s := x.r.seg()
 		s.Rules = append(s.Rules, r)
@@ -579,7 +585,9 @@ func (x *xlate) normal() {
 	// the recorded decision stale.
 	gen := x.p.MACs.Gen()
 	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: k.InPort()}
-	x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
+	if !x.dry {
+		x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
+	}
 	dst := k.EthDst()
 	var expires time.Time
 	defer func() {
@@ -610,8 +618,10 @@ func (x *xlate) group(id uint32) {
 		x.note("group %d does not exist: drop", id)
 		return
 	}
-	g.Packets.Add(1)
-	g.Bytes.Add(uint64(len(x.pkt.Frame)))
+	if !x.dry {
+		g.Packets.Add(1)
+		g.Bytes.Add(uint64(len(x.pkt.Frame)))
+	}
 	switch g.Type {
 	case GroupAll:
 		saved := x.pkt.Key
@@ -708,7 +718,9 @@ func (x *xlate) conntrack(a *CT) {
 	}
 	saved := *x.pkt
 	x.pkt.Commit()
-	if x.p.Conntrack != nil {
+	if x.traceCT != nil {
+		x.traceCT.Execute(x.pkt, req)
+	} else if x.p.Conntrack != nil {
 		x.p.Conntrack.Execute(x.pkt, req)
 	} else {
 		clearCt(k)

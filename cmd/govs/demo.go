@@ -462,12 +462,11 @@ func (d *demo) report() {
 		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, r.what, r.want, r.got, r.why)
 	}
 	tw.Flush()
-	fmt.Fprintln(d.out, "\nThe service packet, traced through the same pipeline (govs trace --demo):")
-	fmt.Fprintln(d.out)
+	fmt.Fprintf(d.out, "\nThe service packet, traced by the running switch (govs trace --rundir %s br-int PACKET,\nthe same as ovs-appctl ofproto/trace):\n\n", d.rundir)
 	d.check()
 	saved := cmdOut
 	cmdOut = d.out
-	err := runTrace([]string{"--demo"})
+	err := runTrace([]string{"--rundir", d.rundir, "br-int", demoPacket})
 	cmdOut = saved
 	if err != nil {
 		d.Fatal(err)

@@ -47,7 +47,11 @@ func loadFlowsFile(path string, extraTLV string) (*flowtable.Pipeline, error) {
 			return nil, err
 		}
 	}
-	if err := flowtext.Load(p, string(data), nil); err != nil {
+	text, err := withoutTLVLines(p, string(data), path)
+	if err != nil {
+		return nil, err
+	}
+	if err := flowtext.Load(p, text, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil

@@ -27,7 +27,7 @@ type command struct {
 
 var commands = []command{
 	{"parse-flows", "parse-flows [-O VERSION] FILE: print FILE's flows as ovs-ofctl dump-flows --no-stats prints them", runParseFlows},
-	{"trace", "trace --flows FILE [--tlv-map SPEC] PACKET | trace --demo: walk a packet through a pipeline offline", runTrace},
+	{"trace", "trace --flows FILE [--bridge NAME] [--tlv-map SPEC] [--ct-next FLAGS] PACKET | trace --rundir DIR BRIDGE PACKET | trace --demo: walk a packet through a pipeline as ovs-appctl ofproto/trace prints it", runTrace},
 }
 
 // usageError is a command called wrongly: exit status 2, as the OVS tools.

@@ -25,9 +25,14 @@ func vsctl(name string) func(args []string) error {
 	return func(args []string) error {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		rundir := fs.String("rundir", defaultRundir(), "govs-vswitchd's run `DIR` ($GOVS_RUNDIR)")
+		var more, stats bool
+		if name == "dump-conntrack" {
+			fs.BoolVar(&more, "m", false, "verbose: id, status and each end's TCP state (dpctl/dump-conntrack -m)")
+			fs.BoolVar(&stats, "s", false, "with the seconds left before expiry (dpctl/dump-conntrack -s)")
+		}
 		// Options may come anywhere, as ovs-vsctl's getopt permutes:
 		// parse again after each positional argument.
-		var pos []string
+		var words []string
 		for {
 			if err := fs.Parse(args); err != nil {
 				return err
@@ -36,12 +41,18 @@ func vsctl(name string) func(args []string) error {
 				break
 			}
 			if args = fs.Args(); args[0] == "--" {
-				pos = append(pos, args[1:]...)
+				words = append(words, args[1:]...)
 				break
 			}
-			pos, args = append(pos, args[0]), args[1:]
+			words, args = append(words, args[0]), args[1:]
 		}
-		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: pos})
+		if stats {
+			words = append([]string{"-s"}, words...)
+		}
+		if more {
+			words = append([]string{"-m"}, words...)
+		}
+		rep, err := vswitchd.Call(*rundir, vswitchd.Request{Command: name, Args: words})
 		if err != nil {
 			return err
 		}

@@ -70,7 +70,7 @@ func TestDemoLive(t *testing.T) {
 		"table 60: priority=200,ip,nw_src=10.222.1.48 actions=drop",
 		"is-at aa:bb:cc:dd:ee:ff",
 		"conntrack mark=32 (0x20)",
-		"Datapath actions: output:2",
+		"Datapath actions: 2",
 		"Flows whose counters moved",
 		"Removing the namespaces, veths and the switch... done",
 	} {

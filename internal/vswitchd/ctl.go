@@ -38,7 +38,7 @@ var Commands = map[string]string{
 	"del-port":        "del-port [BRIDGE] PORT",
 	"show":            "show",
 	"dump-cache":      "dump-cache [BRIDGE]: the megaflow cache counters of each bridge",
-	"dump-conntrack":  "dump-conntrack [zone=N]: the connections, like ovs-appctl dpctl/dump-conntrack",
+	"dump-conntrack":  "dump-conntrack [-m] [-s] [zone=N]: the connections, like ovs-appctl dpctl/dump-conntrack",
 	"flush-conntrack": "flush-conntrack [zone=N]",
 }
 

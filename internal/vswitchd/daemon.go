@@ -61,6 +61,7 @@ type bridge struct {
 	dp        *datapath.Bridge
 	ports     map[string]uint32 // name -> ofport
 	kinds     map[string]string
+	options   map[string]map[string]string // options:* by port name (dpif/show)
 	listeners []*ofproto.Listener
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -221,7 +222,7 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 			return err
 		}
 	}
-	b := &bridge{cfg: cfg, dp: dp, ports: map[string]uint32{}, kinds: map[string]string{}}
+	b := &bridge{cfg: cfg, dp: dp, ports: map[string]uint32{}, kinds: map[string]string{}, options: map[string]map[string]string{}}
 	ctx, cancel := context.WithCancel(d.ctx)
 	b.cancel = cancel
 	if d.OpenFlow != nil {
@@ -334,6 +335,7 @@ func (d *Daemon) AddPort(br string, cfg PortConfig) error {
 	}
 	b.ports[cfg.Name] = no
 	b.kinds[cfg.Name] = kind
+	b.options[cfg.Name] = cfg.Options
 	d.Log.Info("port added", zap.String("bridge", br), zap.String("port", cfg.Name), zap.Uint32("ofport", no), zap.String("type", kind))
 	return nil
 }
@@ -349,6 +351,7 @@ func (d *Daemon) DelPort(br, name string) error {
 		if no, ok := b.ports[name]; ok {
 			delete(b.ports, name)
 			delete(b.kinds, name)
+			delete(b.options, name)
 			return b.dp.DelPort(no)
 		}
 	}
@@ -451,31 +454,49 @@ func (d *Daemon) DumpCache(names []string) (string, error) {
 }
 
 // DumpConntrack prints the connections like `ovs-appctl
-// dpctl/dump-conntrack [zone=N]`.
+// dpctl/dump-conntrack [-m] [-s] [dp] [zone=N]` (govs dump-conntrack and
+// the ovs-appctl command are this one function).
 func (d *Daemon) DumpConntrack(args []string) (string, error) {
 	var f conntrack.DumpFilter
+	verbose, stats := false, false
 	for _, a := range args {
-		z, ok := strings.CutPrefix(a, "zone=")
-		if !ok {
-			return "", fmt.Errorf("%q: usage: dump-conntrack [zone=N]", a)
+		switch {
+		case a == "-m" || a == "--more":
+			verbose = true
+		case a == "-s" || a == "--statistics":
+			stats = true
+		case IsDatapathName(a):
+		case strings.HasPrefix(a, "zone="):
+			n, err := strconv.ParseUint(a[len("zone="):], 10, 16)
+			if err != nil {
+				return "", fmt.Errorf("failed to parse zone")
+			}
+			zone := uint16(n)
+			f.Zone = &zone
+		default:
+			return "", fmt.Errorf("%q: usage: dump-conntrack [-m] [-s] [dp] [zone=N]", a)
 		}
-		n, err := strconv.ParseUint(z, 10, 16)
-		if err != nil {
-			return "", fmt.Errorf("zone=%q: not a zone number", z)
-		}
-		zone := uint16(n)
-		f.Zone = &zone
 	}
 	var s strings.Builder
 	for _, e := range d.tracker.Dump(f) {
-		s.WriteString(e.String())
+		s.WriteString(e.Format(verbose, stats))
 		s.WriteByte('\n')
 	}
 	return s.String(), nil
 }
 
-// FlushConntrack removes every connection, or those of one zone.
+// IsDatapathName says whether a dpctl argument names the datapath: govs
+// has one, which answers to OVS's userspace datapath names.
+func IsDatapathName(s string) bool {
+	return s == "netdev@ovs-netdev" || s == "ovs-netdev"
+}
+
+// FlushConntrack removes every connection, or those of one zone
+// (`dpctl/flush-conntrack [dp] [zone=N]`).
 func (d *Daemon) FlushConntrack(args []string) (string, error) {
+	if len(args) > 0 && IsDatapathName(args[0]) {
+		args = args[1:]
+	}
 	switch len(args) {
 	case 0:
 		d.tracker.Flush()
@@ -484,10 +505,10 @@ func (d *Daemon) FlushConntrack(args []string) (string, error) {
 		z, ok := strings.CutPrefix(args[0], "zone=")
 		n, err := strconv.ParseUint(z, 10, 16)
 		if !ok || err != nil {
-			return "", fmt.Errorf("%q: usage: flush-conntrack [zone=N]", args[0])
+			return "", fmt.Errorf("%q: usage: flush-conntrack [dp] [zone=N]", args[0])
 		}
 		d.tracker.FlushZone(uint16(n))
 		return "", nil
 	}
-	return "", fmt.Errorf("usage: flush-conntrack [zone=N]")
+	return "", fmt.Errorf("usage: flush-conntrack [dp] [zone=N]")
 }
