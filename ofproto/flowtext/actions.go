@@ -7,20 +7,21 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
 
 // parseActions parses an ovs-actions(7) list. base is the offset of s in
 // the line, for error columns.
 func parseActions(s string, base int, o *ParseOptions, fl *flowtable.Flow) ([]flowtable.Action, error) {
-	sc := scanner{s: s, base: base}
+	sc := ofptext.Scanner{S: s, Base: base}
 	var acts []flowtable.Action
 	sawDrop := false
 	for {
-		e, ok := sc.next()
+		e, ok := sc.Next()
 		if !ok {
 			break
 		}
-		if e.key == "drop" && e.delim == 0 {
+		if e.Key == "drop" && e.Delim == 0 {
 			sawDrop = true
 			continue
 		}
@@ -31,20 +32,20 @@ func parseActions(s string, base int, o *ParseOptions, fl *flowtable.Flow) ([]fl
 		acts = append(acts, a)
 	}
 	if sawDrop && len(acts) > 0 {
-		return nil, errAt(base, "drop", "\"drop\" must not be combined with other actions")
+		return nil, ofptext.ErrAt(base, "drop", "\"drop\" must not be combined with other actions")
 	}
 	return acts, nil
 }
 
-func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
-	key, val := e.key, e.value
+func parseAction(e ofptext.KV, o *ParseOptions) (flowtable.Action, error) {
+	key, val := e.Key, e.Value
 	bad := func(format string, args ...any) error {
-		return errAt(e.valPos, key, format, args...)
+		return ofptext.ErrAt(e.ValPos, key, format, args...)
 	}
-	wrap := func(err error) error { return errAt(e.valPos, key, "%s", trimFieldPrefix(err, key)) }
+	wrap := func(err error) error { return ofptext.ErrAt(e.ValPos, key, "%s", ofptext.TrimFieldPrefix(err, key)) }
 	lk := strings.ToLower(key)
 	// A bare port number or reserved port name is an output.
-	if e.delim == 0 {
+	if e.Delim == 0 {
 		switch strings.ToUpper(key) {
 		case "IN_PORT", "NORMAL", "FLOOD", "ALL", "LOCAL", "TABLE":
 			p, _ := flowtable.ParsePort(key)
@@ -53,9 +54,9 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 			return &flowtable.Controller{MaxLen: 0xffff, Reason: 1, Short: true}, nil
 		}
 		if _, err := strconv.ParseUint(key, 10, 32); err == nil {
-			p, err := parsePortName(key, o.Ports)
+			p, err := ofptext.ParsePortName(key, o.Ports)
 			if err != nil {
-				return nil, errAt(e.keyPos, key, "%v", err)
+				return nil, ofptext.ErrAt(e.KeyPos, key, "%v", err)
 			}
 			return &flowtable.Output{Port: p}, nil
 		}
@@ -63,13 +64,13 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 	switch lk {
 	case "output":
 		if strings.Contains(val, "[") {
-			r, err := parseSubfield(val, o.TLV)
+			r, err := ofptext.ParseSubfield(val, o.TLV)
 			if err != nil {
 				return nil, wrap(err)
 			}
 			return &flowtable.OutputReg{Src: r, MaxLen: 0}, nil
 		}
-		p, err := parsePortName(val, o.Ports)
+		p, err := ofptext.ParsePortName(val, o.Ports)
 		if err != nil {
 			// output:reg1 style field name.
 			if f := flowtable.FieldByName(val); f != nil {
@@ -91,19 +92,19 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		if !ok {
 			return nil, bad("syntax is enqueue:PORT:QUEUE")
 		}
-		p, err := parsePortName(ps, o.Ports)
+		p, err := ofptext.ParsePortName(ps, o.Ports)
 		if err != nil {
 			return nil, wrap(err)
 		}
-		q, err := parseNum(qs, 32)
+		q, err := ofptext.ParseNum(qs, 32)
 		if err != nil {
 			return nil, wrap(err)
 		}
 		return &flowtable.Enqueue{Port: p, Queue: uint32(q)}, nil
 	case "resubmit":
 		r := &flowtable.Resubmit{InPort: flowtable.PortInPort, Table: flowtable.TableNone}
-		if e.delim == ':' {
-			p, err := parsePortName(val, o.Ports)
+		if e.Delim == ':' {
+			p, err := ofptext.ParsePortName(val, o.Ports)
 			if err != nil {
 				return nil, wrap(err)
 			}
@@ -115,14 +116,14 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 			return nil, bad("syntax is resubmit([PORT][,TABLE][,ct])")
 		}
 		if parts[0] != "" {
-			p, err := parsePortName(parts[0], o.Ports)
+			p, err := ofptext.ParsePortName(parts[0], o.Ports)
 			if err != nil {
 				return nil, wrap(err)
 			}
 			r.InPort = p
 		}
 		if len(parts) > 1 && parts[1] != "" {
-			t, err := parseNum(parts[1], 8)
+			t, err := ofptext.ParseNum(parts[1], 8)
 			if err != nil || t == 255 {
 				return nil, bad("%q: invalid table", parts[1])
 			}
@@ -139,20 +140,20 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		}
 		return r, nil
 	case "goto_table":
-		t, err := parseNum(val, 8)
+		t, err := ofptext.ParseNum(val, 8)
 		if err != nil || t == 255 {
 			return nil, bad("%q: invalid table", val)
 		}
 		return &flowtable.GotoTable{Table: uint8(t)}, nil
 	case "write_metadata":
 		vs, ms, hasMask := strings.Cut(val, "/")
-		v, err := parseNum(vs, 64)
+		v, err := ofptext.ParseNum(vs, 64)
 		if err != nil {
 			return nil, wrap(err)
 		}
 		m := ^uint64(0)
 		if hasMask {
-			if m, err = parseNum(ms, 64); err != nil {
+			if m, err = ofptext.ParseNum(ms, 64); err != nil {
 				return nil, wrap(err)
 			}
 		}
@@ -160,13 +161,13 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 	case "clear_actions":
 		return &flowtable.ClearActions{}, nil
 	case "write_actions":
-		inner, err := parseActions(val, e.valPos, o, nil)
+		inner, err := parseActions(val, e.ValPos, o, nil)
 		if err != nil {
 			return nil, err
 		}
 		return &flowtable.WriteActions{Actions: inner}, nil
 	case "meter":
-		id, err := parseNum(val, 32)
+		id, err := ofptext.ParseNum(val, 32)
 		if err != nil {
 			return nil, wrap(err)
 		}
@@ -180,11 +181,11 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		if !ok {
 			return nil, bad("%q: missing `->'", val)
 		}
-		src, err := parseSubfield(ss, o.TLV)
+		src, err := ofptext.ParseSubfield(ss, o.TLV)
 		if err != nil {
 			return nil, wrap(err)
 		}
-		dst, err := parseSubfield(ds, o.TLV)
+		dst, err := ofptext.ParseSubfield(ds, o.TLV)
 		if err != nil {
 			return nil, wrap(err)
 		}
@@ -193,7 +194,7 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		}
 		return &flowtable.Move{Src: src, Dst: dst}, nil
 	case "mod_dl_src", "mod_dl_dst":
-		mac, err := parseMAC(val)
+		mac, err := ofptext.ParseMAC(val)
 		if err != nil {
 			return nil, wrap(err)
 		}
@@ -201,7 +202,7 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		if lk == "mod_dl_dst" {
 			f, raw = flowtable.FieldEthDst, flowtable.RawModDlDst
 		}
-		return &flowtable.SetField{Field: f, Value: mac, Mask: onesOf(6), Raw: raw}, nil
+		return &flowtable.SetField{Field: f, Value: mac, Mask: ofptext.OnesOf(6), Raw: raw}, nil
 	case "mod_nw_src", "mod_nw_dst":
 		a, err := netip.ParseAddr(val)
 		if err != nil || !a.Is4() {
@@ -211,27 +212,27 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		if lk == "mod_nw_dst" {
 			f, raw = flowtable.FieldIPv4Dst, flowtable.RawModNwDst
 		}
-		return &flowtable.SetField{Field: f, Value: a.AsSlice(), Mask: onesOf(4), Raw: raw}, nil
+		return &flowtable.SetField{Field: f, Value: a.AsSlice(), Mask: ofptext.OnesOf(4), Raw: raw}, nil
 	case "mod_nw_tos":
-		v, err := parseNum(val, 8)
+		v, err := ofptext.ParseNum(val, 8)
 		if err != nil || v&3 != 0 {
 			return nil, bad("%q: invalid TOS (the low 2 bits must be zero)", val)
 		}
 		return &flowtable.SetField{Field: flowtable.FieldIPDSCP, Value: []byte{byte(v >> 2)}, Mask: []byte{0x3f}, Raw: flowtable.RawModNwTos}, nil
 	case "mod_nw_ecn":
-		v, err := parseNum(val, 8)
+		v, err := ofptext.ParseNum(val, 8)
 		if err != nil || v > 3 {
 			return nil, bad("%q: invalid ECN", val)
 		}
 		return &flowtable.SetField{Field: flowtable.FieldIPECN, Value: []byte{byte(v)}, Mask: []byte{3}, Raw: flowtable.RawModNwEcn}, nil
 	case "mod_nw_ttl":
-		v, err := parseNum(val, 8)
+		v, err := ofptext.ParseNum(val, 8)
 		if err != nil {
 			return nil, wrap(err)
 		}
 		return &flowtable.SetField{Field: flowtable.FieldIPTTL, Value: []byte{byte(v)}, Mask: []byte{0xff}, Raw: flowtable.RawModNwTTL}, nil
 	case "mod_tp_src", "mod_tp_dst":
-		v, err := parseNum(val, 16)
+		v, err := ofptext.ParseNum(val, 16)
 		if err != nil {
 			return nil, wrap(err)
 		}
@@ -239,15 +240,15 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		if lk == "mod_tp_dst" {
 			f, raw = flowtable.FieldTCPDst, flowtable.RawModTpDst
 		}
-		return &flowtable.SetField{Field: f, Value: u64Bytes(v, 2), Mask: onesOf(2), Raw: raw}, nil
+		return &flowtable.SetField{Field: f, Value: ofptext.U64Bytes(v, 2), Mask: ofptext.OnesOf(2), Raw: raw}, nil
 	case "mod_vlan_vid", "set_vlan_vid":
-		v, err := parseNum(val, 16)
+		v, err := ofptext.ParseNum(val, 16)
 		if err != nil || v > 0xfff {
 			return nil, bad("%q: invalid VLAN VID", val)
 		}
-		return &flowtable.SetField{Field: flowtable.FieldVlanVID, Value: u64Bytes(v|flowtable.VlanCFI, 2), Mask: u64Bytes(0x1fff, 2), Raw: flowtable.RawModVlanVid}, nil
+		return &flowtable.SetField{Field: flowtable.FieldVlanVID, Value: ofptext.U64Bytes(v|flowtable.VlanCFI, 2), Mask: ofptext.U64Bytes(0x1fff, 2), Raw: flowtable.RawModVlanVid}, nil
 	case "mod_vlan_pcp", "set_vlan_pcp":
-		v, err := parseNum(val, 8)
+		v, err := ofptext.ParseNum(val, 8)
 		if err != nil || v > 7 {
 			return nil, bad("%q: invalid VLAN PCP", val)
 		}
@@ -257,16 +258,16 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 	case "pop_vlan":
 		return &flowtable.PopVLAN{}, nil
 	case "push_vlan":
-		v, err := parseNum(val, 16)
+		v, err := ofptext.ParseNum(val, 16)
 		if err != nil || (v != flowtable.EthTypeVLAN && v != flowtable.EthTypeQinQ) {
 			return nil, bad("%q: push_vlan takes 0x8100 or 0x88a8", val)
 		}
 		return &flowtable.PushVLAN{EthType: uint16(v)}, nil
 	case "dec_ttl":
 		d := &flowtable.DecTTL{}
-		if e.delim == '(' {
+		if e.Delim == '(' {
 			for _, x := range strings.Split(val, ",") {
-				id, err := parseNum(strings.TrimSpace(x), 16)
+				id, err := ofptext.ParseNum(strings.TrimSpace(x), 16)
 				if err != nil {
 					return nil, wrap(err)
 				}
@@ -286,9 +287,9 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		is, rest, ok1 := strings.Cut(val, ",")
 		ks, ns, ok2 := strings.Cut(rest, "/")
 		var err1, err2, err3 error
-		id, err1 = parseNum(strings.TrimSpace(is), 32)
-		k, err2 = parseNum(strings.TrimSpace(ks), 8)
-		n, err3 = parseNum(strings.TrimSpace(ns), 8)
+		id, err1 = ofptext.ParseNum(strings.TrimSpace(is), 32)
+		k, err2 = ofptext.ParseNum(strings.TrimSpace(ks), 8)
+		n, err3 = ofptext.ParseNum(strings.TrimSpace(ns), 8)
 		if !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
 			return nil, bad("\"conjunction\" syntax is \"conjunction(id,i/n)\"")
 		}
@@ -300,7 +301,7 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		}
 		return &flowtable.Conjunction{ID: uint32(id), Clause: uint8(k), NClauses: uint8(n)}, nil
 	case "group":
-		id, err := parseNum(val, 32)
+		id, err := ofptext.ParseNum(val, 32)
 		if err != nil {
 			return nil, wrap(err)
 		}
@@ -325,7 +326,7 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 	case "exit":
 		return &flowtable.Exit{}, nil
 	case "set_queue":
-		id, err := parseNum(val, 32)
+		id, err := ofptext.ParseNum(val, 32)
 		if err != nil {
 			return nil, wrap(err)
 		}
@@ -334,93 +335,93 @@ func parseAction(e kv, o *ParseOptions) (flowtable.Action, error) {
 		return &flowtable.PopQueue{}, nil
 	case "fin_timeout":
 		ft := &flowtable.FinTimeout{}
-		sc := scanner{s: val, base: e.valPos}
+		sc := ofptext.Scanner{S: val, Base: e.ValPos}
 		for {
-			x, ok := sc.next()
+			x, ok := sc.Next()
 			if !ok {
 				break
 			}
-			v, err := parseNum(x.value, 16)
+			v, err := ofptext.ParseNum(x.Value, 16)
 			if err != nil {
-				return nil, errAt(x.valPos, x.key, "%v", err)
+				return nil, ofptext.ErrAt(x.ValPos, x.Key, "%v", err)
 			}
-			switch x.key {
+			switch x.Key {
 			case "idle_timeout":
 				ft.IdleTimeout = uint16(v)
 			case "hard_timeout":
 				ft.HardTimeout = uint16(v)
 			default:
-				return nil, errAt(x.keyPos, x.key, "unknown fin_timeout argument")
+				return nil, ofptext.ErrAt(x.KeyPos, x.Key, "unknown fin_timeout argument")
 			}
 		}
 		return ft, nil
 	case "learn":
 		return parseLearn(e, o)
 	}
-	return nil, errAt(e.keyPos, key, "unknown action %q", key)
+	return nil, ofptext.ErrAt(e.KeyPos, key, "unknown action %q", key)
 }
 
-func parseController(e kv, bad func(string, ...any) error) (flowtable.Action, error) {
+func parseController(e ofptext.KV, bad func(string, ...any) error) (flowtable.Action, error) {
 	c := &flowtable.Controller{MaxLen: 0xffff, Reason: 1}
-	switch e.delim {
+	switch e.Delim {
 	case 0:
 		c.Short = true
 		return c, nil
 	case ':':
-		n, err := parseNum(e.value, 16)
+		n, err := ofptext.ParseNum(e.Value, 16)
 		if err != nil {
 			return nil, bad("%v", err)
 		}
 		c.MaxLen, c.Short = uint16(n), true
 		return c, nil
 	}
-	sc := scanner{s: e.value, base: e.valPos}
+	sc := ofptext.Scanner{S: e.Value, Base: e.ValPos}
 	for {
-		x, ok := sc.next()
+		x, ok := sc.Next()
 		if !ok {
 			break
 		}
-		switch x.key {
+		switch x.Key {
 		case "reason":
 			found := false
-			for i, n := range reasonNames {
-				if n == x.value {
+			for i, n := range ofptext.ReasonNames {
+				if n == x.Value {
 					c.Reason, found = uint8(i), true
 				}
 			}
 			if !found {
-				return nil, errAt(x.valPos, "reason", "unknown reason %q", x.value)
+				return nil, ofptext.ErrAt(x.ValPos, "reason", "unknown reason %q", x.Value)
 			}
 		case "max_len":
-			n, err := parseNum(x.value, 16)
+			n, err := ofptext.ParseNum(x.Value, 16)
 			if err != nil {
-				return nil, errAt(x.valPos, "max_len", "%v", err)
+				return nil, ofptext.ErrAt(x.ValPos, "max_len", "%v", err)
 			}
 			c.MaxLen = uint16(n)
 		case "id":
-			n, err := parseNum(x.value, 16)
+			n, err := ofptext.ParseNum(x.Value, 16)
 			if err != nil {
-				return nil, errAt(x.valPos, "id", "%v", err)
+				return nil, ofptext.ErrAt(x.ValPos, "id", "%v", err)
 			}
 			c.ControllerID = uint16(n)
 		case "userdata":
-			for _, h := range strings.Split(x.value, ".") {
+			for _, h := range strings.Split(x.Value, ".") {
 				b, err := strconv.ParseUint(h, 16, 8)
 				if err != nil {
-					return nil, errAt(x.valPos, "userdata", "%q: invalid hex", x.value)
+					return nil, ofptext.ErrAt(x.ValPos, "userdata", "%q: invalid hex", x.Value)
 				}
 				c.UserData = append(c.UserData, byte(b))
 			}
 		case "pause":
 			c.Pause = true
 		case "meter_id":
-			n, err := parseNum(x.value, 32)
+			n, err := ofptext.ParseNum(x.Value, 32)
 			if err != nil {
-				return nil, errAt(x.valPos, "meter_id", "%v", err)
+				return nil, ofptext.ErrAt(x.ValPos, "meter_id", "%v", err)
 			}
 			c.MeterID = uint32(n)
 		default:
-			return nil, errAt(x.keyPos, x.key, "unknown controller argument")
+			return nil, ofptext.ErrAt(x.KeyPos, x.Key, "unknown controller argument")
 		}
 	}
 	return c, nil
@@ -461,13 +462,13 @@ func parseSetField(val string, o *ParseOptions, bad func(string, ...any) error, 
 // fullMask returns the all-bits mask of f (only its Bits significant bits).
 func fullMask(f *flowtable.Field) []byte {
 	if f.Wide() {
-		return onesOf(f.Bytes)
+		return ofptext.OnesOf(f.Bytes)
 	}
 	all := uint64(1)<<uint(f.Bits) - 1
 	if f.Bits >= 64 {
 		all = ^uint64(0)
 	}
-	return u64Bytes(all, f.Bytes)
+	return ofptext.U64Bytes(all, f.Bytes)
 }
 
 // parseLoad parses load:VALUE->DST[ofs..end] into a masked set-field.
@@ -476,14 +477,14 @@ func parseLoad(val string, o *ParseOptions, bad func(string, ...any) error, wrap
 	if !ok {
 		return nil, bad("%q: missing `->'", val)
 	}
-	dst, err := parseSubfield(ds, o.TLV)
+	dst, err := ofptext.ParseSubfield(ds, o.TLV)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	if !dst.Field.Writable {
 		return nil, bad("%s is read-only", dst.Field.Name)
 	}
-	imm, err := parseIntBytes(vs, (dst.NBits+7)/8)
+	imm, err := ofptext.ParseIntBytes(vs, (dst.NBits+7)/8)
 	if err != nil {
 		return nil, bad("%s: value does not fit in %d bits", vs, dst.NBits)
 	}
@@ -513,51 +514,51 @@ func placeBits(r flowtable.FieldRange, imm []byte) (value, mask []byte) {
 	return value, mask
 }
 
-func parseCT(e kv, o *ParseOptions) (flowtable.Action, error) {
+func parseCT(e ofptext.KV, o *ParseOptions) (flowtable.Action, error) {
 	ct := &flowtable.CT{Table: flowtable.TableNone}
-	if e.delim == 0 {
+	if e.Delim == 0 {
 		return ct, nil
 	}
-	sc := scanner{s: e.value, base: e.valPos}
+	sc := ofptext.Scanner{S: e.Value, Base: e.ValPos}
 	for {
-		x, ok := sc.next()
+		x, ok := sc.Next()
 		if !ok {
 			break
 		}
-		switch x.key {
+		switch x.Key {
 		case "commit":
 			ct.Commit = true
 		case "force":
 			ct.Force = true
 		case "table":
-			t, err := parseNum(x.value, 8)
+			t, err := ofptext.ParseNum(x.Value, 8)
 			if err != nil || t == 255 {
-				return nil, errAt(x.valPos, "table", "%q: invalid table", x.value)
+				return nil, ofptext.ErrAt(x.ValPos, "table", "%q: invalid table", x.Value)
 			}
 			ct.Table = uint8(t)
 		case "zone":
-			if z, err := parseNum(x.value, 16); err == nil {
+			if z, err := ofptext.ParseNum(x.Value, 16); err == nil {
 				ct.Zone = uint16(z)
 				break
 			}
-			r, err := parseSubfield(x.value, o.TLV)
+			r, err := ofptext.ParseSubfield(x.Value, o.TLV)
 			if err != nil {
-				return nil, errAt(x.valPos, "zone", "%v", err)
+				return nil, ofptext.ErrAt(x.ValPos, "zone", "%v", err)
 			}
 			if r.NBits != 16 {
-				return nil, errAt(x.valPos, "zone", "zone field must be 16 bits wide, not %d", r.NBits)
+				return nil, ofptext.ErrAt(x.ValPos, "zone", "zone field must be 16 bits wide, not %d", r.NBits)
 			}
 			ct.ZoneSrc = r
 		case "alg":
-			switch x.value {
+			switch x.Value {
 			case "ftp":
 				ct.Alg = 21
 			case "tftp":
 				ct.Alg = 69
 			default:
-				a, err := parseNum(x.value, 16)
+				a, err := ofptext.ParseNum(x.Value, 16)
 				if err != nil {
-					return nil, errAt(x.valPos, "alg", "unknown ALG %q", x.value)
+					return nil, ofptext.ErrAt(x.ValPos, "alg", "unknown ALG %q", x.Value)
 				}
 				ct.Alg = uint16(a)
 			}
@@ -568,41 +569,41 @@ func parseCT(e kv, o *ParseOptions) (flowtable.Action, error) {
 			}
 			ct.NAT = n
 		case "exec":
-			inner, err := parseActions(x.value, x.valPos, o, nil)
+			inner, err := parseActions(x.Value, x.ValPos, o, nil)
 			if err != nil {
 				return nil, err
 			}
 			for _, a := range inner {
 				sf, ok := a.(*flowtable.SetField)
 				if !ok || (sf.Field != flowtable.FieldCtMark && sf.Field != flowtable.FieldCtLabel) {
-					return nil, errAt(x.valPos, "exec", "only set_field/load of ct_mark or ct_label may be used in ct(exec(...)), not %s", a.Name())
+					return nil, ofptext.ErrAt(x.ValPos, "exec", "only set_field/load of ct_mark or ct_label may be used in ct(exec(...)), not %s", a.Name())
 				}
 			}
 			ct.Exec = inner
 		default:
-			return nil, errAt(x.keyPos, x.key, "unknown ct argument %q", x.key)
+			return nil, ofptext.ErrAt(x.KeyPos, x.Key, "unknown ct argument %q", x.Key)
 		}
 	}
 	if ct.Commit && ct.ZoneSrc.Field == nil {
 		// fine
 	}
 	if ct.Force && !ct.Commit {
-		return nil, errAt(e.valPos, "ct", "\"force\" requires \"commit\"")
+		return nil, ofptext.ErrAt(e.ValPos, "ct", "\"force\" requires \"commit\"")
 	}
 	if len(ct.Exec) > 0 && !ct.Commit {
-		return nil, errAt(e.valPos, "ct", "exec() requires \"commit\"")
+		return nil, ofptext.ErrAt(e.ValPos, "ct", "exec() requires \"commit\"")
 	}
 	return ct, nil
 }
 
 // parseNAT parses nat[(src|dst[=ADDR[-ADDR][:PORT[-PORT]]][,persistent][,hash][,random])].
-func parseNAT(x kv) (*flowtable.NAT, error) {
+func parseNAT(x ofptext.KV) (*flowtable.NAT, error) {
 	n := &flowtable.NAT{}
-	if x.delim != '(' {
+	if x.Delim != '(' {
 		return n, nil
 	}
-	bad := func(format string, args ...any) error { return errAt(x.valPos, "nat", format, args...) }
-	for i, part := range splitTop(x.value) {
+	bad := func(format string, args ...any) error { return ofptext.ErrAt(x.ValPos, "nat", format, args...) }
+	for i, part := range splitTop(x.Value) {
 		k, v, hasVal := strings.Cut(part, "=")
 		switch k {
 		case "src", "dst":
@@ -679,13 +680,13 @@ func parseNATRange(n *flowtable.NAT, s string) error {
 	}
 	if ports != "" {
 		plo, phi, pr := strings.Cut(ports, "-")
-		p1, err := parseNum(plo, 16)
+		p1, err := ofptext.ParseNum(plo, 16)
 		if err != nil {
 			return fmt.Errorf("%q: invalid port", plo)
 		}
 		n.PortMin = uint16(p1)
 		if pr {
-			p2, err := parseNum(phi, 16)
+			p2, err := ofptext.ParseNum(phi, 16)
 			if err != nil || p2 < p1 {
 				return fmt.Errorf("%q: invalid port range", ports)
 			}
@@ -696,15 +697,15 @@ func parseNATRange(n *flowtable.NAT, s string) error {
 }
 
 // parseLearn parses learn(...) (ovs-actions(7)).
-func parseLearn(e kv, o *ParseOptions) (flowtable.Action, error) {
+func parseLearn(e ofptext.KV, o *ParseOptions) (flowtable.Action, error) {
 	l := &flowtable.Learn{Table: 1, Priority: flowtable.DefaultPriority}
-	for _, part := range splitTop(e.value) {
+	for _, part := range splitTop(e.Value) {
 		part = strings.TrimSpace(part)
-		pos := e.valPos + strings.Index(e.value, part)
-		bad := func(format string, args ...any) error { return errAt(pos, "learn", format, args...) }
+		pos := e.ValPos + strings.Index(e.Value, part)
+		bad := func(format string, args ...any) error { return ofptext.ErrAt(pos, "learn", format, args...) }
 		k, v, hasVal := strings.Cut(part, "=")
 		num := func(bits int) (uint64, error) {
-			x, err := parseNum(v, bits)
+			x, err := ofptext.ParseNum(v, bits)
 			if err != nil {
 				return 0, bad("%s: %v", k, err)
 			}
@@ -741,7 +742,7 @@ func parseLearn(e kv, o *ParseOptions) (flowtable.Action, error) {
 		case k == "delete_learned" && !hasVal:
 			l.Flags |= flowtable.LearnDeleteLearned
 		case k == "result_dst" && hasVal:
-			r, perr := parseSubfield(v, o.TLV)
+			r, perr := ofptext.ParseSubfield(v, o.TLV)
 			if perr != nil {
 				return nil, bad("%v", perr)
 			}
@@ -770,14 +771,14 @@ func parseLearnSpec(s string, o *ParseOptions) (flowtable.LearnSpec, error) {
 		if !ok {
 			return sp, fmt.Errorf("%q: missing `->'", s)
 		}
-		d, err := parseSubfield(dst, o.TLV)
+		d, err := ofptext.ParseSubfield(dst, o.TLV)
 		if err != nil {
 			return sp, err
 		}
 		sp.Dst, sp.NBits = d, d.NBits
 		return sp, learnSource(&sp, s, src, o)
 	case strings.HasPrefix(s, "output:"):
-		r, err := parseSubfield(s[7:], o.TLV)
+		r, err := ofptext.ParseSubfield(s[7:], o.TLV)
 		if err != nil {
 			return sp, err
 		}
@@ -810,7 +811,7 @@ func parseLearnSpec(s string, o *ParseOptions) (flowtable.LearnSpec, error) {
 			return sp, nil
 		}
 	}
-	d, err := parseSubfield(dstStr, o.TLV)
+	d, err := ofptext.ParseSubfield(dstStr, o.TLV)
 	if err != nil {
 		return sp, err
 	}
@@ -826,14 +827,14 @@ func parseLearnSpec(s string, o *ParseOptions) (flowtable.LearnSpec, error) {
 // an immediate number or a subfield as wide as the destination.
 func learnSource(sp *flowtable.LearnSpec, spec, src string, o *ParseOptions) error {
 	if src != "" && src[0] >= '0' && src[0] <= '9' {
-		imm, err := parseIntBytes(src, (sp.Dst.NBits+7)/8)
+		imm, err := ofptext.ParseIntBytes(src, (sp.Dst.NBits+7)/8)
 		if err != nil {
 			return err
 		}
 		sp.Imm = imm
 		return nil
 	}
-	r, err := parseSubfield(src, o.TLV)
+	r, err := ofptext.ParseSubfield(src, o.TLV)
 	if err != nil {
 		return err
 	}
@@ -859,7 +860,7 @@ func trimImm(v []byte, bits int) []byte {
 func checkActions(fl *flowtable.Flow, acts []flowtable.Action, pos int) error {
 	if err := fl.Validate(); err != nil {
 		ve := err.(*flowtable.ValidationError)
-		return errAt(pos, ve.Field, "%s", ve.Msg)
+		return ofptext.ErrAt(pos, ve.Field, "%s", ve.Msg)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@
 package flowtext
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -16,31 +15,8 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
-
-// Version is the OpenFlow version whose dump a printout imitates.
-type Version uint8
-
-const (
-	OF10 Version = 0x01
-	OF13 Version = 0x04
-	OF15 Version = 0x06
-)
-
-// PrintOptions control printing.
-type PrintOptions struct {
-	Version Version           // default OF13
-	Ports   map[uint32]string // port names to print instead of numbers
-	Stats   bool              // not used by --no-stats printouts
-	TLV     *flowtable.TLVMap // to print tun_metadata matches
-}
-
-func (o *PrintOptions) version() Version {
-	if o == nil || o.Version == 0 {
-		return OF13
-	}
-	return o.Version
-}
 
 // FormatFlow prints a flow as `ovs-ofctl dump-flows --no-stats` does
 // (without the leading space).
@@ -116,7 +92,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldActsetOutput); msk != 0 {
 		b.WriteString("actset_output=")
-		b.WriteString(portString(uint32(val), o))
+		b.WriteString(ofptext.PortString(uint32(val), o))
 		b.WriteByte(',')
 	}
 	if val, msk := u(flowtable.FieldCtState); msk != 0 {
@@ -125,10 +101,10 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 			if val == 0 {
 				b.WriteString("0")
 			} else {
-				formatFlags(b, val, ctStateNames, '|')
+				ofptext.FormatFlags(b, val, ofptext.CtStateNames, '|')
 			}
 		} else {
-			formatFlagsMasked(b, val, msk, ctStateNames, 0xff)
+			ofptext.FormatFlagsMasked(b, val, msk, ofptext.CtStateNames, 0xff)
 		}
 		b.WriteByte(',')
 	}
@@ -138,12 +114,12 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	if val, msk := u(flowtable.FieldCtMark); msk != 0 {
 		hexMasked(b, "ct_mark", val, msk)
 	}
-	if lv, lm := m.FieldValue(flowtable.FieldCtLabel); !allZero(lm) {
+	if lv, lm := m.FieldValue(flowtable.FieldCtLabel); !ofptext.AllZero(lm) {
 		b.WriteString("ct_label=")
-		putHex(b, lv)
-		if !allOnes(lm) {
+		ofptext.PutHex(b, lv)
+		if !ofptext.AllOnes(lm) {
 			b.WriteByte('/')
-			putHex(b, lm)
+			ofptext.PutHex(b, lm)
 		}
 		b.WriteByte(',')
 	}
@@ -222,7 +198,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	ipMaskedV(b, "tun_dst", p(flowtable.FieldTunDst))
 	if val, msk := u(flowtable.FieldTunFlags); msk != 0 {
 		b.WriteString("tun_flags=")
-		formatFlagsMasked(b, val, msk, tunFlagNames, 0x1)
+		ofptext.FormatFlagsMasked(b, val, msk, ofptext.TunFlagNames, 0x1)
 		b.WriteByte(',')
 	}
 	formatTunMetadata(b, m, o)
@@ -231,7 +207,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldInPort); msk != 0 {
 		b.WriteString("in_port=")
-		b.WriteString(portString(uint32(val), o))
+		b.WriteString(ofptext.PortString(uint32(val), o))
 		b.WriteByte(',')
 	}
 	if tci, tmask := u(flowtable.FieldVlanTCI); tmask != 0 {
@@ -302,7 +278,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldIPFrag); msk != 0 {
 		b.WriteString("nw_frag=")
-		b.WriteString(fragString(val, msk))
+		b.WriteString(ofptext.FragString(val, msk))
 		b.WriteByte(',')
 	}
 	switch {
@@ -322,7 +298,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	if (dlType == flowtable.EthTypeIPv4 || dlType == flowtable.EthTypeIPv6) && proto == flowtable.IPProtoTCP {
 		if val, msk := u(flowtable.FieldTCPFlags); msk != 0 {
 			b.WriteString("tcp_flags=")
-			formatFlagsMasked(b, val, msk, tcpFlagNames, 0xfff)
+			ofptext.FormatFlagsMasked(b, val, msk, ofptext.TCPFlagNames, 0xfff)
 			b.WriteByte(',')
 		}
 	}
@@ -374,10 +350,10 @@ func formatTunMetadata(b *strings.Builder, m *flowtable.Match, o *PrintOptions) 
 		}
 		val, msk := m.FieldValue(f)
 		fmt.Fprintf(b, "tun_metadata%d=", mp.Index)
-		putHex(b, val)
-		if !allOnes(msk) {
+		ofptext.PutHex(b, val)
+		if !ofptext.AllOnes(msk) {
 			b.WriteByte('/')
-			putHex(b, msk)
+			ofptext.PutHex(b, msk)
 		}
 		b.WriteByte(',')
 	}
@@ -390,10 +366,10 @@ func hexMasked(b *strings.Builder, name string, val, msk uint64) {
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(cHex(val))
+	b.WriteString(ofptext.CHex(val))
 	if !isAllOnesWidth(name, msk) {
 		b.WriteByte('/')
-		b.WriteString(cHex(msk))
+		b.WriteString(ofptext.CHex(msk))
 	}
 	b.WriteByte(',')
 }
@@ -404,14 +380,6 @@ func isAllOnesWidth(name string, msk uint64) bool {
 		return msk == ^uint64(0)
 	}
 	return msk == 0xffffffff
-}
-
-// cHex prints like C's "%#x": "0" for zero, "0x..." otherwise.
-func cHex(v uint64) string {
-	if v == 0 {
-		return "0"
-	}
-	return "0x" + strconv.FormatUint(v, 16)
 }
 
 func uintMasked(b *strings.Builder, name string, val, msk, all uint64) {
@@ -435,221 +403,30 @@ func ipMasked(b *strings.Builder, name string, val, msk uint64) {
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(ipMaskedString(uint32(val), uint32(msk)))
+	b.WriteString(ofptext.IPMaskedString(uint32(val), uint32(msk)))
 	b.WriteByte(',')
-}
-
-func ipString(v uint32) string {
-	var a [4]byte
-	binary.BigEndian.PutUint32(a[:], v)
-	return netip.AddrFrom4(a).String()
-}
-
-// ipMaskedString is OVS ip_format_masked: a.b.c.d, a.b.c.d/len for CIDR
-// masks, a.b.c.d/m.m.m.m otherwise.
-func ipMaskedString(v, m uint32) string {
-	s := ipString(v)
-	if m == 0xffffffff {
-		return s
-	}
-	ones := 0
-	for x := m; x&0x80000000 != 0; x <<= 1 {
-		ones++
-	}
-	if ones < 32 && m<<uint(ones) == 0 {
-		return s + "/" + strconv.Itoa(ones)
-	}
-	return s + "/" + ipString(m)
 }
 
 func ipv6Masked(b *strings.Builder, name string, m *flowtable.Match, f *flowtable.Field) {
 	val, msk := m.FieldValue(f)
-	if allZero(msk) {
+	if ofptext.AllZero(msk) {
 		return
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(ipv6MaskedString(val, msk))
+	b.WriteString(ofptext.IPv6MaskedString(val, msk))
 	b.WriteByte(',')
-}
-
-func ipv6MaskedString(val, msk []byte) string {
-	s := netip.AddrFrom16([16]byte(val)).String()
-	if allOnes(msk) {
-		return s
-	}
-	ones, cidr := 0, true
-	for _, c := range msk {
-		for bit := 7; bit >= 0; bit-- {
-			if c&(1<<uint(bit)) != 0 {
-				if !cidr {
-					return s + "/" + netip.AddrFrom16([16]byte(msk)).String()
-				}
-				ones++
-			} else {
-				cidr = false
-			}
-		}
-	}
-	return s + "/" + strconv.Itoa(ones)
 }
 
 func ethMasked(b *strings.Builder, name string, m *flowtable.Match, f *flowtable.Field) {
 	val, msk := m.FieldValue(f)
-	if allZero(msk) {
+	if ofptext.AllZero(msk) {
 		return
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(ethMaskedString(val, msk))
+	b.WriteString(ofptext.EthMaskedString(val, msk))
 	b.WriteByte(',')
-}
-
-func ethString(a []byte) string {
-	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3], a[4], a[5])
-}
-
-func ethMaskedString(val, msk []byte) string {
-	if msk == nil || allOnes(msk) {
-		return ethString(val)
-	}
-	return ethString(val) + "/" + ethString(msk)
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func allOnes(b []byte) bool {
-	for _, c := range b {
-		if c != 0xff {
-			return false
-		}
-	}
-	return true
-}
-
-// putHex is OVS ds_put_hex: 0x followed by the bytes without leading zero
-// bytes, or "0".
-func putHex(b *strings.Builder, v []byte) {
-	printed := false
-	for _, c := range v {
-		if c != 0 || printed {
-			if !printed {
-				fmt.Fprintf(b, "0x%x", c)
-			} else {
-				fmt.Fprintf(b, "%02x", c)
-			}
-			printed = true
-		}
-	}
-	if !printed {
-		b.WriteByte('0')
-	}
-}
-
-type flagName struct {
-	bit  uint64
-	name string
-}
-
-var ctStateNames = []flagName{{0x01, "new"}, {0x02, "est"}, {0x04, "rel"}, {0x08, "rpl"},
-	{0x10, "inv"}, {0x20, "trk"}, {0x40, "snat"}, {0x80, "dnat"}}
-var tcpFlagNames = []flagName{{0x001, "fin"}, {0x002, "syn"}, {0x004, "rst"}, {0x008, "psh"},
-	{0x010, "ack"}, {0x020, "urg"}, {0x040, "ece"}, {0x080, "cwr"}, {0x100, "ns"},
-	{0x200, "[200]"}, {0x400, "[400]"}, {0x800, "[800]"}}
-var tunFlagNames = []flagName{{0x1, "oam"}}
-
-// formatFlags is OVS format_flags: names joined by del.
-func formatFlags(b *strings.Builder, val uint64, names []flagName, del byte) {
-	first := true
-	for _, n := range names {
-		if val&n.bit != 0 {
-			if !first {
-				b.WriteByte(del)
-			}
-			b.WriteString(n.name)
-			first = false
-			val &^= n.bit
-		}
-	}
-	if val != 0 {
-		if !first {
-			b.WriteByte(del)
-		}
-		fmt.Fprintf(b, "0x%x", val)
-	}
-}
-
-// formatFlagsMasked is OVS format_flags_masked: +name/-name for each
-// masked bit; a mask wider than the named bits prints value/mask in hex.
-func formatFlagsMasked(b *strings.Builder, val, msk uint64, names []flagName, maxMask uint64) {
-	if msk == maxMask {
-		if val == 0 {
-			b.WriteByte('0')
-			return
-		}
-		formatFlags(b, val, names, '|')
-		return
-	}
-	if msk == 0 {
-		b.WriteString("0/0")
-		return
-	}
-	for _, n := range names {
-		if msk&n.bit != 0 {
-			if val&n.bit != 0 {
-				b.WriteByte('+')
-			} else {
-				b.WriteByte('-')
-			}
-			b.WriteString(n.name)
-			msk &^= n.bit
-		}
-	}
-	if msk != 0 {
-		fmt.Fprintf(b, "%#x/%#x", val&msk, msk)
-	}
-}
-
-func fragString(val, msk uint64) string {
-	switch msk & 3 {
-	case 3:
-		switch {
-		case val&1 != 0 && val&2 != 0:
-			return "later"
-		case val&1 != 0:
-			return "first"
-		case val&2 != 0:
-			return "<error>"
-		}
-		return "no"
-	case 1:
-		if val&1 != 0 {
-			return "yes"
-		}
-		return "no"
-	case 2:
-		if val&2 != 0 {
-			return "later"
-		}
-		return "not_later"
-	}
-	return ""
-}
-
-func portString(p uint32, o *PrintOptions) string {
-	if o != nil && o.Ports != nil {
-		if n, ok := o.Ports[p]; ok {
-			return strconv.Quote(n)
-		}
-	}
-	return flowtable.PortName(p)
 }
 
 // FormatActions prints an action list as OVS does (ofpacts_format).
@@ -686,7 +463,7 @@ func formatAction(b *strings.Builder, a flowtable.Action, o *PrintOptions) {
 		if a.Port < flowtable.PortMax {
 			b.WriteString("output:")
 		}
-		b.WriteString(portString(a.Port, o))
+		b.WriteString(ofptext.PortString(a.Port, o))
 		if a.Port == flowtable.PortController {
 			fmt.Fprintf(b, ":%d", a.MaxLen)
 		}
@@ -696,16 +473,16 @@ func formatAction(b *strings.Builder, a flowtable.Action, o *PrintOptions) {
 	case *flowtable.Controller:
 		formatController(b, a)
 	case *flowtable.Enqueue:
-		fmt.Fprintf(b, "enqueue:%s:%d", portString(a.Port, o), a.Queue)
+		fmt.Fprintf(b, "enqueue:%s:%d", ofptext.PortString(a.Port, o), a.Queue)
 	case *flowtable.Resubmit:
 		if a.InPort != flowtable.PortInPort && a.Table == flowtable.TableNone && !a.CT {
 			b.WriteString("resubmit:")
-			b.WriteString(portString(a.InPort, o))
+			b.WriteString(ofptext.PortString(a.InPort, o))
 			return
 		}
 		b.WriteString("resubmit(")
 		if a.InPort != flowtable.PortInPort {
-			b.WriteString(portString(a.InPort, o))
+			b.WriteString(ofptext.PortString(a.InPort, o))
 		}
 		b.WriteByte(',')
 		if a.Table != flowtable.TableNone {
@@ -716,16 +493,16 @@ func formatAction(b *strings.Builder, a flowtable.Action, o *PrintOptions) {
 		}
 		b.WriteByte(')')
 	case *flowtable.GotoTable:
-		if o.version() == OF10 {
+		if o.Ver() == OF10 {
 			// OpenFlow 1.0 has no instructions: ovs-ofctl sends resubmit(,T).
 			fmt.Fprintf(b, "resubmit(,%d)", a.Table)
 			return
 		}
 		fmt.Fprintf(b, "goto_table:%d", a.Table)
 	case *flowtable.WriteMetadata:
-		fmt.Fprintf(b, "write_metadata:%s", cHex(a.Value))
+		fmt.Fprintf(b, "write_metadata:%s", ofptext.CHex(a.Value))
 		if a.Mask != ^uint64(0) {
-			fmt.Fprintf(b, "/%s", cHex(a.Mask))
+			fmt.Fprintf(b, "/%s", ofptext.CHex(a.Mask))
 		}
 	case *flowtable.ClearActions:
 		b.WriteString("clear_actions")
@@ -757,7 +534,7 @@ func formatAction(b *strings.Builder, a flowtable.Action, o *PrintOptions) {
 	case *flowtable.PushVLAN:
 		fmt.Fprintf(b, "push_vlan:%#x", a.EthType)
 	case *flowtable.PopVLAN:
-		if a.Strip || o.version() == OF10 {
+		if a.Strip || o.Ver() == OF10 {
 			b.WriteString("strip_vlan")
 		} else {
 			b.WriteString("pop_vlan")
@@ -809,7 +586,7 @@ func formatController(b *strings.Builder, a *flowtable.Controller) {
 	}
 	var parts []string
 	if a.Reason != 1 {
-		parts = append(parts, "reason="+reasonName(a.Reason))
+		parts = append(parts, "reason="+ofptext.ReasonName(a.Reason))
 	}
 	if a.MaxLen != 0xffff {
 		parts = append(parts, fmt.Sprintf("max_len=%d", a.MaxLen))
@@ -831,34 +608,6 @@ func formatController(b *strings.Builder, a *flowtable.Controller) {
 		parts = append(parts, fmt.Sprintf("meter_id=%d", a.MeterID))
 	}
 	b.WriteString("controller(" + strings.Join(parts, ",") + ")")
-}
-
-var reasonNames = []string{"no_match", "action", "invalid_ttl", "action_set", "group", "packet_out"}
-
-func reasonName(r uint8) string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return strconv.Itoa(int(r))
-}
-
-// SubfieldString prints NXM_NX_REG0[0..15] style subfields (OVS
-// mf_format_subfield): the NXM name when the field has one.
-func SubfieldString(r flowtable.FieldRange) string {
-	name := r.Field.NXM
-	if name == "" {
-		name = r.Field.OXM
-	}
-	if name == "" {
-		name = r.Field.Name
-	}
-	switch {
-	case r.Ofs == 0 && r.NBits == r.Field.Bits:
-		return name + "[]"
-	case r.NBits == 1:
-		return fmt.Sprintf("%s[%d]", name, r.Ofs)
-	}
-	return fmt.Sprintf("%s[%d..%d]", name, r.Ofs, r.Ofs+r.NBits-1)
 }
 
 // legacyRaw returns the OpenFlow 1.0 action that a full-field set-field of
@@ -887,8 +636,8 @@ func legacyRaw(f *flowtable.Field) (string, bool) {
 // OVS switch in the given version (lib/ofp-actions.c encode_SET_FIELD and
 // format_SET_FIELD).
 func formatSetField(b *strings.Builder, a *flowtable.SetField, o *PrintOptions) {
-	v := o.version()
-	full := allOnes(a.Mask) || isFullFieldMask(a.Field, a.Mask)
+	v := o.Ver()
+	full := ofptext.AllOnes(a.Mask) || ofptext.IsFullFieldMask(a.Field, a.Mask)
 	switch {
 	case v >= OF15:
 		formatSetFieldSyntax(b, a)
@@ -909,44 +658,21 @@ func formatSetField(b *strings.Builder, a *flowtable.SetField, o *PrintOptions) 
 	}
 }
 
-func isFullFieldMask(f *flowtable.Field, mask []byte) bool {
-	if f.Wide() {
-		return allOnes(mask)
-	}
-	var x uint64
-	for _, c := range mask {
-		x = x<<8 | uint64(c)
-	}
-	all := uint64(1)<<uint(f.Bits) - 1
-	if f.Bits >= 64 {
-		all = ^uint64(0)
-	}
-	return x == all
-}
-
 func formatLegacy(b *strings.Builder, name string, a *flowtable.SetField) {
 	b.WriteString(name)
 	b.WriteByte(':')
 	switch a.Field.Format {
 	case flowtable.FmtEthernet:
-		b.WriteString(ethString(a.Value))
+		b.WriteString(ofptext.EthString(a.Value))
 	case flowtable.FmtIPv4:
-		b.WriteString(ipString(uint32(bytesU64(a.Value))))
+		b.WriteString(ofptext.IPString(uint32(ofptext.BytesU64(a.Value))))
 	default:
-		val := bytesU64(a.Value)
+		val := ofptext.BytesU64(a.Value)
 		if a.Field == flowtable.FieldIPDSCP {
 			val <<= 2
 		}
 		b.WriteString(strconv.FormatUint(val, 10))
 	}
-}
-
-func bytesU64(v []byte) uint64 {
-	var x uint64
-	for _, c := range v {
-		x = x<<8 | uint64(c)
-	}
-	return x
 }
 
 // formatLoad prints load:V->F[a..b] segments: one per contiguous run of
@@ -980,7 +706,7 @@ func formatLoad(b *strings.Builder, a *flowtable.SetField) {
 		}
 		first = false
 		b.WriteString("load:")
-		b.WriteString(cHex(val))
+		b.WriteString(ofptext.CHex(val))
 		b.WriteString("->")
 		b.WriteString(SubfieldString(flowtable.FieldRange{Field: f, Ofs: ofs, NBits: end - ofs}))
 		ofs = end
@@ -995,81 +721,12 @@ func formatLoad(b *strings.Builder, a *flowtable.SetField) {
 func formatSetFieldSyntax(b *strings.Builder, a *flowtable.SetField) {
 	b.WriteString("set_field:")
 	mask := a.Mask
-	if isFullFieldMask(a.Field, mask) {
+	if ofptext.IsFullFieldMask(a.Field, mask) {
 		mask = nil
 	}
 	b.WriteString(FieldValueString(a.Field, a.Value, mask))
 	b.WriteString("->")
 	b.WriteString(a.Field.Name)
-}
-
-// FieldValueString formats value[/mask] of f as OVS mf_format does (mask
-// nil: exact).
-func FieldValueString(f *flowtable.Field, value, mask []byte) string {
-	var b strings.Builder
-	switch f.Format {
-	case flowtable.FmtEthernet:
-		return ethMaskedString(value, mask)
-	case flowtable.FmtIPv4:
-		m := uint32(0xffffffff)
-		if mask != nil {
-			m = uint32(bytesU64(mask))
-		}
-		return ipMaskedString(uint32(bytesU64(value)), m)
-	case flowtable.FmtIPv6:
-		if mask == nil {
-			mask = onesOf(16)
-		}
-		return ipv6MaskedString(value, mask)
-	case flowtable.FmtCtState:
-		m := uint64(0xffffffff)
-		if mask != nil {
-			m = bytesU64(mask)
-		}
-		formatFlagsMasked(&b, bytesU64(value), m, ctStateNames, 0xffff)
-		return b.String()
-	case flowtable.FmtFrag:
-		m := uint64(3)
-		if mask != nil {
-			m = bytesU64(mask)
-		}
-		return fragString(bytesU64(value), m)
-	case flowtable.FmtTCPFlags, flowtable.FmtTunFlags:
-		names := tcpFlagNames
-		if f.Format == flowtable.FmtTunFlags {
-			names = tunFlagNames
-		}
-		m := uint64(1)<<uint(f.Bits) - 1
-		if mask != nil {
-			m = bytesU64(mask)
-		}
-		formatFlagsMasked(&b, bytesU64(value), m, names, 0)
-		return b.String()
-	case flowtable.FmtPort:
-		if mask == nil {
-			return flowtable.PortName(uint32(bytesU64(value)))
-		}
-		fallthrough
-	case flowtable.FmtHex, flowtable.FmtDecimal:
-		if f.Format == flowtable.FmtHex || f.Format == flowtable.FmtPort && mask != nil {
-			putHex(&b, value)
-		} else {
-			b.WriteString(strconv.FormatUint(bytesU64(value), 10))
-		}
-		if mask != nil {
-			b.WriteByte('/')
-			putHex(&b, mask)
-		}
-	}
-	return b.String()
-}
-
-func onesOf(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = 0xff
-	}
-	return b
 }
 
 func formatCT(b *strings.Builder, a *flowtable.CT, o *PrintOptions) {
@@ -1199,7 +856,7 @@ func formatLearn(b *strings.Builder, l *flowtable.Learn, o *PrintOptions) {
 				b.WriteString(s.Dst.Field.Name + "=" + FieldValueString(s.Dst.Field, val, nil))
 			} else {
 				b.WriteString(SubfieldString(s.Dst) + "=")
-				putHex(b, s.Imm)
+				ofptext.PutHex(b, s.Imm)
 			}
 		case s.Kind == flowtable.LearnMatch:
 			b.WriteString(SubfieldString(s.Dst))
@@ -1208,7 +865,7 @@ func formatLearn(b *strings.Builder, l *flowtable.Learn, o *PrintOptions) {
 			}
 		case s.Kind == flowtable.LearnLoad && s.Imm != nil:
 			b.WriteString("load:")
-			putHex(b, s.Imm)
+			ofptext.PutHex(b, s.Imm)
 			b.WriteString("->" + SubfieldString(s.Dst))
 		case s.Kind == flowtable.LearnLoad:
 			b.WriteString("load:" + SubfieldString(s.Src) + "->" + SubfieldString(s.Dst))

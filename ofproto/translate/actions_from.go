@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpfield"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -32,7 +33,7 @@ type fromWire struct {
 }
 
 func (t *fromWire) err(sym wire.ErrorCode, format string, args ...any) error {
-	return ofpErr(t.version, sym, format, args...)
+	return ofpfield.Err(t.version, sym, format, args...)
 }
 
 // instructionOrder is the canonical order of instruction types.
@@ -109,7 +110,7 @@ func (t *fromWire) appendActions(out []flowtable.Action, acts []wire.Action) ([]
 // fieldRange turns a field reference of an action into a model subfield,
 // resolving tun_metadataN through the TLV map.
 func (t *fromWire) fieldRange(ref wire.FieldRef, ofs, nBits int) (flowtable.FieldRange, error) {
-	f, err := modelField(t.version, ref.Field, t.tlv, true)
+	f, err := ofpfield.ModelField(t.version, ref.Field, t.tlv, true)
 	if err != nil {
 		return flowtable.FieldRange{}, err
 	}
@@ -126,7 +127,7 @@ func (t *fromWire) setField(f *flowtable.Field, value, mask []byte, raw flowtabl
 	val, mk := v[:f.Bytes:f.Bytes], v[f.Bytes:]
 	copy(val[f.Bytes-min(len(value), f.Bytes):], value[max(0, len(value)-f.Bytes):])
 	if mask == nil {
-		fillFieldMask(f, mk)
+		ofpfield.FillFieldMask(f, mk)
 	} else {
 		copy(mk[f.Bytes-min(len(mask), f.Bytes):], mask[max(0, len(mask)-f.Bytes):])
 	}
@@ -140,19 +141,9 @@ func (t *fromWire) setField(f *flowtable.Field, value, mask []byte, raw flowtabl
 func (t *fromWire) setFieldUint(f *flowtable.Field, value uint64, raw flowtable.SetFieldRaw) *flowtable.SetField {
 	v := t.pool.byteSlice(2 * f.Bytes)
 	val, mk := v[:f.Bytes:f.Bytes], v[f.Bytes:]
-	fillFieldMask(f, mk)
-	putU64(val, value&lowMask(f.Bits))
+	ofpfield.FillFieldMask(f, mk)
+	ofpfield.PutU64(val, value&ofpfield.LowMask(f.Bits))
 	return &flowtable.SetField{Field: f, Value: val, Mask: mk, Raw: raw}
-}
-
-// fillFieldMask writes the mask of all of f's bits (what the flow text
-// parser uses for an unmasked set_field).
-func fillFieldMask(f *flowtable.Field, mk []byte) {
-	if f.Wide() {
-		copy(mk, ones[:len(mk)])
-		return
-	}
-	putU64(mk, lowMask(f.Bits))
 }
 
 // placeBits writes the nBits low bits of imm (big-endian) at bit offset ofs
@@ -175,7 +166,7 @@ func (t *fromWire) action(a wire.Action) (flowtable.Action, error) {
 	v := t.version
 	switch a := a.(type) {
 	case *wire.ActionOutput:
-		p, ok := portFromWire(v, a.Port)
+		p, ok := ofpfield.PortFromWire(v, a.Port)
 		if !ok {
 			return nil, t.err(wire.OFPBAC_BAD_OUT_PORT, "output port %#x", a.Port)
 		}
@@ -237,7 +228,7 @@ func (t *fromWire) action(a wire.Action) (flowtable.Action, error) {
 	case *wire.ActionRegLoad2:
 		return t.setFieldTLV(&a.Field, flowtable.RawLoad)
 	case *wire.ActionRegLoad:
-		f, err := modelField(v, a.Dst.Field, t.tlv, true)
+		f, err := ofpfield.ModelField(v, a.Dst.Field, t.tlv, true)
 		if err != nil {
 			return nil, err
 		}
@@ -251,11 +242,11 @@ func (t *fromWire) action(a wire.Action) (flowtable.Action, error) {
 		buf := t.pool.byteSlice(2 * f.Bytes)
 		val, mk := buf[:f.Bytes:f.Bytes], buf[f.Bytes:]
 		if !f.Wide() {
-			putU64(val, a.Value<<uint(r.Ofs))
-			putU64(mk, lowMask(r.NBits)<<uint(r.Ofs))
+			ofpfield.PutU64(val, a.Value<<uint(r.Ofs))
+			ofpfield.PutU64(mk, ofpfield.LowMask(r.NBits)<<uint(r.Ofs))
 		} else {
 			var imm [8]byte
-			putU64(imm[:], a.Value)
+			ofpfield.PutU64(imm[:], a.Value)
 			placeBits(val, mk, r.Ofs, r.NBits, imm[:])
 		}
 		return &flowtable.SetField{Field: f, Value: val, Mask: mk, Raw: flowtable.RawLoad}, nil
@@ -330,21 +321,21 @@ func (t *fromWire) action(a wire.Action) (flowtable.Action, error) {
 func (t *fromWire) setFieldTLV(mf *wire.MatchField, raw flowtable.SetFieldRaw) (flowtable.Action, error) {
 	v := t.version
 	switch mf.Field {
-	case wireInPortOX:
+	case ofpfield.WireInPortOX:
 		// Only reachable through reg_load2 (wire rejects set_field of it).
-		p, ok := PortFromOFP11(uint32(bytesU64(mf.Value)))
+		p, ok := ofpfield.PortFromOFP11(uint32(ofpfield.BytesU64(mf.Value)))
 		if !ok {
-			return nil, t.err(wire.OFPBAC_BAD_SET_ARGUMENT, "in_port %#x out of range", bytesU64(mf.Value))
+			return nil, t.err(wire.OFPBAC_BAD_SET_ARGUMENT, "in_port %#x out of range", ofpfield.BytesU64(mf.Value))
 		}
 		return t.setFieldUint(flowtable.FieldInPort, uint64(p), raw), nil
-	case wireNwTos:
+	case ofpfield.WireNwTos:
 		// NXM_OF_IP_TOS sets the DSCP bits only.
 		sf := t.setField(flowtable.FieldNwTos, mf.Value, mf.Mask, raw)
 		sf.Mask[0] &= 0xfc
 		sf.Value[0] &= 0xfc
 		return sf, nil
 	}
-	f, err := modelField(v, mf.Field, t.tlv, true)
+	f, err := ofpfield.ModelField(v, mf.Field, t.tlv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +355,7 @@ func (t *fromWire) setFieldTLV(mf *wire.MatchField, raw flowtable.SetFieldRaw) (
 	sf := t.setField(f, mf.Value, mf.Mask, raw)
 	if f.IsTunMetadata() && mf.Mask == nil && len(mf.Value) < f.Bytes {
 		// A shorter value sets the whole option, zero-extended.
-		fillFieldMask(f, sf.Mask)
+		ofpfield.FillFieldMask(f, sf.Mask)
 	}
 	return sf, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpfield"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -110,11 +111,11 @@ func (t *toWire) nxRef(f *flowtable.Field) (wire.FieldRef, error) {
 // ref builds a field reference with the code OVS uses in version (0: the
 // oldest code, as in NX actions).
 func (t *toWire) ref(f *flowtable.Field, version uint8) (wire.FieldRef, error) {
-	f, err := resolveModel(t.version, f, t.tlv)
+	f, err := ofpfield.ResolveModel(t.version, f, t.tlv)
 	if err != nil {
 		return wire.FieldRef{}, err
 	}
-	w, err := wireField(t.version, f)
+	w, err := ofpfield.WireField(t.version, f)
 	if err != nil {
 		return wire.FieldRef{}, err
 	}
@@ -134,42 +135,26 @@ func (t *toWire) ref(f *flowtable.Field, version uint8) (wire.FieldRef, error) {
 // matchField builds a set_field TLV for f from full-width value/mask
 // (mask nil when it covers the whole field).
 func (t *toWire) matchField(f *flowtable.Field, value, mask []byte) (wire.MatchField, error) {
-	w, err := wireField(t.version, f)
+	w, err := ofpfield.WireField(t.version, f)
 	if err != nil {
 		return wire.MatchField{}, err
 	}
-	if full(f, mask) {
+	if ofpfield.FullMask(f, mask) {
 		mask = nil
 	}
 	return wire.MatchField{Field: w, Value: value, Mask: mask}, nil
-}
-
-// full reports whether mask covers every bit of f.
-func full(f *flowtable.Field, mask []byte) bool {
-	if mask == nil {
-		return true
-	}
-	if !f.Wide() {
-		return bytesU64(mask)&lowMask(f.Bits) == lowMask(f.Bits)
-	}
-	for _, c := range mask {
-		if c != 0xff {
-			return false
-		}
-	}
-	return true
 }
 
 func (t *toWire) appendAction(out []wire.Action, a flowtable.Action) ([]wire.Action, error) {
 	v := t.version
 	switch a := a.(type) {
 	case *flowtable.Output:
-		return append(out, &wire.ActionOutput{Port: portToWire(v, a.Port), MaxLen: a.MaxLen}), nil
+		return append(out, &wire.ActionOutput{Port: ofpfield.PortToWire(v, a.Port), MaxLen: a.MaxLen}), nil
 	case *flowtable.Controller:
 		switch {
 		case a.Short && a.Reason == 1 && a.ControllerID == 0 && len(a.UserData) == 0 && !a.Pause && a.MeterID == 0:
 			// CONTROLLER:n is an output to the controller port.
-			return append(out, &wire.ActionOutput{Port: portToWire(v, flowtable.PortController), MaxLen: a.MaxLen}), nil
+			return append(out, &wire.ActionOutput{Port: ofpfield.PortToWire(v, flowtable.PortController), MaxLen: a.MaxLen}), nil
 		case len(a.UserData) == 0 && !a.Pause && a.MeterID == 0:
 			return append(out, &wire.ActionController{MaxLen: a.MaxLen, ControllerID: a.ControllerID, Reason: a.Reason}), nil
 		}
@@ -186,7 +171,7 @@ func (t *toWire) appendAction(out []wire.Action, a flowtable.Action) ([]wire.Act
 		}
 		// encode_ENQUEUE for 1.1+: set_queue, output, pop_queue.
 		return append(out, &wire.ActionSetQueue{QueueID: a.Queue},
-			&wire.ActionOutput{Port: PortToOFP11(a.Port), MaxLen: 0xffff}, &wire.ActionPopQueue{}), nil
+			&wire.ActionOutput{Port: ofpfield.PortToOFP11(a.Port), MaxLen: 0xffff}, &wire.ActionPopQueue{}), nil
 	case *flowtable.Resubmit:
 		return append(out, &wire.ActionResubmit{InPort: uint16(a.InPort), Table: a.Table, WithCT: a.CT}), nil
 	case *flowtable.GotoTable:
@@ -302,14 +287,14 @@ func controller2(a *flowtable.Controller) *wire.ActionController2 {
 // 1.3 uses OFPAT_SET_FIELD for whole fields and NXAST_REG_LOAD otherwise.
 func (t *toWire) setField(out []wire.Action, a *flowtable.SetField) ([]wire.Action, error) {
 	v := t.version
-	f, err := resolveModel(v, a.Field, t.tlv)
+	f, err := ofpfield.ResolveModel(v, a.Field, t.tlv)
 	if err != nil {
 		return nil, err
 	}
 	if len(a.Value) != f.Bytes || (a.Mask != nil && len(a.Mask) != f.Bytes) {
 		return nil, fmt.Errorf("set_field %s: value/mask width %d/%d, want %d", f.Name, len(a.Value), len(a.Mask), f.Bytes)
 	}
-	isFull := full(f, a.Mask)
+	isFull := ofpfield.FullMask(f, a.Mask)
 	if a.Raw == flowtable.RawModNwTTL && v != wire.OFP10 {
 		return append(out, &wire.ActionSetNwTTL{TTL: a.Value[0]}), nil
 	}
@@ -345,19 +330,19 @@ func legacy10(f *flowtable.Field, value []byte) []wire.Action {
 		copy(a.MAC[:], value)
 		return []wire.Action{a}
 	case flowtable.FieldIPv4Src:
-		return []wire.Action{&wire.ActionSetNwSrc{IPv4: uint32(bytesU64(value))}}
+		return []wire.Action{&wire.ActionSetNwSrc{IPv4: uint32(ofpfield.BytesU64(value))}}
 	case flowtable.FieldIPv4Dst:
-		return []wire.Action{&wire.ActionSetNwDst{IPv4: uint32(bytesU64(value))}}
+		return []wire.Action{&wire.ActionSetNwDst{IPv4: uint32(ofpfield.BytesU64(value))}}
 	case flowtable.FieldIPDSCP:
 		return []wire.Action{&wire.ActionSetNwTos{TOS: value[0] << 2}}
 	case flowtable.FieldNwTos:
 		return []wire.Action{&wire.ActionSetNwTos{TOS: value[0] &^ 3}}
 	case flowtable.FieldTCPSrc, flowtable.FieldUDPSrc, flowtable.FieldSCTPSrc:
-		return []wire.Action{&wire.ActionSetTpSrc{Port: uint16(bytesU64(value))}}
+		return []wire.Action{&wire.ActionSetTpSrc{Port: uint16(ofpfield.BytesU64(value))}}
 	case flowtable.FieldTCPDst, flowtable.FieldUDPDst, flowtable.FieldSCTPDst:
-		return []wire.Action{&wire.ActionSetTpDst{Port: uint16(bytesU64(value))}}
+		return []wire.Action{&wire.ActionSetTpDst{Port: uint16(ofpfield.BytesU64(value))}}
 	case flowtable.FieldVlanVID:
-		vid := uint16(bytesU64(value))
+		vid := uint16(ofpfield.BytesU64(value))
 		if vid&flowtable.VlanCFI == 0 {
 			return []wire.Action{&wire.ActionPopVLAN{}}
 		}
@@ -365,7 +350,7 @@ func legacy10(f *flowtable.Field, value []byte) []wire.Action {
 	case flowtable.FieldVlanPCP:
 		return []wire.Action{&wire.ActionSetVlanPCP{PCP: value[0] & 7}}
 	case flowtable.FieldVlanTCI:
-		tci := uint16(bytesU64(value))
+		tci := uint16(ofpfield.BytesU64(value))
 		if tci&flowtable.VlanCFI == 0 {
 			return []wire.Action{&wire.ActionPopVLAN{}}
 		}
@@ -391,7 +376,7 @@ func (t *toWire) regLoad(out []wire.Action, f *flowtable.Field, value, mask []by
 	}
 	if mask == nil {
 		mask = make([]byte, f.Bytes)
-		fillFieldMask(f, mask)
+		ofpfield.FillFieldMask(f, mask)
 	}
 	bit := func(buf []byte, i int) bool {
 		idx := len(buf) - 1 - i/8
