@@ -129,7 +129,7 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (b *flow
 		var x uint64
 		switch {
 		case strings.HasPrefix(rest, "actions="):
-			acts, err := parseActions(rest[len("actions="):], pos+len("actions="), o, nil)
+			acts, err := parseActions(rest[len("actions="):], pos+len("actions="), o)
 			if err != nil {
 				return nil, false, err
 			}
@@ -150,7 +150,7 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (b *flow
 			b.WatchGroup = uint32(x)
 		default:
 			// A bucket may list its actions without "actions=".
-			acts, err := parseActions(rest, pos, o, nil)
+			acts, err := parseActions(rest, pos, o)
 			if err != nil {
 				return nil, false, err
 			}

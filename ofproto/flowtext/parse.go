@@ -85,12 +85,12 @@ func ParseFlow(s string, o *ParseOptions) (*FlowMod, error) {
 		return nil, err
 	}
 	if actPos >= 0 {
-		acts, err := parseActions(actStr, actPos, o, &fm.Flow)
+		acts, err := parseActions(actStr, actPos, o)
 		if err != nil {
 			return nil, err
 		}
 		fm.Actions = acts
-		if err := checkActions(&fm.Flow, acts, actPos); err != nil {
+		if err := checkActions(&fm.Flow, actPos); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpact"
 	"github.com/govs-project/govs/ofproto/ofpfield"
 	"github.com/govs-project/govs/ofproto/wire"
 )
@@ -42,6 +43,7 @@ type FlowMod struct {
 	// typical flow, so that translating one costs few allocations.
 	actBuf  [8]flowtable.Action
 	byteBuf [64]byte
+	dec     ofpact.Decoder // here rather than on the stack: the action registry makes it escape
 }
 
 // FlowModFromWire translates a decoded flow-mod. For OpenFlow 1.0 and NX
@@ -64,7 +66,8 @@ func FlowModFromWireTID(fm *wire.FlowMod, version uint8, tlv *flowtable.TLVMap, 
 }
 
 func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, tid bool) error {
-	t := fromWire{version: v, tlv: tlv, pool: pool{acts: out.actBuf[:0], bytes: out.byteBuf[:0]}}
+	t := &out.dec
+	t.Reset(v, tlv, out.actBuf[:], out.byteBuf[:])
 	f := &out.Flow
 	f.Priority = fm.Priority
 	f.IdleTimeout, f.HardTimeout = fm.IdleTimeout, fm.HardTimeout
@@ -101,7 +104,7 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 		if command == wire.OFPFC_DELETE || command == wire.OFPFC_DELETE_STRICT {
 			out.OutGroup = fm.OutGroup
 		}
-		if f.Actions, err = t.instructions(fm.Instructions); err != nil {
+		if f.Actions, err = t.Instructions(fm.Instructions); err != nil {
 			return err
 		}
 	case wire.FlowModOF10, wire.FlowModNX:
@@ -129,7 +132,7 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 		if tid {
 			command, f.Table = fm.Command&0xff, uint8(fm.Command>>8)
 		}
-		if f.Actions, err = t.actions(fm.Actions); err != nil {
+		if f.Actions, err = t.Actions(fm.Actions); err != nil {
 			return err
 		}
 	default:
@@ -382,11 +385,10 @@ func FlowStatsFromWire(ws *wire.FlowStats, version uint8, tlv *flowtable.TLVMap)
 	if _, _, err = matchFromWire(&f.Match, version, ws.Match, tlv, false); err != nil {
 		return nil, err
 	}
-	t := fromWire{version: version, tlv: tlv}
 	if ws.Actions != nil || version == wire.OFP10 {
-		f.Actions, err = t.actions(ws.Actions)
+		f.Actions, err = ofpact.ActionsFromWire(version, ws.Actions, tlv)
 	} else {
-		f.Actions, err = t.instructions(ws.Instructions)
+		f.Actions, err = ofpact.InstructionsFromWire(version, ws.Instructions, tlv)
 	}
 	if err != nil {
 		return nil, err

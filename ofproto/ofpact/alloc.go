@@ -1,4 +1,4 @@
-package translate
+package ofpact
 
 import "github.com/govs-project/govs/flowtable"
 
