@@ -25,7 +25,7 @@ func init() {
 			return append(out, &wire.ActionConjunction{Clause: a.Clause - 1, NClauses: a.NClauses, ID: a.ID}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionConjunction) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionConjunction) (flowtable.Action, error) {
 		return &flowtable.Conjunction{ID: a.ID, Clause: a.Clause + 1, NClauses: a.NClauses}, nil
 	})
 }

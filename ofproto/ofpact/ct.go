@@ -28,11 +28,11 @@ func init() {
 			return append(out, &wire.ActionCTClear{}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionCT) (flowtable.Action, error) { return t.ct(a) })
-	fromWire(func(t *Decoder, a *wire.ActionNAT) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionCT) (flowtable.Action, error) { return t.ct(a) })
+	fromWire(func(t Decoder, a *wire.ActionNAT) (flowtable.Action, error) {
 		return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "nat is only allowed inside ct()")
 	})
-	fromWire(func(t *Decoder, a *wire.ActionCTClear) (flowtable.Action, error) { return &flowtable.CTClear{}, nil })
+	fromWire(func(t Decoder, a *wire.ActionCTClear) (flowtable.Action, error) { return &flowtable.CTClear{}, nil })
 }
 
 func parseCT(p Parser, e ofptext.KV) (flowtable.Action, error) {
@@ -356,7 +356,7 @@ func natToWire(n *flowtable.NAT) *wire.ActionNAT {
 	return a
 }
 
-func (t *Decoder) ct(a *wire.ActionCT) (flowtable.Action, error) {
+func (t Decoder) ct(a *wire.ActionCT) (flowtable.Action, error) {
 	ct := &flowtable.CT{
 		Commit: a.Flags&wire.NX_CT_F_COMMIT != 0,
 		Force:  a.Flags&wire.NX_CT_F_FORCE != 0,

@@ -35,8 +35,8 @@ func init() {
 			return append(out, &wire.ActionDecTTLCntIDs{IDs: a.IDs}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionDecNwTTL) (flowtable.Action, error) { return &flowtable.DecTTL{}, nil })
-	fromWire(func(t *Decoder, a *wire.ActionDecTTLCntIDs) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionDecNwTTL) (flowtable.Action, error) { return &flowtable.DecTTL{}, nil })
+	fromWire(func(t Decoder, a *wire.ActionDecTTLCntIDs) (flowtable.Action, error) {
 		ids := append([]uint16{}, a.IDs...)
 		return &flowtable.DecTTL{IDs: ids}, nil
 	})

@@ -31,18 +31,18 @@ func InstructionsFromWire(version uint8, insts []wire.Instruction, tlv *flowtabl
 type Decoder struct {
 	version uint8
 	tlv     *flowtable.TLVMap
-	pool    pool
+	pool    *Pool
 }
 
-func (t *Decoder) err(sym wire.ErrorCode, format string, args ...any) error {
+func (t Decoder) err(sym wire.ErrorCode, format string, args ...any) error {
 	return ofpfield.Err(t.version, sym, format, args...)
 }
 
-func (t *Decoder) actions(acts []wire.Action) ([]flowtable.Action, error) {
+func (t Decoder) actions(acts []wire.Action) ([]flowtable.Action, error) {
 	return t.appendActions(t.pool.actions(len(acts)), acts)
 }
 
-func (t *Decoder) appendActions(out []flowtable.Action, acts []wire.Action) ([]flowtable.Action, error) {
+func (t Decoder) appendActions(out []flowtable.Action, acts []wire.Action) ([]flowtable.Action, error) {
 	for i, a := range acts {
 		m, err := t.action(a)
 		if err != nil {
@@ -57,7 +57,7 @@ func (t *Decoder) appendActions(out []flowtable.Action, acts []wire.Action) ([]f
 
 // fieldRange turns a field reference of an action into a model subfield,
 // resolving tun_metadataN through the TLV map.
-func (t *Decoder) fieldRange(ref wire.FieldRef, ofs, nBits int) (flowtable.FieldRange, error) {
+func (t Decoder) fieldRange(ref wire.FieldRef, ofs, nBits int) (flowtable.FieldRange, error) {
 	f, err := ofpfield.ModelField(t.version, ref.Field, t.tlv, true)
 	if err != nil {
 		return flowtable.FieldRange{}, err
@@ -69,7 +69,7 @@ func (t *Decoder) fieldRange(ref wire.FieldRef, ofs, nBits int) (flowtable.Field
 	return r, nil
 }
 
-func (t *Decoder) action(a wire.Action) (flowtable.Action, error) {
+func (t Decoder) action(a wire.Action) (flowtable.Action, error) {
 	if decode := byWire[reflect.TypeOf(a)]; decode != nil {
 		return decode(t, a)
 	}
@@ -81,17 +81,18 @@ func (t *Decoder) action(a wire.Action) (flowtable.Action, error) {
 	return nil, t.err(wire.OFPBAC_BAD_TYPE, "action %s is not supported by govs", a.Name(t.version))
 }
 
-// Reset prepares t for one translation in version; action lists and byte
-// slices come from the backing arrays acts and bytes while they last.
-func (t *Decoder) Reset(version uint8, tlv *flowtable.TLVMap, acts []flowtable.Action, bytes []byte) {
-	*t = Decoder{version: version, tlv: tlv, pool: pool{acts: acts[:0], bytes: bytes[:0]}}
+// NewDecoder returns a decoder for version that takes its slices from
+// pool while they last (nil: the heap). A Decoder is passed by value: the
+// registry's functions would make a pointer to it escape.
+func NewDecoder(version uint8, tlv *flowtable.TLVMap, pool *Pool) Decoder {
+	return Decoder{version: version, tlv: tlv, pool: pool}
 }
 
 // Actions translates an action list.
-func (t *Decoder) Actions(acts []wire.Action) ([]flowtable.Action, error) { return t.actions(acts) }
+func (t Decoder) Actions(acts []wire.Action) ([]flowtable.Action, error) { return t.actions(acts) }
 
 // Instructions translates OpenFlow 1.1+ instructions (see
 // InstructionsFromWire).
-func (t *Decoder) Instructions(insts []wire.Instruction) ([]flowtable.Action, error) {
+func (t Decoder) Instructions(insts []wire.Instruction) ([]flowtable.Action, error) {
 	return t.instructions(insts)
 }

@@ -18,5 +18,5 @@ func init() {
 			return append(out, &wire.ActionExit{}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionExit) (flowtable.Action, error) { return &flowtable.Exit{}, nil })
+	fromWire(func(t Decoder, a *wire.ActionExit) (flowtable.Action, error) { return &flowtable.Exit{}, nil })
 }

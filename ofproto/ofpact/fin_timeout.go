@@ -31,7 +31,7 @@ func init() {
 			return append(out, &wire.ActionFinTimeout{IdleTimeout: a.IdleTimeout, HardTimeout: a.HardTimeout}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionFinTimeout) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionFinTimeout) (flowtable.Action, error) {
 		return &flowtable.FinTimeout{IdleTimeout: a.IdleTimeout, HardTimeout: a.HardTimeout}, nil
 	})
 }

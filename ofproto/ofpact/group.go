@@ -27,7 +27,7 @@ func init() {
 			return append(out, &wire.ActionGroup{GroupID: a.ID}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionGroup) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionGroup) (flowtable.Action, error) {
 		return &flowtable.Group{ID: a.GroupID}, nil
 	})
 }

@@ -110,10 +110,10 @@ func init() {
 			return append(out, &wire.ActionMeter{MeterID: a.ID}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionWriteMetadata) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionWriteMetadata) (flowtable.Action, error) {
 		return &flowtable.WriteMetadata{Value: a.Metadata & a.Mask, Mask: a.Mask}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionMeter) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionMeter) (flowtable.Action, error) {
 		return &flowtable.Meter{ID: a.MeterID}, nil
 	})
 }
@@ -204,7 +204,7 @@ func InstructionsToWire(version uint8, acts []flowtable.Action, tlv *flowtable.T
 var instructionOrder = [...]uint16{wire.OFPIT_METER, wire.OFPIT_APPLY_ACTIONS, wire.OFPIT_CLEAR_ACTIONS,
 	wire.OFPIT_WRITE_ACTIONS, wire.OFPIT_WRITE_METADATA, wire.OFPIT_GOTO_TABLE}
 
-func (t *Decoder) instructions(insts []wire.Instruction) ([]flowtable.Action, error) {
+func (t Decoder) instructions(insts []wire.Instruction) ([]flowtable.Action, error) {
 	n := 0
 	for i := range insts {
 		if insts[i].Type == wire.OFPIT_APPLY_ACTIONS {

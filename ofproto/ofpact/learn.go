@@ -23,7 +23,7 @@ func init() {
 			return append(out, l), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionLearn) (flowtable.Action, error) { return t.learn(a) })
+	fromWire(func(t Decoder, a *wire.ActionLearn) (flowtable.Action, error) { return t.learn(a) })
 }
 
 // parseLearn parses learn(...) (ovs-actions(7)).
@@ -298,7 +298,7 @@ func (t Encoder) learn(l *flowtable.Learn) (*wire.ActionLearn, error) {
 	return a, nil
 }
 
-func (t *Decoder) learn(a *wire.ActionLearn) (flowtable.Action, error) {
+func (t Decoder) learn(a *wire.ActionLearn) (flowtable.Action, error) {
 	l := &flowtable.Learn{
 		Table: a.TableID, Priority: a.Priority, IdleTimeout: a.IdleTimeout, HardTimeout: a.HardTimeout,
 		FinIdle: a.FinIdleTimeout, FinHard: a.FinHardTimeout, Cookie: a.Cookie,

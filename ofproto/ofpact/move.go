@@ -34,7 +34,7 @@ func init() {
 		},
 		Check: checkMove,
 	})
-	fromWire(func(t *Decoder, a *wire.ActionMove) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionMove) (flowtable.Action, error) {
 		src, err := t.fieldRange(a.Src, int(a.SrcOfs), int(a.NBits))
 		if err != nil {
 			return nil, fmt.Errorf("source: %w", err)

@@ -28,7 +28,7 @@ func init() {
 			return append(out, &wire.ActionNote{Note: a.Data}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionNote) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionNote) (flowtable.Action, error) {
 		d := t.pool.byteSlice(len(a.Note))
 		copy(d, a.Note)
 		return &flowtable.Note{Data: d}, nil

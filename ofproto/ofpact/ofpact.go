@@ -80,13 +80,13 @@ type ParseFunc func(p Parser, e ofptext.KV) (flowtable.Action, error)
 
 // DecodeFunc translates one decoded wire action into the model; a nil
 // action with a nil error means the wire action has no model form.
-type DecodeFunc func(t *Decoder, a wire.Action) (flowtable.Action, error)
+type DecodeFunc func(t Decoder, a wire.Action) (flowtable.Action, error)
 
 var (
 	byModel   = map[reflect.Type]*entry{}
 	byKeyword = map[string]ParseFunc{}
 	byWire    = map[reflect.Type]DecodeFunc{}
-	byRawCode = map[uint64]func(t *Decoder, a *wire.ActionRaw) (flowtable.Action, error){}
+	byRawCode = map[uint64]func(t Decoder, a *wire.ActionRaw) (flowtable.Action, error){}
 )
 
 // register adds the model action type A.
@@ -122,18 +122,18 @@ func keywords(parse ParseFunc, names ...string) {
 }
 
 // fromWire registers the translation of the wire action type W.
-func fromWire[W wire.Action](decode func(t *Decoder, a W) (flowtable.Action, error)) {
+func fromWire[W wire.Action](decode func(t Decoder, a W) (flowtable.Action, error)) {
 	var zero W
 	t := reflect.TypeOf(zero)
 	if _, dup := byWire[t]; dup {
 		panic("ofpact: " + t.String() + " registered twice")
 	}
-	byWire[t] = func(d *Decoder, a wire.Action) (flowtable.Action, error) { return decode(d, a.(W)) }
+	byWire[t] = func(d Decoder, a wire.Action) (flowtable.Action, error) { return decode(d, a.(W)) }
 }
 
 // fromRaw registers the translation of an action ofproto/wire validates
 // but does not decode (wire.ActionRaw), by vendor (0: standard) and type.
-func fromRaw(vendor uint32, code uint16, decode func(t *Decoder, a *wire.ActionRaw) (flowtable.Action, error)) {
+func fromRaw(vendor uint32, code uint16, decode func(t Decoder, a *wire.ActionRaw) (flowtable.Action, error)) {
 	byRawCode[uint64(vendor)<<16|uint64(code)] = decode
 }
 

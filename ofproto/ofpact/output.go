@@ -64,7 +64,7 @@ func init() {
 			return append(out, controller2(a)), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionOutput) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionOutput) (flowtable.Action, error) {
 		p, ok := ofpfield.PortFromWire(t.version, a.Port)
 		if !ok {
 			return nil, t.err(wire.OFPBAC_BAD_OUT_PORT, "output port %#x", a.Port)
@@ -74,17 +74,17 @@ func init() {
 		}
 		return &flowtable.Output{Port: p, MaxLen: a.MaxLen}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionOutputReg) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionOutputReg) (flowtable.Action, error) {
 		src, err := t.fieldRange(a.Src, int(a.Ofs), int(a.NBits))
 		if err != nil {
 			return nil, err
 		}
 		return &flowtable.OutputReg{Src: src, MaxLen: a.MaxLen}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionController) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionController) (flowtable.Action, error) {
 		return &flowtable.Controller{MaxLen: a.MaxLen, ControllerID: a.ControllerID, Reason: a.Reason}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionController2) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionController2) (flowtable.Action, error) {
 		p := a.Params()
 		c := &flowtable.Controller{MaxLen: p.MaxLen, ControllerID: p.ControllerID, Reason: p.Reason, Pause: p.Pause}
 		if p.MeterID != 0xffffffff { // NX_CTLR_NO_METER

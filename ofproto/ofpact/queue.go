@@ -50,13 +50,13 @@ func init() {
 			return append(out, &wire.ActionPopQueue{}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionEnqueue) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionEnqueue) (flowtable.Action, error) {
 		return &flowtable.Enqueue{Port: uint32(a.Port), Queue: a.QueueID}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetQueue) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetQueue) (flowtable.Action, error) {
 		return &flowtable.SetQueue{ID: a.QueueID}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionPopQueue) (flowtable.Action, error) { return &flowtable.PopQueue{}, nil })
+	fromWire(func(t Decoder, a *wire.ActionPopQueue) (flowtable.Action, error) { return &flowtable.PopQueue{}, nil })
 }
 
 func parseEnqueue(p Parser, e ofptext.KV) (flowtable.Action, error) {

@@ -20,7 +20,7 @@ func init() {
 			return append(out, &wire.ActionResubmit{InPort: uint16(a.InPort), Table: a.Table, WithCT: a.CT}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionResubmit) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionResubmit) (flowtable.Action, error) {
 		return &flowtable.Resubmit{InPort: uint32(a.InPort), Table: a.Table, CT: a.WithCT}, nil
 	})
 }

@@ -36,59 +36,59 @@ func init() {
 		},
 		Check: checkSetField,
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetDlAddr) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetDlAddr) (flowtable.Action, error) {
 		if a.Dst {
 			return t.setField(flowtable.FieldEthDst, a.MAC[:], nil, flowtable.RawModDlDst), nil
 		}
 		return t.setField(flowtable.FieldEthSrc, a.MAC[:], nil, flowtable.RawModDlSrc), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetNwSrc) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetNwSrc) (flowtable.Action, error) {
 		return t.setFieldUint(flowtable.FieldIPv4Src, uint64(a.IPv4), flowtable.RawModNwSrc), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetNwDst) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetNwDst) (flowtable.Action, error) {
 		return t.setFieldUint(flowtable.FieldIPv4Dst, uint64(a.IPv4), flowtable.RawModNwDst), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetNwTos) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetNwTos) (flowtable.Action, error) {
 		if a.TOS&3 != 0 {
 			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "mod_nw_tos %#x has ECN bits set", a.TOS)
 		}
 		return t.setFieldUint(flowtable.FieldIPDSCP, uint64(a.TOS>>2), flowtable.RawModNwTos), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetNwEcn) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetNwEcn) (flowtable.Action, error) {
 		if a.ECN > 3 {
 			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "mod_nw_ecn %d out of range", a.ECN)
 		}
 		return t.setFieldUint(flowtable.FieldIPECN, uint64(a.ECN), flowtable.RawModNwEcn), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetNwTTL) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetNwTTL) (flowtable.Action, error) {
 		return t.setFieldUint(flowtable.FieldIPTTL, uint64(a.TTL), flowtable.RawModNwTTL), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetTpSrc) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetTpSrc) (flowtable.Action, error) {
 		return t.setFieldUint(flowtable.FieldTCPSrc, uint64(a.Port), flowtable.RawModTpSrc), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetTpDst) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetTpDst) (flowtable.Action, error) {
 		return t.setFieldUint(flowtable.FieldTCPDst, uint64(a.Port), flowtable.RawModTpDst), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetVlanVID) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetVlanVID) (flowtable.Action, error) {
 		if a.VID > flowtable.VlanVIDMask {
 			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "VLAN VID %d out of range", a.VID)
 		}
 		return t.setFieldUint(flowtable.FieldVlanVID, uint64(a.VID)|flowtable.VlanCFI, flowtable.RawModVlanVid), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetVlanPCP) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetVlanPCP) (flowtable.Action, error) {
 		if a.PCP > 7 {
 			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "VLAN PCP %d out of range", a.PCP)
 		}
 		return t.setFieldUint(flowtable.FieldVlanPCP, uint64(a.PCP), flowtable.RawModVlanPcp), nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionSetField) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetField) (flowtable.Action, error) {
 		return t.setFieldTLV(&a.Field, flowtable.RawSetField)
 	})
-	fromWire(func(t *Decoder, a *wire.ActionRegLoad2) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionRegLoad2) (flowtable.Action, error) {
 		return t.setFieldTLV(&a.Field, flowtable.RawLoad)
 	})
 	fromWire(decodeRegLoad)
-	fromWire(func(t *Decoder, a *wire.ActionSetTunnel) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionSetTunnel) (flowtable.Action, error) {
 		// set_tunnel/set_tunnel64 set tun_id; the model has no separate
 		// action for them.
 		return t.setFieldUint(flowtable.FieldTunID, a.TunID, flowtable.RawSetField), nil
@@ -194,7 +194,7 @@ func prereqOKAlias(m *flowtable.Match, f *flowtable.Field) bool {
 	return false
 }
 
-func decodeRegLoad(t *Decoder, a *wire.ActionRegLoad) (flowtable.Action, error) {
+func decodeRegLoad(t Decoder, a *wire.ActionRegLoad) (flowtable.Action, error) {
 	f, err := ofpfield.ModelField(t.version, a.Dst.Field, t.tlv, true)
 	if err != nil {
 		return nil, err
@@ -547,7 +547,7 @@ func (t Encoder) regLoad(out []wire.Action, f *flowtable.Field, value, mask []by
 }
 
 // setField makes a model set-field from a full-width value and mask.
-func (t *Decoder) setField(f *flowtable.Field, value, mask []byte, raw flowtable.SetFieldRaw) *flowtable.SetField {
+func (t Decoder) setField(f *flowtable.Field, value, mask []byte, raw flowtable.SetFieldRaw) *flowtable.SetField {
 	v := t.pool.byteSlice(2 * f.Bytes)
 	val, mk := v[:f.Bytes:f.Bytes], v[f.Bytes:]
 	copy(val[f.Bytes-min(len(value), f.Bytes):], value[max(0, len(value)-f.Bytes):])
@@ -563,7 +563,7 @@ func (t *Decoder) setField(f *flowtable.Field, value, mask []byte, raw flowtable
 }
 
 // setFieldUint is setField for an integer value under the field's full mask.
-func (t *Decoder) setFieldUint(f *flowtable.Field, value uint64, raw flowtable.SetFieldRaw) *flowtable.SetField {
+func (t Decoder) setFieldUint(f *flowtable.Field, value uint64, raw flowtable.SetFieldRaw) *flowtable.SetField {
 	v := t.pool.byteSlice(2 * f.Bytes)
 	val, mk := v[:f.Bytes:f.Bytes], v[f.Bytes:]
 	ofpfield.FillFieldMask(f, mk)
@@ -588,7 +588,7 @@ func placeBits(value, mask []byte, ofs, nBits int, imm []byte) {
 }
 
 // setFieldTLV translates OFPAT_SET_FIELD / NXAST_REG_LOAD2.
-func (t *Decoder) setFieldTLV(mf *wire.MatchField, raw flowtable.SetFieldRaw) (flowtable.Action, error) {
+func (t Decoder) setFieldTLV(mf *wire.MatchField, raw flowtable.SetFieldRaw) (flowtable.Action, error) {
 	v := t.version
 	switch mf.Field {
 	case ofpfield.WireInPortOX:

@@ -47,10 +47,10 @@ func init() {
 			return append(out, &wire.ActionPopVLAN{}), nil
 		},
 	})
-	fromWire(func(t *Decoder, a *wire.ActionPopVLAN) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionPopVLAN) (flowtable.Action, error) {
 		return &flowtable.PopVLAN{Strip: t.version == wire.OFP10}, nil
 	})
-	fromWire(func(t *Decoder, a *wire.ActionPushVLAN) (flowtable.Action, error) {
+	fromWire(func(t Decoder, a *wire.ActionPushVLAN) (flowtable.Action, error) {
 		if a.EthType != flowtable.EthTypeVLAN && a.EthType != flowtable.EthTypeQinQ {
 			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "push_vlan ethertype %#x", a.EthType)
 		}

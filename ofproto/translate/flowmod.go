@@ -41,9 +41,7 @@ type FlowMod struct {
 
 	// Inline backing for the action lists and set-field values of a
 	// typical flow, so that translating one costs few allocations.
-	actBuf  [8]flowtable.Action
-	byteBuf [64]byte
-	dec     ofpact.Decoder // here rather than on the stack: the action registry makes it escape
+	pool ofpact.Pool
 }
 
 // FlowModFromWire translates a decoded flow-mod. For OpenFlow 1.0 and NX
@@ -66,8 +64,7 @@ func FlowModFromWireTID(fm *wire.FlowMod, version uint8, tlv *flowtable.TLVMap, 
 }
 
 func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, tid bool) error {
-	t := &out.dec
-	t.Reset(v, tlv, out.actBuf[:], out.byteBuf[:])
+	t := ofpact.NewDecoder(v, tlv, &out.pool)
 	f := &out.Flow
 	f.Priority = fm.Priority
 	f.IdleTimeout, f.HardTimeout = fm.IdleTimeout, fm.HardTimeout
