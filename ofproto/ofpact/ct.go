@@ -95,9 +95,8 @@ func parseCT(p Parser, e ofptext.KV) (flowtable.Action, error) {
 				return nil, err
 			}
 			for _, a := range inner {
-				sf, ok := a.(*flowtable.SetField)
-				if !ok || (sf.Field != flowtable.FieldCtMark && sf.Field != flowtable.FieldCtLabel) {
-					return nil, ofptext.ErrAt(x.ValPos, "exec", "only set_field/load of ct_mark or ct_label may be used in ct(exec(...)), not %s", a.Name())
+				if msg := ctExecRefusal(a); msg != "" {
+					return nil, ofptext.ErrAt(x.ValPos, "exec", "%s", msg)
 				}
 			}
 			ct.Exec = inner
@@ -115,6 +114,26 @@ func parseCT(p Parser, e ofptext.KV) (flowtable.Action, error) {
 		return nil, ofptext.ErrAt(e.ValPos, "ct", "exec() requires \"commit\"")
 	}
 	return ct, nil
+}
+
+// ctExecRefusal says why OVS refuses a as an action of ct(exec(...)), or
+// "" when it accepts it: only actions that write ct_mark or ct_label
+// (set_field, load, move into them), as ofpacts_verify_nested checks.
+// The text is OVS's.
+func ctExecRefusal(a flowtable.Action) string {
+	var dst *flowtable.Field
+	switch a := a.(type) {
+	case *flowtable.SetField:
+		dst = a.Field
+	case *flowtable.Move:
+		dst = a.Dst.Field
+	default:
+		return fmt.Sprintf("ct action doesn't support nested action %s", a.Name())
+	}
+	if dst != flowtable.FieldCtMark && dst != flowtable.FieldCtLabel {
+		return fmt.Sprintf("ct action doesn't support nested modification of %s", dst.Name)
+	}
+	return ""
 }
 
 // parseNAT parses nat[(src|dst[=ADDR[-ADDR][:PORT[-PORT]]][,persistent][,hash][,random])].
@@ -391,10 +410,8 @@ func (t Decoder) ct(a *wire.ActionCT) (flowtable.Action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ct nested action: %w", err)
 		}
-		// OVS allows only set-field of ct_mark/ct_label in ct(exec(...)).
-		sf, ok := m.(*flowtable.SetField)
-		if !ok || (sf.Field != flowtable.FieldCtMark && sf.Field != flowtable.FieldCtLabel) {
-			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "ct: nested action %s is not allowed (only set-field of ct_mark or ct_label)", na.Name(t.version))
+		if msg := ctExecRefusal(m); msg != "" {
+			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "%s", msg)
 		}
 		ct.Exec = append(ct.Exec, m)
 	}

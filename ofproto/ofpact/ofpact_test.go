@@ -1,6 +1,7 @@
 package ofpact_test
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -71,6 +72,10 @@ var samples = []sample{
 	{text: "dec_ttl(1,2)", match: "ip"},
 	{text: "ct(commit,zone=5,exec(load:0x1->NXM_NX_CT_MARK[]))", of15: "ct(commit,zone=5,exec(set_field:0x1->ct_mark))", match: "ip"},
 	{text: "ct(table=3,zone=NXM_NX_REG5[0..15],nat)", match: "ip"},
+	{text: "ct(commit,exec(set_field:0x10/0x10->ct_mark,move:NXM_NX_REG0[0..3]->NXM_NX_CT_MARK[0..3]))",
+		of10: "ct(commit,exec(load:0x1->NXM_NX_CT_MARK[4],move:NXM_NX_REG0[0..3]->NXM_NX_CT_MARK[0..3]))",
+		of13: "ct(commit,exec(load:0x1->NXM_NX_CT_MARK[4],move:NXM_NX_REG0[0..3]->NXM_NX_CT_MARK[0..3]))", match: "ip"},
+	{text: "ct(commit,exec(move:NXM_NX_XXREG0[]->NXM_NX_CT_LABEL[]))", match: "ip"},
 	{text: "ct_clear"},
 	{text: "conjunction(7,1/2)"},
 	{text: "group:3"},
@@ -233,6 +238,62 @@ func TestEveryModelActionRegistered(t *testing.T) {
 	for _, a := range all {
 		if !seen[reflect.TypeOf(a)] {
 			t.Errorf("%T: no sample parses to it", a)
+		}
+	}
+}
+
+// TestCTExecFromWire: a ct action arriving on the wire may nest moves and
+// set-fields into ct_mark and ct_label, nothing else (OFPBAC_BAD_ARGUMENT,
+// as OVS's ofpacts_verify_nested answers).
+func TestCTExecFromWire(t *testing.T) {
+	reg := func(name string, v uint8) wire.FieldRef { return wire.RefTo(wire.FieldByName(name), v) }
+	for _, v := range versions {
+		for _, c := range []struct {
+			name   string
+			nested wire.Action
+			ok     bool
+		}{
+			{"move to ct_mark", &wire.ActionMove{Src: reg("reg0", v.wire), Dst: reg("ct_mark", v.wire), NBits: 4}, true},
+			{"move to ct_label", &wire.ActionMove{Src: reg("reg0", v.wire), Dst: reg("ct_label", v.wire), NBits: 32, DstOfs: 32}, true},
+			{"move to reg1", &wire.ActionMove{Src: reg("reg0", v.wire), Dst: reg("reg1", v.wire), NBits: 4}, false},
+			{"output", &wire.ActionOutput{Port: 1, MaxLen: 0}, false},
+		} {
+			ct := &wire.ActionCT{Flags: wire.NX_CT_F_COMMIT, RecircTable: wire.NX_CT_RECIRC_NONE, Actions: []wire.Action{c.nested}}
+			b, err := wire.AppendActions(nil, v.wire, []wire.Action{ct})
+			if err != nil {
+				t.Fatalf("%s %#x: %v", c.name, v.wire, err)
+			}
+			dw, err := wire.DecodeActions(v.wire, b)
+			if err != nil {
+				t.Fatalf("%s %#x: decode: %v", c.name, v.wire, err)
+			}
+			acts, err := ofpact.ActionsFromWire(v.wire, dw, nil)
+			if c.ok {
+				if err != nil {
+					t.Errorf("%s %#x: %v", c.name, v.wire, err)
+				} else if m := acts[0].(*flowtable.CT).Exec[0].(*flowtable.Move); m.Dst.Field.Name != c.nested.(*wire.ActionMove).Dst.Field.Name {
+					t.Errorf("%s %#x: nested move to %s", c.name, v.wire, m.Dst.Field.Name)
+				}
+				continue
+			}
+			var oe *wire.OFPError
+			if !errors.As(err, &oe) || oe.Sym != wire.OFPBAC_BAD_ARGUMENT {
+				t.Errorf("%s %#x: got %v, want OFPBAC_BAD_ARGUMENT", c.name, v.wire, err)
+			}
+		}
+	}
+}
+
+// TestCTExecTextRefusals: OVS's own words for what ct(exec(...)) refuses.
+func TestCTExecTextRefusals(t *testing.T) {
+	for text, want := range map[string]string{
+		"ct(commit,exec(move:NXM_NX_REG0[0..3]->NXM_NX_REG1[0..3]))": "ct action doesn't support nested modification of reg1",
+		"ct(commit,exec(set_field:1->reg2))":                         "ct action doesn't support nested modification of reg2",
+		"ct(commit,exec(output:1))":                                  "ct action doesn't support nested action output",
+	} {
+		_, err := ofpact.Parser{}.ParseActions(text, 0)
+		if err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("%s: got %v, want ...%q", text, err, want)
 		}
 	}
 }
