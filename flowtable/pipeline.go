@@ -136,6 +136,7 @@ type xlate struct {
 	cookie    uint64
 	conjBuf   [16]*Rule
 	r         *recorder // nil unless a flow cache records this run
+	stack     []stackEntry
 }
 
 var seed = maphash.MakeSeed()
@@ -456,6 +457,12 @@ func (x *xlate) do(a Action) {
 		if f := x.learn(a); f != nil {
 			x.learned = append(x.learned, f)
 		}
+	case *StackPush:
+		x.stackPush(a)
+	case *StackPop:
+		x.stackPop(a)
+	case *CheckPktLarger:
+		x.checkPktLarger(a)
 	}
 }
 

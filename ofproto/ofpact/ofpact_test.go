@@ -77,6 +77,11 @@ var samples = []sample{
 		of13: "ct(commit,exec(load:0x1->NXM_NX_CT_MARK[4],move:NXM_NX_REG0[0..3]->NXM_NX_CT_MARK[0..3]))", match: "ip"},
 	{text: "ct(commit,exec(move:NXM_NX_XXREG0[]->NXM_NX_CT_LABEL[]))", match: "ip"},
 	{text: "ct_clear"},
+	{text: "push:NXM_NX_REG0[]"},
+	{text: "pop:NXM_NX_REG1[0..15]"},
+	{text: "push:NXM_OF_IP_SRC[]", match: "ip"},
+	{text: "check_pkt_larger(1500)->NXM_NX_REG0[0]"},
+	{text: "check_pkt_larger(100)->NXM_NX_XXREG1[64]"},
 	{text: "conjunction(7,1/2)"},
 	{text: "group:3"},
 	{text: "note:01.02.03", wirePad: "note:01.02.03.00.00.00"},
@@ -234,7 +239,8 @@ func TestEveryModelActionRegistered(t *testing.T) {
 		&flowtable.WriteActions{}, &flowtable.Meter{}, &flowtable.SetField{}, &flowtable.Move{}, &flowtable.DecTTL{},
 		&flowtable.PushVLAN{}, &flowtable.PopVLAN{}, &flowtable.CT{}, &flowtable.CTClear{}, &flowtable.Conjunction{},
 		&flowtable.Group{}, &flowtable.Note{}, &flowtable.Exit{}, &flowtable.SetQueue{}, &flowtable.PopQueue{},
-		&flowtable.FinTimeout{}, &flowtable.Learn{}}
+		&flowtable.FinTimeout{}, &flowtable.Learn{}, &flowtable.StackPush{}, &flowtable.StackPop{},
+		&flowtable.CheckPktLarger{}}
 	for _, a := range all {
 		if !seen[reflect.TypeOf(a)] {
 			t.Errorf("%T: no sample parses to it", a)
@@ -294,6 +300,47 @@ func TestCTExecTextRefusals(t *testing.T) {
 		_, err := ofpact.Parser{}.ParseActions(text, 0)
 		if err == nil || !strings.HasSuffix(err.Error(), want) {
 			t.Errorf("%s: got %v, want ...%q", text, err, want)
+		}
+	}
+}
+
+// TestCheckPktLargerFromWire: the body of NXAST_CHECK_PKT_LARGER is
+// checked as decode_NXAST_RAW_CHECK_PKT_LARGER does.
+func TestCheckPktLargerFromWire(t *testing.T) {
+	nx := func(body ...byte) []byte {
+		b := wire.AppendNXHeader(nil, wire.NXAST_CHECK_PKT_LARGER, 24)
+		return append(b, body...)
+	}
+	reg0 := []byte{0x00, 0x01, 0x00, 0x04}    // NXM_NX_REG0
+	ethType := []byte{0x00, 0x00, 0x06, 0x02} // NXM_OF_ETH_TYPE
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want wire.ErrorCode // 0: accepted
+		text string
+	}{
+		{"reg0 bit 3", nx(append(append([]byte{0x05, 0xdc, 0, 3}, reg0...), 0, 0, 0, 0, 0, 0)...), 0, "check_pkt_larger(1500)->NXM_NX_REG0[3]"},
+		{"nonzero padding", nx(append(append([]byte{0x05, 0xdc, 0, 3}, reg0...), 0, 0, 0, 0, 0, 1)...), wire.NXBRC_MUST_BE_ZERO, ""},
+		{"bit beyond the field", nx(append(append([]byte{0x05, 0xdc, 0, 32}, reg0...), 0, 0, 0, 0, 0, 0)...), wire.OFPBAC_BAD_SET_LEN, ""},
+		{"read-only destination", nx(append(append([]byte{0x05, 0xdc, 0, 0}, ethType...), 0, 0, 0, 0, 0, 0)...), wire.OFPBAC_BAD_SET_ARGUMENT, ""},
+		{"unknown field", nx(0x05, 0xdc, 0, 0, 0x7f, 0x7f, 0x00, 0x04, 0, 0, 0, 0, 0, 0), wire.OFPBMC_BAD_FIELD, ""},
+	} {
+		for _, v := range versions {
+			dw, err := wire.DecodeActions(v.wire, c.b)
+			if err == nil {
+				var acts []flowtable.Action
+				acts, err = ofpact.ActionsFromWire(v.wire, dw, nil)
+				if err == nil && c.want == 0 {
+					if got := ofpact.ActionsString(acts, nil); got != c.text {
+						t.Errorf("%s %#x: %q, want %q", c.name, v.wire, got, c.text)
+					}
+					continue
+				}
+			}
+			var oe *wire.OFPError
+			if !errors.As(err, &oe) || oe.Sym != c.want {
+				t.Errorf("%s %#x: got %v, want %v", c.name, v.wire, err, c.want)
+			}
 		}
 	}
 }

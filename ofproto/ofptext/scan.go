@@ -56,6 +56,11 @@ func (sc *Scanner) Next() (KV, bool) {
 	sc.pos++
 	vstart := sc.pos
 	vlen := parseValueLen(sc.S[vstart:], delims)
+	if d == '(' && strings.HasPrefix(sc.S[vstart+vlen:], ")->") {
+		// "key(x)->y" (check_pkt_larger): the value is "x)->y", as
+		// ofputil_parse_key_value makes it.
+		vlen += parseValueLen(sc.S[vstart+vlen:], sepChars)
+	}
 	e.Value = sc.S[vstart : vstart+vlen]
 	e.ValPos = sc.Base + vstart
 	sc.pos = vstart + vlen
