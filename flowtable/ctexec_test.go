@@ -46,16 +46,8 @@ func TestCTExecMove(t *testing.T) {
 // it is part of the megaflow and the cached ct operation carries the mark
 // computed from it.
 func TestCTExecMoveRecorded(t *testing.T) {
-	p := loadSeed(t, ctExecFlows)
-	k, frame := packetSpec(t, p, "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=80")
-	var pkt flowtable.Packet
-	pkt.Key = k
-	if err := pkt.Extract(frame); err != nil {
-		t.Fatal(err)
-	}
-	var rec flowtable.Recording
-	p.RunRecorded(&pkt, 0, &captureSink{}, &rec)
-	if len(rec.Segments) == 0 || len(rec.Segments[0].Ops) == 0 {
+	rec := record(t, ctExecFlows, "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=80", 0)
+	if len(rec.Segments[0].Ops) == 0 {
 		t.Fatalf("no recorded ops: %+v", rec)
 	}
 	seg := rec.Segments[0]

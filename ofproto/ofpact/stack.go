@@ -12,20 +12,8 @@ import (
 )
 
 func init() {
-	keywords(func(p Parser, e ofptext.KV) (flowtable.Action, error) {
-		r, err := parseStackField(p, e)
-		if err != nil {
-			return nil, err
-		}
-		return &flowtable.StackPush{Src: r}, nil
-	}, "push")
-	keywords(func(p Parser, e ofptext.KV) (flowtable.Action, error) {
-		r, err := parseStackField(p, e)
-		if err != nil {
-			return nil, err
-		}
-		return &flowtable.StackPop{Dst: r}, nil
-	}, "pop")
+	keywords(parseStack(func(r flowtable.FieldRange) flowtable.Action { return &flowtable.StackPush{Src: r} }), "push")
+	keywords(parseStack(func(r flowtable.FieldRange) flowtable.Action { return &flowtable.StackPop{Dst: r} }), "pop")
 	register(Def[*flowtable.StackPush]{
 		Format: func(b *strings.Builder, a *flowtable.StackPush, o *ofptext.PrintOptions) {
 			b.WriteString("push:" + ofptext.SubfieldString(a.Src))
@@ -56,13 +44,16 @@ func init() {
 	})
 }
 
-// parseStackField parses the subfield of push/pop (nxm_parse_stack_action).
-func parseStackField(p Parser, e ofptext.KV) (flowtable.FieldRange, error) {
-	r, err := ofptext.ParseSubfield(e.Value, p.TLV)
-	if err != nil {
-		return r, wrap(e, err)
+// parseStack parses the subfield of push/pop (nxm_parse_stack_action)
+// into the action made by mk.
+func parseStack(mk func(flowtable.FieldRange) flowtable.Action) ParseFunc {
+	return func(p Parser, e ofptext.KV) (flowtable.Action, error) {
+		r, err := ofptext.ParseSubfield(e.Value, p.TLV)
+		if err != nil {
+			return nil, wrap(e, err)
+		}
+		return mk(r), nil
 	}
-	return r, nil
 }
 
 func (t Encoder) appendStack(out []wire.Action, r flowtable.FieldRange, pop bool) ([]wire.Action, error) {
