@@ -20,7 +20,10 @@ func init() {
 	register(Def[*flowtable.CT]{
 		Format: formatCT,
 		Encode: func(t Encoder, out []wire.Action, a *flowtable.CT) ([]wire.Action, error) { return t.ct(out, a) },
-		Check:  func(c Checker, a *flowtable.CT) error { return c.checkAll(a.Exec) },
+		Check: func(c Checker, a *flowtable.CT) error {
+			c.InCT = true
+			return c.checkAll(a.Exec)
+		},
 	})
 	register(Def[*flowtable.CTClear]{
 		Format: func(b *strings.Builder, a *flowtable.CTClear, o *ofptext.PrintOptions) { b.WriteString("ct_clear") },

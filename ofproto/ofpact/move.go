@@ -79,7 +79,7 @@ func checkMove(c Checker, a *flowtable.Move) error {
 	if !a.Dst.Field.Writable {
 		return invalid(flowtable.ReadOnlyField, a.Dst.Field.Name, "move: destination %s is read-only", a.Dst.Field.Name)
 	}
-	return nil
+	return c.checkCTField(a.Dst.Field)
 }
 
 // moveRefVersion: NXAST_REG_MOVE carries NXM headers (version 0 = oldest

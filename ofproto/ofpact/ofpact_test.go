@@ -344,3 +344,32 @@ func TestCheckPktLargerFromWire(t *testing.T) {
 		}
 	}
 }
+
+// TestCTFieldsOnlyInCT: ct_mark and ct_label are written only inside
+// ct(exec(...)); elsewhere OVS answers OFPBAC_BAD_SET_ARGUMENT (the
+// channel maps ReadOnlyField to it).
+func TestCTFieldsOnlyInCT(t *testing.T) {
+	for text, ok := range map[string]bool{
+		"set_field:1->ct_mark":                                  false,
+		"move:NXM_NX_REG0[]->NXM_NX_CT_MARK[]":                  false,
+		"load:1->NXM_NX_CT_LABEL[3]":                            false,
+		"ct(commit,exec(set_field:1->ct_mark))":                 true,
+		"ct(commit,exec(move:NXM_NX_REG0[]->NXM_NX_CT_MARK[]))": true,
+		"write_actions(set_field:1->ct_mark)":                   false,
+	} {
+		acts, err := ofpact.Parser{}.ParseActions(text, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		fl := &flowtable.Flow{Actions: acts}
+		setPrereq(t, &fl.Match, "ip")
+		err = ofpact.Validate(fl)
+		var ve *flowtable.ValidationError
+		switch {
+		case ok && err != nil:
+			t.Errorf("%s: %v", text, err)
+		case !ok && (!errors.As(err, &ve) || ve.Kind != flowtable.ReadOnlyField || ve.Msg != "cannot set CT fields outside of ct action"):
+			t.Errorf("%s: got %v, want the CT fields refusal", text, err)
+		}
+	}
+}

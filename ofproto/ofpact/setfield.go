@@ -181,7 +181,7 @@ func checkSetField(c Checker, a *flowtable.SetField) error {
 	if !a.Field.Writable {
 		return invalid(flowtable.ReadOnlyField, a.Field.Name, "%s is read-only", a.Field.Name)
 	}
-	return nil
+	return c.checkCTField(a.Field)
 }
 
 // prereqOKAlias accepts set_field on tcp_src/udp_src views of the same

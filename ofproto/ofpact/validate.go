@@ -9,6 +9,9 @@ import (
 // Checker is the context of an action's check: the flow it sits in.
 type Checker struct {
 	Flow *flowtable.Flow
+	// InCT is true inside ct(exec(...)), the only place ct_mark and
+	// ct_label may be written.
+	InCT bool
 }
 
 // Validate checks the flow's actions against its table and match the way
@@ -55,4 +58,13 @@ func (c Checker) checkAll(acts []flowtable.Action) error {
 
 func invalid(kind flowtable.ValidationKind, field, format string, args ...any) error {
 	return &flowtable.ValidationError{Kind: kind, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// checkCTField refuses writes of ct_mark and ct_label outside ct(exec(...))
+// (OVS ofpacts_verify_nested, field_requires_ct).
+func (c Checker) checkCTField(f *flowtable.Field) error {
+	if !c.InCT && (f == flowtable.FieldCtMark || f == flowtable.FieldCtLabel) {
+		return invalid(flowtable.ReadOnlyField, f.Name, "cannot set CT fields outside of ct action")
+	}
+	return nil
 }
