@@ -2,7 +2,6 @@ package ofpact
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto/ofpfield"
@@ -70,7 +69,7 @@ func (t Decoder) fieldRange(ref wire.FieldRef, ofs, nBits int) (flowtable.FieldR
 }
 
 func (t Decoder) action(a wire.Action) (flowtable.Action, error) {
-	if decode := byWire[reflect.TypeOf(a)]; decode != nil {
+	if decode := byWire[typeKey(a)]; decode != nil {
 		return decode(t, a)
 	}
 	if r, ok := a.(*wire.ActionRaw); ok {

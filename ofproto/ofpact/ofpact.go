@@ -29,8 +29,8 @@ package ofpact
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
+	"unsafe"
 
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto/ofptext"
@@ -82,19 +82,23 @@ type ParseFunc func(p Parser, e ofptext.KV) (flowtable.Action, error)
 // action with a nil error means the wire action has no model form.
 type DecodeFunc func(t Decoder, a wire.Action) (flowtable.Action, error)
 
+// The registries are keyed by typeKey, not reflect.Type: looking a
+// uintptr up costs about what a type switch did, hashing a reflect.Type
+// (an interface) several times more, on the flow-mod path.
 var (
-	byModel   = map[reflect.Type]*entry{}
+	byModel   = map[uintptr]*entry{}
 	byKeyword = map[string]ParseFunc{}
-	byWire    = map[reflect.Type]DecodeFunc{}
+	byWire    = map[uintptr]DecodeFunc{}
 	byRawCode = map[uint64]func(t Decoder, a *wire.ActionRaw) (flowtable.Action, error){}
 )
 
 // register adds the model action type A.
 func register[A flowtable.Action](d Def[A]) {
 	var zero A
-	t := reflect.TypeOf(zero)
+	var a flowtable.Action = zero
+	t := typeKey(a)
 	if _, dup := byModel[t]; dup {
-		panic("ofpact: " + t.String() + " registered twice")
+		panic(fmt.Sprintf("ofpact: %T registered twice", zero))
 	}
 	e := &entry{rank: d.Rank}
 	if d.Format != nil {
@@ -124,9 +128,10 @@ func keywords(parse ParseFunc, names ...string) {
 // fromWire registers the translation of the wire action type W.
 func fromWire[W wire.Action](decode func(t Decoder, a W) (flowtable.Action, error)) {
 	var zero W
-	t := reflect.TypeOf(zero)
+	var a wire.Action = zero
+	t := typeKey(a)
 	if _, dup := byWire[t]; dup {
-		panic("ofpact: " + t.String() + " registered twice")
+		panic(fmt.Sprintf("ofpact: %T registered twice", zero))
 	}
 	byWire[t] = func(d Decoder, a wire.Action) (flowtable.Action, error) { return decode(d, a.(W)) }
 }
@@ -137,7 +142,15 @@ func fromRaw(vendor uint32, code uint16, decode func(t Decoder, a *wire.ActionRa
 	byRawCode[uint64(vendor)<<16|uint64(code)] = decode
 }
 
-func lookup(a flowtable.Action) *entry { return byModel[reflect.TypeOf(a)] }
+func lookup(a flowtable.Action) *entry { return byModel[typeKey(a)] }
+
+// typeKey identifies the dynamic type of the interface value a by its
+// type word: the itab of the (interface, concrete type) pair, which Go
+// keeps unique (it is what a type switch compares). Only values of one
+// interface type are compared with each other here.
+func typeKey[I any](a I) uintptr {
+	return (*[2]uintptr)(unsafe.Pointer(&a))[0]
+}
 
 // RankOf is the instruction a belongs to.
 func RankOf(a flowtable.Action) Rank {

@@ -24,7 +24,11 @@ func Validate(fl *flowtable.Flow) error {
 	rank := RankMeter - 1
 	c := Checker{Flow: fl}
 	for _, a := range fl.Actions {
-		r := RankOf(a)
+		e := lookup(a)
+		r := RankApply
+		if e != nil {
+			r = e.rank
+		}
 		if r != RankApply && r == rank {
 			return invalid(flowtable.DuplicateInstruction, a.Name(), "duplicate instruction %s", r)
 		}
@@ -32,8 +36,10 @@ func Validate(fl *flowtable.Flow) error {
 			return invalid(flowtable.BadInstructionOrder, a.Name(), "instruction %s may not follow instruction %s", r, rank)
 		}
 		rank = r
-		if err := c.check(a); err != nil {
-			return err
+		if e != nil && e.check != nil {
+			if err := e.check(c, a); err != nil {
+				return err
+			}
 		}
 	}
 	return checkConjunctionAlone(fl)
