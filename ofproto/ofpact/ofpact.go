@@ -15,10 +15,12 @@
 // checking by the model type (flowtable.Action), decoding by the wire
 // action type. The byte layout of each wire action stays in ofproto/wire
 // (its raw action table is looked up by (version, type) and (vendor,
-// subtype)); an action that wire only validates (wire.ActionRaw) can be
-// decoded here by (vendor, subtype), so a new Nicira action needs one file
-// here (plus its model struct and execution in flowtable, which OVS keeps
-// apart too: struct ofpact_* and ofproto-dpif-xlate.c).
+// subtype)); an action that wire only validates by type and length
+// (wire.ActionRaw: its raw table lists every Nicira subtype of OVS 3.1) is
+// read and written here by (vendor, subtype), as check_pkt_larger.go does.
+// So a new Nicira action needs one file here, plus its model struct and
+// execution in flowtable, which OVS keeps apart too (struct ofpact_* and
+// ofproto-dpif-xlate.c).
 //
 // Dependencies run one way: ofpact imports flowtable (the model),
 // ofproto/wire (wire actions), ofproto/ofptext (the lexical layer of the
