@@ -69,8 +69,8 @@ func (t Decoder) fieldRange(ref wire.FieldRef, ofs, nBits int) (flowtable.FieldR
 }
 
 func (t Decoder) action(a wire.Action) (flowtable.Action, error) {
-	if decode := byWire[typeKey(a)]; decode != nil {
-		return decode(t, a)
+	if i := wires.find(typeKey(a)); i >= 0 {
+		return decoders[i](t, a)
 	}
 	if r, ok := a.(*wire.ActionRaw); ok {
 		if decode := byRawCode[uint64(r.Vendor)<<16|uint64(r.Code)]; decode != nil {

@@ -32,7 +32,6 @@ package ofpact
 import (
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto/ofptext"
@@ -84,13 +83,14 @@ type ParseFunc func(p Parser, e ofptext.KV) (flowtable.Action, error)
 // action with a nil error means the wire action has no model form.
 type DecodeFunc func(t Decoder, a wire.Action) (flowtable.Action, error)
 
-// The registries are keyed by typeKey, not reflect.Type: looking a
-// uintptr up costs about what a type switch did, hashing a reflect.Type
-// (an interface) several times more, on the flow-mod path.
+// The registries: text by keyword; model and wire types through a
+// typeIndex (see typeindex.go) into the entries.
 var (
-	byModel   = map[uintptr]*entry{}
 	byKeyword = map[string]ParseFunc{}
-	byWire    = map[uintptr]DecodeFunc{}
+	models    typeIndex
+	entries   []*entry
+	wires     typeIndex
+	decoders  []DecodeFunc
 	byRawCode = map[uint64]func(t Decoder, a *wire.ActionRaw) (flowtable.Action, error){}
 )
 
@@ -99,7 +99,7 @@ func register[A flowtable.Action](d Def[A]) {
 	var zero A
 	var a flowtable.Action = zero
 	t := typeKey(a)
-	if _, dup := byModel[t]; dup {
+	if models.find(t) >= 0 {
 		panic(fmt.Sprintf("ofpact: %T registered twice", zero))
 	}
 	e := &entry{rank: d.Rank}
@@ -114,7 +114,8 @@ func register[A flowtable.Action](d Def[A]) {
 	if d.Check != nil {
 		e.check = func(c Checker, a flowtable.Action) error { return d.Check(c, a.(A)) }
 	}
-	byModel[t] = e
+	models.add(t, int32(len(entries)))
+	entries = append(entries, e)
 }
 
 // keywords registers the text parser of the action(s) spelled names.
@@ -132,10 +133,11 @@ func fromWire[W wire.Action](decode func(t Decoder, a W) (flowtable.Action, erro
 	var zero W
 	var a wire.Action = zero
 	t := typeKey(a)
-	if _, dup := byWire[t]; dup {
+	if wires.find(t) >= 0 {
 		panic(fmt.Sprintf("ofpact: %T registered twice", zero))
 	}
-	byWire[t] = func(d Decoder, a wire.Action) (flowtable.Action, error) { return decode(d, a.(W)) }
+	wires.add(t, int32(len(decoders)))
+	decoders = append(decoders, func(d Decoder, a wire.Action) (flowtable.Action, error) { return decode(d, a.(W)) })
 }
 
 // fromRaw registers the translation of an action ofproto/wire validates
@@ -144,14 +146,11 @@ func fromRaw(vendor uint32, code uint16, decode func(t Decoder, a *wire.ActionRa
 	byRawCode[uint64(vendor)<<16|uint64(code)] = decode
 }
 
-func lookup(a flowtable.Action) *entry { return byModel[typeKey(a)] }
-
-// typeKey identifies the dynamic type of the interface value a by its
-// type word: the itab of the (interface, concrete type) pair, which Go
-// keeps unique (it is what a type switch compares). Only values of one
-// interface type are compared with each other here.
-func typeKey[I any](a I) uintptr {
-	return (*[2]uintptr)(unsafe.Pointer(&a))[0]
+func lookup(a flowtable.Action) *entry {
+	if i := models.find(typeKey(a)); i >= 0 {
+		return entries[i]
+	}
+	return nil
 }
 
 // RankOf is the instruction a belongs to.
