@@ -247,6 +247,21 @@ type LearnSpec struct {
 	ImmText bool
 }
 
+// StackPush pushes a subfield onto the translation's field stack
+// (push:SRC[..], NXAST_STACK_PUSH).
+type StackPush struct{ Src FieldRange }
+
+// StackPop pops the top of the field stack into a subfield (pop:DST[..],
+// NXAST_STACK_POP); the value is zero-extended or truncated to Dst.NBits.
+type StackPop struct{ Dst FieldRange }
+
+// CheckPktLarger sets the 1-bit Dst to 1 when the packet is longer than
+// Len bytes, else to 0 (check_pkt_larger(Len)->DST, NXAST_CHECK_PKT_LARGER).
+type CheckPktLarger struct {
+	Len uint16
+	Dst FieldRange
+}
+
 // Multipath, Bundle and Sample are parsed by OVS but not modelled here.
 
 func (*Output) Name() string        { return "output" }
@@ -274,6 +289,10 @@ func (*SetQueue) Name() string      { return "set_queue" }
 func (*PopQueue) Name() string      { return "pop_queue" }
 func (*FinTimeout) Name() string    { return "fin_timeout" }
 func (*Learn) Name() string         { return "learn" }
+
+func (*StackPush) Name() string      { return "push" }
+func (*StackPop) Name() string       { return "pop" }
+func (*CheckPktLarger) Name() string { return "check_pkt_larger" }
 
 // FlowFlags are the OpenFlow flow-mod flags.
 type FlowFlags uint16

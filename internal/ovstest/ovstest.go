@@ -453,10 +453,19 @@ func (o *OVS) Reset() error {
 	if _, err := o.Ofctl("-O", "OpenFlow13", "del-groups"); err != nil {
 		return fmt.Errorf("ovstest: reset groups: %w", err)
 	}
-	if _, err := o.Ofctl("del-tlv-map"); err != nil {
-		return fmt.Errorf("ovstest: reset TLV map: %w", err)
+	// OVS frees deleted flows after an RCU grace period, and refuses to
+	// delete a TLV mapping a flow still holds (NXTTMFC_INVALID_TLV_DEL):
+	// on a loaded machine the first try can come too early.
+	for try := 0; ; try++ {
+		_, err := o.Ofctl("del-tlv-map")
+		if err == nil {
+			return nil
+		}
+		if try == 50 || !strings.Contains(err.Error(), "NXTTMFC_INVALID_TLV_DEL") {
+			return fmt.Errorf("ovstest: reset TLV map: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return nil
 }
 
 // SortedLines splits command output into its non-empty lines sorted in byte

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpact"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
 
 // OVSTrace runs `ovs-appctl ofproto/trace` on a pipeline and prints it as
@@ -218,7 +220,7 @@ func (t *OVSTrace) banner(b *strings.Builder, ps *tracePass) {
 	if ps.resume.explicit {
 		b.WriteString(" - resume conntrack with ct_state=")
 		var s strings.Builder
-		formatFlags(&s, uint64(ps.resume.state), ctStateNames, '|')
+		ofptext.FormatFlags(&s, uint64(ps.resume.state), ofptext.CtStateNames, '|')
 		b.WriteString(s.String())
 	} else {
 		b.WriteString(" - resume conntrack with default ct_state=trk|new (use --ct-next to customize)")
@@ -371,7 +373,7 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 				dp = append(dp, t.commitSets(&committed, &cur)...)
 				execs := 0
 				if a.NAT != nil {
-					tn.add('a', natString(a.NAT))
+					tn.add('a', ofpact.NATString(a.NAT))
 					execs++
 				}
 				for _, x := range a.Exec {
@@ -481,7 +483,7 @@ func datapathCT(a *flowtable.CT, req *flowtable.CTRequest) string {
 		parts = append(parts, "helper=tftp")
 	}
 	if r.NAT != nil {
-		parts = append(parts, natString(r.NAT))
+		parts = append(parts, ofpact.NATString(r.NAT))
 	}
 	if len(parts) == 0 {
 		return "ct"
@@ -523,12 +525,12 @@ func FlowString(k *flowtable.Key, o *PrintOptions) string {
 	m.Value = *k
 	exact := func(fs ...*flowtable.Field) {
 		for _, f := range fs {
-			f.SetValue(&m.Mask, onesOf(f.Bytes))
+			f.SetValue(&m.Mask, ofptext.OnesOf(f.Bytes))
 		}
 	}
 	nonzero := func(fs ...*flowtable.Field) {
 		for _, f := range fs {
-			if !allZero(f.Value(k)) {
+			if !ofptext.AllZero(f.Value(k)) {
 				exact(f)
 			}
 		}
@@ -536,7 +538,7 @@ func FlowString(k *flowtable.Key, o *PrintOptions) string {
 	nonzero(flowtable.FieldRecircID, flowtable.FieldDpHash, flowtable.FieldPktMark, flowtable.FieldCtState, flowtable.FieldCtZone,
 		flowtable.FieldCtMark, flowtable.FieldCtLabel, flowtable.FieldMetadata, flowtable.FieldTunID, flowtable.FieldTunSrc,
 		flowtable.FieldTunDst, flowtable.FieldTunFlags)
-	if k.CtState()&flowtable.CtStateTrk != 0 && !allZero(flowtable.FieldCtNwProto.Value(k)) {
+	if k.CtState()&flowtable.CtStateTrk != 0 && !ofptext.AllZero(flowtable.FieldCtNwProto.Value(k)) {
 		exact(flowtable.FieldCtNwProto, flowtable.FieldCtTpSrc, flowtable.FieldCtTpDst)
 		if k.EthType() == flowtable.EthTypeIPv6 {
 			exact(flowtable.FieldCtIPv6Src, flowtable.FieldCtIPv6Dst)
