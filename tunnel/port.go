@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -81,7 +80,8 @@ type Stats struct {
 // It implements port.Port; WriteBatch sends with a zero key (VNI 0, no
 // options) and so needs a fixed RemoteIP. The pipeline uses WriteTunnel.
 type Port struct {
-	name     string
+	port.Base // name, counters, close; frames are in the batch's buffers
+
 	local    [4]byte
 	dstPort  uint16
 	remote   [4]byte // zero: remote_ip=flow
@@ -91,13 +91,10 @@ type Port struct {
 	rxBufLen int
 	batch    int
 
-	rxFd, txFd, wakeFd int
-	closed             atomic.Bool
-	opts               atomic.Pointer[OptionMap]
+	rxFd, txFd int
+	opts       atomic.Pointer[OptionMap]
 
-	rxMu     sync.Mutex
-	rxPoll   [2]unix.PollFd
-	timeout  int
+	// Guarded by RxMu.
 	rxHdrs   []unix.Mmsghdr
 	rxIov    []unix.Iovec
 	rxNames  []unix.RawSockaddrInet4
@@ -106,7 +103,7 @@ type Port struct {
 	rxOvfl   uint32 // last SO_RXQ_OVFL count
 	rxOvflOK bool
 
-	txMu    sync.Mutex
+	// Guarded by TxMu.
 	txHdrs  []unix.Mmsghdr
 	txIov   []unix.Iovec
 	txNames []unix.RawSockaddrInet4
@@ -114,7 +111,6 @@ type Port struct {
 	txFrame []int // frame index of each prepared slot
 	txInner []int // inner frame length of each prepared slot
 
-	ctr                                 port.Counters
 	rxHeaderErrors, txMTUDrops, txNoDst atomic.Uint64
 }
 
@@ -126,9 +122,10 @@ const rxCtlLen = 64
 // Open creates the port's sockets in the caller's network namespace (that
 // of the OS thread).
 func Open(cfg Config) (*Port, error) {
-	p := &Port{rxFd: -1, txFd: -1, wakeFd: -1}
+	p := &Port{rxFd: -1, txFd: -1}
 	if err := p.open(cfg); err != nil {
-		p.release()
+		_ = p.release()
+		p.Discard()
 		return nil, err
 	}
 	return p, nil
@@ -139,24 +136,25 @@ func (p *Port) open(cfg Config) error {
 	if p.dstPort == 0 {
 		p.dstPort = DefaultPort
 	}
-	p.name = cfg.Name
-	if p.name == "" {
-		p.name = fmt.Sprintf("genev_sys_%d", p.dstPort)
+	name := cfg.Name
+	if name == "" {
+		name = fmt.Sprintf("genev_sys_%d", p.dstPort)
 	}
+	p.Init("tunnel", name, cfg.ReadTimeout)
 	if cfg.LocalIP.IsValid() {
 		if !cfg.LocalIP.Is4() {
-			return fmt.Errorf("tunnel %s: local_ip %s: only IPv4 underlays are supported", p.name, cfg.LocalIP)
+			return p.Errorf("local_ip %s: only IPv4 underlays are supported", cfg.LocalIP)
 		}
 		p.local = cfg.LocalIP.As4()
 	}
 	if cfg.RemoteIP.IsValid() {
 		if !cfg.RemoteIP.Is4() || cfg.RemoteIP.IsUnspecified() {
-			return fmt.Errorf("tunnel %s: remote_ip %s: want a unicast IPv4 address", p.name, cfg.RemoteIP)
+			return p.Errorf("remote_ip %s: want a unicast IPv4 address", cfg.RemoteIP)
 		}
 		p.remote = cfg.RemoteIP.As4()
 	}
 	if cfg.Csum && p.local == [4]byte{} {
-		return fmt.Errorf("tunnel %s: csum=true needs local_ip (the UDP checksum covers the source address)", p.name)
+		return p.Errorf("csum=true needs local_ip (the UDP checksum covers the source address)")
 	}
 	p.csum = cfg.Csum
 	p.ttl = cfg.TTL
@@ -172,14 +170,14 @@ func (p *Port) open(cfg Config) error {
 		p.mtu = interfaceMTU(cfg.LocalIP)
 	}
 	if p.mtu < OuterOverhead+EthHeaderLen {
-		return fmt.Errorf("tunnel %s: underlay MTU %d cannot carry an Ethernet frame", p.name, p.mtu)
+		return p.Errorf("underlay MTU %d cannot carry an Ethernet frame", p.mtu)
 	}
 	// The largest UDP payload that fits the MTU, plus one byte so that a
 	// longer (reassembled) datagram shows up as MSG_TRUNC.
 	p.rxBufLen = p.mtu - IPv4HeaderLen - UDPHeaderLen + 1
 	om, err := NewOptionMap(cfg.TLV)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: %w", p.name, err)
+		return p.Errorf("%w", err)
 	}
 	p.opts.Store(om)
 
@@ -189,17 +187,8 @@ func (p *Port) open(cfg Config) error {
 	if err := p.openTx(); err != nil {
 		return err
 	}
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("tunnel %s: eventfd: %w", p.name, err)
-	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.rxFd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
-	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	if err := p.OpenWake(p.rxFd); err != nil {
+		return err
 	}
 
 	p.rxHdrs = make([]unix.Mmsghdr, p.batch)
@@ -254,19 +243,19 @@ func interfaceMTU(addr netip.Addr) int {
 func (p *Port) openRx() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: UDP socket: %w", p.name, err)
+		return p.Errorf("UDP socket: %w", err)
 	}
 	p.rxFd = fd
 	// IP_PKTINFO tells the outer destination (tun_dst) when bound to any
 	// address; SO_RXQ_OVFL reports datagrams the socket queue dropped.
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
-		return fmt.Errorf("tunnel %s: IP_PKTINFO: %w", p.name, err)
+		return p.Errorf("IP_PKTINFO: %w", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
-		return fmt.Errorf("tunnel %s: SO_RXQ_OVFL: %w", p.name, err)
+		return p.Errorf("SO_RXQ_OVFL: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); err != nil {
-		return fmt.Errorf("tunnel %s: bind %s:%d: %w", p.name, netip.AddrFrom4(p.local), p.dstPort, err)
+		return p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, err)
 	}
 	return nil
 }
@@ -277,14 +266,13 @@ func (p *Port) openTx() error {
 	// address when we leave them 0.
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: raw IPv4 socket: %w", p.name, err)
+		return p.Errorf("raw IPv4 socket: %w", err)
 	}
 	p.txFd = fd
 	return nil
 }
 
 // Name returns the port name.
-func (p *Port) Name() string { return p.name }
 
 // Ifindex is 0: the vport is not a kernel interface.
 func (p *Port) Ifindex() int { return 0 }
@@ -304,7 +292,7 @@ func (p *Port) UnderlayMTU() int { return p.mtu }
 func (p *Port) SetTLVMap(tlv *flowtable.TLVMap) error {
 	om, err := NewOptionMap(tlv)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: %w", p.name, err)
+		return p.Errorf("%w", err)
 	}
 	p.opts.Store(om)
 	return nil
@@ -346,10 +334,10 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 func (p *Port) PollFd() int { return p.rxFd }
 
 func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("tunnel %s: read: %w", p.name, port.ErrClosed)
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if _, err := p.StartRead(b); err != nil {
+		return 0, err
 	}
 	want := min(len(b.Frames), len(md), p.batch)
 	if want == 0 {
@@ -374,7 +362,7 @@ func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error)
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
-			return p.decapBatch(b, md, int(r)), nil
+			return p.Lend(p.decapBatch(b, md, int(r))), nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
@@ -386,8 +374,8 @@ func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error)
 				return 0, err
 			}
 		default:
-			p.ctr.RxErrors.Add(1)
-			return 0, fmt.Errorf("tunnel %s: recvmmsg: %w", p.name, e)
+			p.Ctr.RxErrors.Add(1)
+			return 0, p.Errorf("recvmmsg: %w", e)
 		}
 	}
 }
@@ -427,12 +415,12 @@ func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
 	}
 	errs = lenErrs + hdrErrs
 	if pkts != 0 {
-		p.ctr.RxPackets.Add(pkts)
-		p.ctr.RxBytes.Add(bytes)
+		p.Ctr.RxPackets.Add(pkts)
+		p.Ctr.RxBytes.Add(bytes)
 	}
 	if errs != 0 {
-		p.ctr.RxErrors.Add(errs)
-		p.ctr.RxLengthErrors.Add(lenErrs)
+		p.Ctr.RxErrors.Add(errs)
+		p.Ctr.RxLengthErrors.Add(lenErrs)
 		p.rxHeaderErrors.Add(hdrErrs)
 	}
 	return n
@@ -458,9 +446,9 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			ovfl := binary.NativeEndian.Uint32(data)
 			if p.rxOvflOK {
-				p.ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
+				p.Ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
 			} else {
-				p.ctr.RxDropped.Add(uint64(ovfl))
+				p.Ctr.RxDropped.Add(uint64(ovfl))
 			}
 			p.rxOvfl, p.rxOvflOK = ovfl, true
 		}
@@ -471,16 +459,20 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 
 // wait polls the socket and the wake eventfd; false means timeout.
 func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
+	ev, err := p.Wait()
 	if err != nil {
-		return false, fmt.Errorf("tunnel %s: %w", p.name, err)
+		return false, err
 	}
 	return ev != 0, nil
 }
 
 // Release implements port.Port; received frames live in the batch's own
-// buffers.
-func (p *Port) Release() {}
+// buffers, so there is nothing to give back to the kernel.
+func (p *Port) Release() {
+	p.RxMu.Lock()
+	p.GiveBack()
+	p.RxMu.Unlock()
+}
 
 // WriteBatch implements port.Port: it sends every frame with VNI 0 and no
 // options to the fixed remote_ip (with remote_ip=flow every frame is dropped
@@ -498,13 +490,13 @@ var zeroKey flowtable.Key
 // have no destination are skipped and counted in TxDropped; they still count
 // as handled in n, so n < len(frames) means a real error that err describes.
 func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("tunnel %s: write: %w", p.name, port.ErrClosed)
+	p.TxMu.Lock()
+	defer p.TxMu.Unlock()
+	if ok, n, err := p.StartWrite(len(frames)); !ok {
+		return n, err
 	}
 	if keys != nil && len(keys) != len(frames) {
-		return 0, fmt.Errorf("tunnel %s: write: %d frames but %d keys", p.name, len(frames), len(keys))
+		return 0, p.Errorf("write: %d frames but %d keys", len(frames), len(keys))
 	}
 	om := p.opts.Load()
 	i := 0
@@ -536,25 +528,25 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 		binary.BigEndian.PutUint32(dst[:], k.TunDst())
 		if dst == [4]byte{} {
 			p.txNoDst.Add(1)
-			p.ctr.TxDropped.Add(1)
+			p.Ctr.TxDropped.Add(1)
 			return false
 		}
 	}
 	optLen, err := om.OptionsLen(k)
 	if err != nil || len(frame) < EthHeaderLen {
-		p.ctr.TxDropped.Add(1)
+		p.Ctr.TxDropped.Add(1)
 		return false
 	}
 	total := OuterOverhead + optLen + len(frame)
 	if total > p.mtu {
 		p.txMTUDrops.Add(1)
-		p.ctr.TxDropped.Add(1)
+		p.Ctr.TxDropped.Add(1)
 		return false
 	}
 	buf := p.txBufs[s]
 	pkt, sport, err := Encap(buf[IPv4HeaderLen+UDPHeaderLen:IPv4HeaderLen+UDPHeaderLen], frame, k, om)
 	if err != nil {
-		p.ctr.TxDropped.Add(1)
+		p.Ctr.TxDropped.Add(1)
 		return false
 	}
 	udpLen := UDPHeaderLen + len(pkt)
@@ -594,17 +586,17 @@ func (p *Port) send(slots int) (int, error) {
 		switch e {
 		case 0:
 			for j := done; j < done+int(r); j++ {
-				p.ctr.TxPackets.Add(1)
-				p.ctr.TxBytes.Add(uint64(p.txInner[j]))
+				p.Ctr.TxPackets.Add(1)
+				p.Ctr.TxBytes.Add(uint64(p.txInner[j]))
 			}
 			done += int(r)
 		case unix.EINTR:
 		case unix.ENOBUFS, unix.EAGAIN, unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EMSGSIZE, unix.EPERM, unix.EINVAL:
-			p.ctr.TxDropped.Add(1)
+			p.Ctr.TxDropped.Add(1)
 			done++
 		default:
-			p.ctr.TxErrors.Add(uint64(slots - done))
-			return p.txFrame[done], fmt.Errorf("tunnel %s: sendmmsg to %s: %w", p.name, netip.AddrFrom4(p.txNames[done].Addr), e)
+			p.Ctr.TxErrors.Add(uint64(slots - done))
+			return p.txFrame[done], p.Errorf("sendmmsg to %s: %w", netip.AddrFrom4(p.txNames[done].Addr), e)
 		}
 	}
 	return 0, nil
@@ -651,38 +643,16 @@ func (p *Port) Stats() port.Stats { return p.TunnelStats().Stats }
 // TunnelStats returns the port counters with the tunnel drop reasons.
 func (p *Port) TunnelStats() Stats {
 	return Stats{
-		Stats:          p.ctr.Snapshot(),
+		Stats:          p.Ctr.Snapshot(),
 		RxHeaderErrors: p.rxHeaderErrors.Load(),
 		TxMTUDrops:     p.txMTUDrops.Load(),
 		TxNoDst:        p.txNoDst.Load(),
 	}
 }
 
-// Close implements port.Port.
-func (p *Port) Close() error {
-	if p.closed.Swap(true) {
-		return nil
-	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("tunnel %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	err := p.release()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
-}
+// Close implements port.Port (port.Base.Close).
+func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	var errs []error
-	for _, fd := range []*int{&p.rxFd, &p.txFd, &p.wakeFd} {
-		if *fd >= 0 {
-			if err := unix.Close(*fd); err != nil {
-				errs = append(errs, fmt.Errorf("tunnel %s: close: %w", p.name, err))
-			}
-			*fd = -1
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(p.CloseFd(&p.rxFd, "UDP socket"), p.CloseFd(&p.txFd, "raw socket"))
 }

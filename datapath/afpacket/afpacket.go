@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -118,27 +117,19 @@ const (
 // Port is an AF_PACKET port bound to one interface. It implements
 // port.Port.
 type Port struct {
-	name    string
-	ifindex int
-	mac     net.HardwareAddr
-	mtu     int
-	cfg     Config
+	// Base: identity, counters, close and re-attach. RxMu guards the
+	// receive ring, TxMu msgs/iovs and the TX ring.
+	port.Base
+	cfg Config
 
-	fd     int // AF_PACKET socket
-	wakeFd int // eventfd that Close writes to wake a blocked poll
-
-	closed atomic.Bool
-	rxMu   sync.Mutex // held by ReadBatch/Release: guards ring
-	txMu   sync.Mutex // held by WriteBatch: guards msgs/iovs
+	fd     int        // AF_PACKET socket
 	statMu sync.Mutex // guards kernelDrops and the fd for PACKET_STATISTICS
 
-	v3      bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
-	v2      frameRing // TPACKET_V2 receive ring
-	ring    ring      // TPACKET_V3 receive ring
-	tx      txRing    // used when cfg.TxRing
-	rxPoll  [2]unix.PollFd
-	timeout int  // poll timeout in ms, -1 for none
-	rxBusy  bool // frames are streaming in: busy-poll before sleeping
+	v3     bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
+	v2     frameRing // TPACKET_V2 receive ring
+	ring   ring      // TPACKET_V3 receive ring
+	tx     txRing    // used when cfg.TxRing
+	rxBusy bool      // frames are streaming in: busy-poll before sleeping
 
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr
@@ -148,7 +139,6 @@ type Port struct {
 	txLens   []int                   // frame length of msgs[i], for byte counters
 	maxFrame int
 
-	ctr         port.Counters
 	kernelDrops uint64
 }
 
@@ -242,20 +232,43 @@ func Open(name string, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("afpacket %s: VnetHdr does not work with TxRing", name)
 	}
 
-	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1}
-	if err := p.open(); err != nil {
-		p.release()
+	p := &Port{cfg: cfg, fd: -1}
+	p.Init("afpacket", name, cfg.ReadTimeout)
+	err := p.KeepNetns()
+	if err == nil {
+		err = p.open()
+	}
+	if err == nil {
+		err = p.OpenWake(p.fd)
+	}
+	if err != nil {
+		_ = p.detach()
+		p.Discard()
 		return nil, err
 	}
 	return p, nil
 }
 
+// attach binds a detached port again (port.Base.Reattach).
+func (p *Port) attach() error {
+	p.statMu.Lock() // Stats reads the socket
+	err := p.open()
+	p.statMu.Unlock()
+	if err != nil {
+		return err
+	}
+	p.SetRxFd(p.fd)
+	return nil
+}
+
 // open sets up the socket and ring; on error the caller releases what
 // was acquired.
 func (p *Port) open() error {
-	name, cfg := p.name, p.cfg
+	name, cfg := p.Name(), p.cfg
 	pageSize := unix.Getpagesize()
 	var err error
+	var ifindex, mtu int
+	var mac net.HardwareAddr
 
 	// Protocol 0 receives nothing until bind, so no frame lands in the
 	// plain socket queue before the ring exists.
@@ -263,16 +276,16 @@ func (p *Port) open() error {
 	if err != nil {
 		return fmt.Errorf("afpacket %s: socket: %w", name, err)
 	}
-	if p.ifindex, err = ifioctl.Index(p.fd, name); err != nil {
+	if ifindex, err = ifioctl.Index(p.fd, name); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	if p.mac, err = ifioctl.HardwareAddr(p.fd, name); err != nil {
+	if mac, err = ifioctl.HardwareAddr(p.fd, name); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	if p.mtu, err = ifioctl.MTU(p.fd, name); err != nil {
+	if mtu, err = ifioctl.MTU(p.fd, name); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	p.maxFrame = port.MaxFrameLen(p.mtu)
+	p.maxFrame = port.MaxFrameLen(p.SetIdentity(ifindex, mac, mtu))
 
 	version := unix.TPACKET_V3
 	if cfg.RingVersion == TPacketV2 {
@@ -371,27 +384,14 @@ func (p *Port) open() error {
 	if !cfg.NoPromisc {
 		// A membership, unlike IFF_PROMISC, is dropped by the kernel when
 		// the socket closes, even if the process dies.
-		mreq := unix.PacketMreq{Ifindex: int32(p.ifindex), Type: unix.PACKET_MR_PROMISC}
+		mreq := unix.PacketMreq{Ifindex: int32(ifindex), Type: unix.PACKET_MR_PROMISC}
 		if err := unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 			return fmt.Errorf("afpacket %s: PACKET_MR_PROMISC: %w", name, err)
 		}
 	}
-	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: p.ifindex}
+	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
 	if err := unix.Bind(p.fd, &sll); err != nil {
-		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, p.ifindex, err)
-	}
-
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("afpacket %s: eventfd: %w", name, err)
-	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.fd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
-	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, ifindex, err)
 	}
 
 	// One iovec per frame, or two with the virtio_net_hdr in front.
@@ -416,23 +416,11 @@ func (p *Port) open() error {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// Name returns the interface name.
-func (p *Port) Name() string { return p.name }
-
-// Ifindex returns the interface index the socket is bound to.
-func (p *Port) Ifindex() int { return p.ifindex }
-
-// HardwareAddr returns the interface MAC read at Open.
-func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
-
-// MTU returns the interface MTU read at Open.
-func (p *Port) MTU() int { return p.mtu }
-
 // ReadBatch implements port.Port. Frames point into the ring.
 func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if ok, err := p.startRead(b, true); !ok {
 		return 0, err
 	}
 	var c rxCounts
@@ -461,6 +449,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		ready, err := p.wait()
 		if err != nil {
 			p.count(&c)
+			p.DetachIfGone(err, p.detach)
 			return 0, err
 		}
 		if busyPoll {
@@ -474,28 +463,33 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		}
 	}
 	p.count(&c)
-	return n, nil
+	return p.Lend(n), nil
 }
 
-// startRead checks a read can go ahead and gives the last read's slots
-// back. The caller holds rxMu.
-func (p *Port) startRead(b *port.Batch) error {
-	if p.closed.Load() {
-		return fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
+// startRead gives the last read's slots back and reports whether a read
+// can go ahead: the port is open and attached, re-attaching it if its
+// interface came back (a detached port sleeps a little when block is
+// set). The caller holds RxMu.
+func (p *Port) startRead(b *port.Batch, block bool) (bool, error) {
+	giveBack, err := p.StartRead(b)
+	if giveBack {
+		p.rxRelease()
 	}
-	if len(b.Frames) == 0 {
-		return fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
+	if err != nil {
+		return false, err
 	}
-	p.rxRelease()
-	return nil
+	if p.Detached() && !p.Reattach(p.attach, p.detach) {
+		return false, p.WaitDetached(block)
+	}
+	return true, nil
 }
 
 // TryReadBatch implements port.Poller: the frames ready in the ring now,
 // without waiting.
 func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if ok, err := p.startRead(b, false); !ok {
 		return 0, err
 	}
 	var c rxCounts
@@ -507,12 +501,27 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 		n = p.rxFill(b, 0, &c)
 	}
 	p.count(&c)
-	return n, nil
+	return p.Lend(n), nil
 }
 
 // PollFd implements port.Poller: the socket, readable when the ring has
 // frames.
 func (p *Port) PollFd() int { return p.fd }
+
+// PollError implements port.Poller: the socket's pending error (a
+// deleted interface detaches the port).
+func (p *Port) PollError() error {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if !p.Idle() {
+		return nil
+	}
+	err := p.socketError(unix.POLLERR)
+	if err != nil {
+		p.DetachIfGone(err, p.detach)
+	}
+	return err
+}
 
 // busyPoll watches the next TPACKET_V2 slot for up to cfg.BusyPoll and
 // reports whether a frame landed in it. While the reader is not asleep in
@@ -525,7 +534,7 @@ func (p *Port) busyPoll() bool {
 			return true
 		}
 		// Reading the clock costs more than looking at the slot.
-		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.closed.Load()) {
+		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.Closed()) {
 			p.rxBusy = false
 			return false
 		}
@@ -534,42 +543,50 @@ func (p *Port) busyPoll() bool {
 
 func (p *Port) count(c *rxCounts) {
 	if c.packets != 0 {
-		p.ctr.RxPackets.Add(c.packets)
-		p.ctr.RxBytes.Add(c.bytes)
+		p.Ctr.RxPackets.Add(c.packets)
+		p.Ctr.RxBytes.Add(c.bytes)
 	}
 	if c.errors != 0 {
-		p.ctr.RxErrors.Add(c.errors)
-		p.ctr.RxLengthErrors.Add(c.lengthErrors)
+		p.Ctr.RxErrors.Add(c.errors)
+		p.Ctr.RxLengthErrors.Add(c.lengthErrors)
 	}
 }
 
 // wait polls the socket and the wake eventfd. It returns false on timeout.
 func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
+	ev, err := p.Wait()
 	if err != nil {
-		return false, fmt.Errorf("afpacket %s: %w", p.name, err)
+		return false, err
 	}
-	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
-		// A pending socket error (e.g. ENETDOWN after the interface
-		// went down) is reported once and cleared by SO_ERROR.
-		serr, gerr := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if gerr == nil && serr != 0 {
-			return false, fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
-		}
-		if ev&unix.POLLNVAL != 0 {
-			return false, fmt.Errorf("afpacket %s: poll: invalid socket", p.name)
-		}
+	if err := p.socketError(ev); err != nil {
+		return false, err
 	}
 	return ev != 0, nil
 }
 
+// socketError is the error poll events ev stand for, if any. A pending
+// socket error (e.g. ENETDOWN after the interface went down or away) is
+// reported once and cleared by SO_ERROR.
+func (p *Port) socketError(ev int16) error {
+	if ev&(unix.POLLERR|unix.POLLNVAL) == 0 {
+		return nil
+	}
+	if err := p.SocketError(p.fd); err != nil {
+		return err
+	}
+	if ev&unix.POLLNVAL != 0 {
+		return p.Errorf("poll: invalid socket")
+	}
+	return nil
+}
+
 // Release implements port.Port.
 func (p *Port) Release() {
-	p.rxMu.Lock()
-	if !p.closed.Load() {
+	p.RxMu.Lock()
+	if p.GiveBack() {
 		p.rxRelease()
 	}
-	p.rxMu.Unlock()
+	p.RxMu.Unlock()
 }
 
 // WriteBatch implements port.Port with sendmmsg(2) on the bound socket, or
@@ -595,16 +612,16 @@ func (p *Port) VnetEnabled() bool { return p.vnet }
 // WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i].
 func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
-		return 0, fmt.Errorf("afpacket %s: %w", p.name, err)
+		return 0, p.Errorf("%w", err)
 	}
 	return p.write(frames, hdrs)
 }
 
 func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("afpacket %s: write: %w", p.name, port.ErrClosed)
+	p.TxMu.Lock()
+	defer p.TxMu.Unlock()
+	if ok, n, err := p.StartWrite(len(frames)); !ok {
+		return n, err
 	}
 	if p.tx.mem != nil {
 		return p.writeRing(frames)
@@ -639,7 +656,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 			k++
 		}
 		if dropped != 0 {
-			p.ctr.TxDropped.Add(dropped)
+			p.Ctr.TxDropped.Add(dropped)
 		}
 		sent, err := p.sendAll(k)
 		if err != nil {
@@ -673,8 +690,8 @@ func (p *Port) sendAll(k int) (int, error) {
 	i := 0
 	var pkts, bytes uint64
 	defer func() {
-		p.ctr.TxPackets.Add(pkts)
-		p.ctr.TxBytes.Add(bytes)
+		p.Ctr.TxPackets.Add(pkts)
+		p.Ctr.TxBytes.Add(bytes)
 	}()
 	for i < k {
 		// A raw system call: with MSG_DONTWAIT it never sleeps, so the
@@ -699,11 +716,11 @@ func (p *Port) sendAll(k int) (int, error) {
 		case unix.ENOBUFS, unix.EMSGSIZE:
 			// This frame cannot go now (no qdisc room, or longer than the
 			// device takes); drop it like a full NIC queue would.
-			p.ctr.TxDropped.Add(1)
+			p.Ctr.TxDropped.Add(1)
 			i++
 		default:
-			p.ctr.TxErrors.Add(uint64(k - i))
-			return i, fmt.Errorf("afpacket %s: sendmmsg: %w", p.name, errno)
+			p.Ctr.TxErrors.Add(uint64(k - i))
+			return i, p.Errorf("sendmmsg: %w", errno)
 		}
 	}
 	return i, nil
@@ -712,7 +729,7 @@ func (p *Port) sendAll(k int) (int, error) {
 func (p *Port) waitWritable() error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(p.fd), Events: unix.POLLOUT},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+		{Fd: int32(p.WakeFd), Events: unix.POLLIN},
 	}
 	for {
 		_, err := unix.Poll(fds[:], int(txFullWait.Milliseconds()))
@@ -720,10 +737,10 @@ func (p *Port) waitWritable() error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("afpacket %s: poll for write: %w", p.name, err)
+			return p.Errorf("poll for write: %w", err)
 		}
-		if fds[1].Revents != 0 || p.closed.Load() {
-			return fmt.Errorf("afpacket %s: write: %w", p.name, port.ErrClosed)
+		if fds[1].Revents != 0 || p.Closed() {
+			return p.Errorf("write: %w", port.ErrClosed)
 		}
 		return nil
 	}
@@ -733,12 +750,12 @@ func (p *Port) waitWritable() error {
 // which the kernel resets on every read, so it is accumulated here.
 func (p *Port) Stats() port.Stats {
 	p.statMu.Lock()
-	if !p.closed.Load() {
+	if !p.Closed() {
 		p.pollKernelStats()
 	}
 	drops := p.kernelDrops
 	p.statMu.Unlock()
-	s := p.ctr.Snapshot()
+	s := p.Ctr.Snapshot()
 	s.RxDropped = drops
 	return s
 }
@@ -769,46 +786,37 @@ func getsockoptStats(fd int, st unsafe.Pointer, size uintptr) bool {
 	return errno == 0
 }
 
-// Close implements port.Port: it wakes a blocked ReadBatch, waits for it
-// and any WriteBatch to return, then frees the ring and the socket.
+// Close implements port.Port (port.Base.Close): the socket goes at once,
+// the ring once the loop has given back the frames it holds.
 func (p *Port) Close() error {
-	if p.closed.Swap(true) {
-		return nil
-	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("afpacket %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	p.statMu.Lock()
-	p.pollKernelStats()
-	err := p.release()
-	p.statMu.Unlock()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
+	return p.Base.Close(p.closeSocket, p.freeRing)
 }
 
-// release frees the ring, socket and eventfd; safe on a half-opened port.
-func (p *Port) release() error {
-	var errs []error
-	if p.mmap != nil {
-		if err := unix.Munmap(p.mmap); err != nil {
-			errs = append(errs, fmt.Errorf("afpacket %s: munmap: %w", p.name, err))
-		}
-		p.mmap, p.v2.mem, p.ring.mem, p.tx.mem = nil, nil, nil, nil
+// closeSocket closes the socket, after a last look at its drop counter.
+func (p *Port) closeSocket() error {
+	p.statMu.Lock()
+	defer p.statMu.Unlock()
+	if p.fd < 0 {
+		return nil
 	}
-	if p.fd >= 0 {
-		if err := unix.Close(p.fd); err != nil {
-			errs = append(errs, fmt.Errorf("afpacket %s: close socket: %w", p.name, err))
-		}
-		p.fd = -1
+	p.pollKernelStats()
+	// The ring's mapping keeps the socket alive until freeRing: make it
+	// deaf now (no promiscuous membership, no protocol bound).
+	if !p.cfg.NoPromisc {
+		mreq := unix.PacketMreq{Ifindex: int32(p.Ifindex()), Type: unix.PACKET_MR_PROMISC}
+		_ = unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_DROP_MEMBERSHIP, &mreq)
 	}
-	if p.wakeFd >= 0 {
-		if err := unix.Close(p.wakeFd); err != nil {
-			errs = append(errs, fmt.Errorf("afpacket %s: close eventfd: %w", p.name, err))
-		}
-		p.wakeFd = -1
-	}
-	return errors.Join(errs...)
+	_ = unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.Ifindex()})
+	return p.CloseFd(&p.fd, "socket")
+}
+
+// freeRing unmaps the rings.
+func (p *Port) freeRing() error {
+	p.v2.mem, p.ring.mem, p.tx.mem = nil, nil, nil
+	return p.Munmap(&p.mmap, "ring")
+}
+
+// detach frees the socket and rings; safe on a half-opened port.
+func (p *Port) detach() error {
+	return errors.Join(p.closeSocket(), p.freeRing())
 }

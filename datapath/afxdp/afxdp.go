@@ -89,23 +89,18 @@ const (
 // Port is an AF_XDP port bound to queue 0 of one interface. It implements
 // port.Port and port.Poller.
 type Port struct {
-	name    string
-	ifindex int
-	mac     net.HardwareAddr
-	mtu     int
-	cfg     Config
+	// Base: identity, counters, close and re-attach. RxMu guards
+	// FillRing, RxRing and held; TxMu TxRing, CompletionRing and txFree.
+	port.Base
+	cfg Config
 
 	fd        int // AF_XDP socket
-	wakeFd    int // eventfd that Close writes to wake a blocked poll
 	promiscFd int // AF_PACKET socket holding the promiscuous membership
 
 	prog     *xdpProgram
 	mode     Mode // ModeNative or ModeGeneric: how the program is attached
 	zeroCopy bool // bound with XDP_ZEROCOPY
 
-	closed atomic.Bool
-	rxMu   sync.Mutex // held by ReadBatch/Release: guards FillRing, RxRing, held
-	txMu   sync.Mutex // held by WriteBatch: guards TxRing, CompletionRing, txFree
 	statMu sync.Mutex // guards xdpStats and the fd for XDP_STATISTICS
 
 	umem      []byte
@@ -119,13 +114,10 @@ type Port struct {
 	held   []uint64 // UMEM addresses of the frames of the last read
 	txFree []uint64 // UMEM addresses of TX frames not in flight
 
-	rxPoll  [2]unix.PollFd
-	timeout int  // poll timeout in ms, -1 for none
-	rxBusy  bool // frames are streaming in: busy-poll before sleeping
-	wakeup  bool // bound with XDP_USE_NEED_WAKEUP
+	rxBusy bool // frames are streaming in: busy-poll before sleeping
+	wakeup bool // bound with XDP_USE_NEED_WAKEUP
 
 	maxFrame int
-	ctr      port.Counters
 	xdpStats unix.XDPStatistics // last XDP_STATISTICS answer (cumulative)
 }
 
@@ -162,23 +154,46 @@ func Open(name string, cfg Config) (*Port, error) {
 	if cfg.BusyPoll == 0 {
 		cfg.BusyPoll = defaultBusyPoll
 	}
-	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1, promiscFd: -1}
-	if err := p.open(); err != nil {
-		p.release()
+	p := &Port{cfg: cfg, fd: -1, promiscFd: -1}
+	p.Init("afxdp", name, cfg.ReadTimeout)
+	p.CheckSocket = true // a deleted device does not wake poll(2)
+	err = p.KeepNetns()
+	if err == nil {
+		err = p.open()
+	}
+	if err == nil {
+		err = p.OpenWake(p.fd)
+	}
+	if err != nil {
+		_ = p.detach()
+		p.Discard()
 		return nil, err
 	}
 	return p, nil
 }
 
+// attach binds a detached port again (port.Base.Reattach).
+func (p *Port) attach() error {
+	p.statMu.Lock() // Stats reads the socket
+	err := p.open()
+	p.statMu.Unlock()
+	if err != nil {
+		return err
+	}
+	p.SetRxFd(p.fd)
+	return nil
+}
+
 // open sets up UMEM, rings, socket and program; on error the caller
 // releases what was acquired.
 func (p *Port) open() error {
-	name, cfg := p.name, p.cfg
-	var err error
-	if p.ifindex, p.mac, p.mtu, err = interfaceInfo(name); err != nil {
+	name, cfg := p.Name(), p.cfg
+	ifindex, mac, mtu, err := interfaceInfo(name)
+	if err != nil {
 		return fmt.Errorf("afxdp: %w", err)
 	}
-	p.maxFrame = port.MaxFrameLen(p.mtu)
+	mtu = p.SetIdentity(ifindex, mac, mtu)
+	p.maxFrame = port.MaxFrameLen(mtu)
 	p.frameSize = uint64(cfg.FrameSize)
 	if p.frameSize == 0 {
 		p.frameSize = 2048
@@ -188,7 +203,7 @@ func (p *Port) open() error {
 	}
 	if room := int(p.frameSize) - unix.XDP_PACKET_HEADROOM; p.maxFrame > room {
 		return fmt.Errorf("afxdp %s: MTU %d needs %d-byte frames, a %d-byte UMEM frame holds %d (no multi-buffer support)",
-			name, p.mtu, p.maxFrame, p.frameSize, room)
+			name, mtu, p.maxFrame, p.frameSize, room)
 	}
 
 	p.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -243,7 +258,7 @@ func (p *Port) open() error {
 	// The program goes on first, so an interface that takes no XDP
 	// program fails before the socket binds; until the XSKMAP entry exists
 	// it passes every frame to the stack.
-	if p.prog, err = loadProgram(p.ifindex, cfg.Mode, queueID+1); err != nil {
+	if p.prog, err = loadProgram(ifindex, cfg.Mode, queueID+1); err != nil {
 		return fmt.Errorf("afxdp %s: %w", name, err)
 	}
 	p.mode = p.prog.mode
@@ -278,21 +293,9 @@ func (p *Port) open() error {
 	}
 
 	if !cfg.NoPromisc {
-		if p.promiscFd, err = promiscuous(p.ifindex); err != nil {
+		if p.promiscFd, err = promiscuous(ifindex); err != nil {
 			return fmt.Errorf("afxdp %s: %w", name, err)
 		}
-	}
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("afxdp %s: eventfd: %w", name, err)
-	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.fd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
-	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
 	}
 	return nil
 }
@@ -301,7 +304,7 @@ func (p *Port) open() error {
 // still hold the queue (bind fails with EBUSY): the kernel lets go of it
 // from a work queue, some milliseconds later, so EBUSY is retried.
 func (p *Port) bind(flags uint16) error {
-	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.ifindex), QueueID: queueID}
+	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.Ifindex()), QueueID: queueID}
 	deadline := time.Now().Add(bindBusyWait)
 	for {
 		err := unix.Bind(p.fd, &sa)
@@ -316,13 +319,13 @@ func (p *Port) bind(flags uint16) error {
 func (p *Port) mapRings() error {
 	var off unix.XDPMmapOffsets
 	if err := getsockopt(p.fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
-		return fmt.Errorf("afxdp %s: XDP_MMAP_OFFSETS: %w", p.name, err)
+		return p.Errorf("XDP_MMAP_OFFSETS: %w", err)
 	}
 	mapRing := func(what string, pgoff int64, o unix.XDPRingOffset, size int, entry uint64) ([]byte, error) {
 		mem, err := unix.Mmap(p.fd, pgoff, ringMapLen(o, uint32(size), entry),
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 		if err != nil {
-			return nil, fmt.Errorf("afxdp %s: mmap %s: %w", p.name, what, err)
+			return nil, p.Errorf("mmap %s: %w", what, err)
 		}
 		p.ringMaps = append(p.ringMaps, mem)
 		return mem, nil
@@ -333,25 +336,25 @@ func (p *Port) mapRings() error {
 		return err
 	}
 	if p.fill, err = newAddrRing(mem, off.Fr, uint32(rx)); err != nil {
-		return fmt.Errorf("afxdp %s: FillRing: %w", p.name, err)
+		return p.Errorf("FillRing: %w", err)
 	}
 	if mem, err = mapRing("CompletionRing", unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, tx, 8); err != nil {
 		return err
 	}
 	if p.comp, err = newAddrRing(mem, off.Cr, uint32(tx)); err != nil {
-		return fmt.Errorf("afxdp %s: CompletionRing: %w", p.name, err)
+		return p.Errorf("CompletionRing: %w", err)
 	}
 	if mem, err = mapRing("RxRing", unix.XDP_PGOFF_RX_RING, off.Rx, rx, xdpDescLen); err != nil {
 		return err
 	}
 	if p.rx, err = newDescRing(mem, off.Rx, uint32(rx)); err != nil {
-		return fmt.Errorf("afxdp %s: RxRing: %w", p.name, err)
+		return p.Errorf("RxRing: %w", err)
 	}
 	if mem, err = mapRing("TxRing", unix.XDP_PGOFF_TX_RING, off.Tx, tx, xdpDescLen); err != nil {
 		return err
 	}
 	if p.tx, err = newDescRing(mem, off.Tx, uint32(tx)); err != nil {
-		return fmt.Errorf("afxdp %s: TxRing: %w", p.name, err)
+		return p.Errorf("TxRing: %w", err)
 	}
 	return nil
 }
@@ -411,18 +414,6 @@ func getsockopt(fd, opt int, v unsafe.Pointer, size uintptr) error {
 	return nil
 }
 
-// Name returns the interface name.
-func (p *Port) Name() string { return p.name }
-
-// Ifindex returns the interface index the socket is bound to.
-func (p *Port) Ifindex() int { return p.ifindex }
-
-// HardwareAddr returns the interface MAC read at Open.
-func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
-
-// MTU returns the interface MTU read at Open.
-func (p *Port) MTU() int { return p.mtu }
-
 // Mode reports how the XDP program is attached: ModeNative or
 // ModeGeneric (what ModeBestEffort ended up with).
 func (p *Port) Mode() Mode { return p.mode }
@@ -437,9 +428,9 @@ type rxCounts struct {
 
 // ReadBatch implements port.Port. Frames point into the UMEM.
 func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if ok, err := p.startRead(b, true); !ok {
 		return 0, err
 	}
 	var c rxCounts
@@ -447,7 +438,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	busyPoll := p.cfg.BusyPoll > 0
 	for {
 		if n := p.rxFill(b, &c); n > 0 {
-			return n, nil
+			return p.Lend(n), nil
 		}
 		if len(p.held) != 0 {
 			// Every frame taken was a bad one: give them back and look on.
@@ -463,6 +454,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		}
 		ready, err := p.wait()
 		if err != nil {
+			p.DetachIfGone(err, p.detach)
 			return 0, err
 		}
 		if busyPoll {
@@ -476,25 +468,29 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	}
 }
 
-// startRead checks a read can go ahead and gives the last read's frames
-// back to the FillRing. The caller holds rxMu.
-func (p *Port) startRead(b *port.Batch) error {
-	if p.closed.Load() {
-		return fmt.Errorf("afxdp %s: read: %w", p.name, port.ErrClosed)
+// startRead gives the last read's frames back to the FillRing and
+// reports whether a read can go ahead (see afpacket's startRead). The
+// caller holds RxMu.
+func (p *Port) startRead(b *port.Batch, block bool) (bool, error) {
+	giveBack, err := p.StartRead(b)
+	if giveBack {
+		p.recycle()
 	}
-	if len(b.Frames) == 0 {
-		return fmt.Errorf("afxdp %s: read: batch has no frame slots", p.name)
+	if err != nil {
+		return false, err
 	}
-	p.recycle()
-	return nil
+	if p.Detached() && !p.Reattach(p.attach, p.detach) {
+		return false, p.WaitDetached(block)
+	}
+	return true, nil
 }
 
 // TryReadBatch implements port.Poller: the frames in the RxRing now,
 // without waiting.
 func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if ok, err := p.startRead(b, false); !ok {
 		return 0, err
 	}
 	var c rxCounts
@@ -504,7 +500,7 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 		n = p.rxFill(b, &c)
 	}
 	p.count(&c)
-	return n, nil
+	return p.Lend(n), nil
 }
 
 // PollFd implements port.Poller: the AF_XDP socket, readable when the
@@ -566,13 +562,28 @@ func (p *Port) recycle() {
 
 func (p *Port) count(c *rxCounts) {
 	if c.packets != 0 {
-		p.ctr.RxPackets.Add(c.packets)
-		p.ctr.RxBytes.Add(c.bytes)
+		p.Ctr.RxPackets.Add(c.packets)
+		p.Ctr.RxBytes.Add(c.bytes)
 	}
 	if c.errors != 0 {
-		p.ctr.RxErrors.Add(c.errors)
-		p.ctr.RxLengthErrors.Add(c.errors)
+		p.Ctr.RxErrors.Add(c.errors)
+		p.Ctr.RxLengthErrors.Add(c.errors)
 	}
+}
+
+// PollError implements port.Poller: the socket's pending error (a
+// deleted device detaches the port).
+func (p *Port) PollError() error {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if !p.Idle() {
+		return nil
+	}
+	err := p.SocketError(p.fd)
+	if err != nil {
+		p.DetachIfGone(err, p.detach)
+	}
+	return err
 }
 
 // busyPoll watches the RxRing for up to cfg.BusyPoll and reports whether a
@@ -583,7 +594,7 @@ func (p *Port) busyPoll() bool {
 		if p.rx.ready() {
 			return true
 		}
-		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.closed.Load()) {
+		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.Closed()) {
 			p.rxBusy = false
 			return false
 		}
@@ -592,41 +603,41 @@ func (p *Port) busyPoll() bool {
 
 // wait polls the socket and the wake eventfd. It returns false on timeout.
 func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
+	ev, err := p.Wait()
 	if err != nil {
-		return false, fmt.Errorf("afxdp %s: %w", p.name, err)
+		return false, err
 	}
 	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
 		// The device went away (unregistered): the socket is unbound.
-		return false, fmt.Errorf("afxdp %s: socket error (poll events %#x): %w", p.name, ev, unix.ENETDOWN)
+		return false, p.Errorf("socket error (poll events %#x): %w", ev, unix.ENETDOWN)
 	}
 	return ev != 0, nil
 }
 
 // Release implements port.Port.
 func (p *Port) Release() {
-	p.rxMu.Lock()
-	if !p.closed.Load() {
+	p.RxMu.Lock()
+	if p.GiveBack() {
 		p.recycle()
 	}
-	p.rxMu.Unlock()
+	p.RxMu.Unlock()
 }
 
 // WriteBatch implements port.Port: each frame is copied into a free TX
 // frame of the UMEM and posted on the TxRing, then one sendto tells the
 // kernel to send them.
 func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("afxdp %s: write: %w", p.name, port.ErrClosed)
+	p.TxMu.Lock()
+	defer p.TxMu.Unlock()
+	if ok, n, err := p.StartWrite(len(frames)); !ok {
+		return n, err
 	}
 	p.reclaim()
 	var pkts, bytes, dropped uint64
 	defer func() {
-		p.ctr.TxPackets.Add(pkts)
-		p.ctr.TxBytes.Add(bytes)
-		p.ctr.TxDropped.Add(dropped)
+		p.Ctr.TxPackets.Add(pkts)
+		p.Ctr.TxBytes.Add(bytes)
+		p.Ctr.TxDropped.Add(dropped)
 	}()
 	done := 0
 	for done < len(frames) {
@@ -634,7 +645,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 		if room == 0 {
 			ok, err := p.waitTxRoom()
 			if err != nil {
-				p.ctr.TxErrors.Add(uint64(len(frames) - done))
+				p.Ctr.TxErrors.Add(uint64(len(frames) - done))
 				return done, err
 			}
 			if !ok {
@@ -671,7 +682,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 			// errors, not as sent.
 			pkts -= uint64(k)
 			bytes -= kbytes
-			p.ctr.TxErrors.Add(uint64(k))
+			p.Ctr.TxErrors.Add(uint64(k))
 			return done - k, err
 		}
 	}
@@ -699,8 +710,8 @@ func (p *Port) kick() error {
 			// The device dropped a frame it took off the TxRing
 			// (NET_XMIT_DROP, e.g. the veth peer is down); the kernel
 			// does not say which, so the byte count keeps it.
-			p.ctr.TxDropped.Add(1)
-			p.ctr.TxPackets.Add(^uint64(0))
+			p.Ctr.TxDropped.Add(1)
+			p.Ctr.TxPackets.Add(^uint64(0))
 		case unix.EAGAIN, unix.ENOBUFS:
 			// More than one budget queued, or the device queue is busy.
 			// Without progress, give the device time, but not forever:
@@ -712,12 +723,12 @@ func (p *Port) kick() error {
 			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(txFullWait)
-			} else if time.Now().After(deadline) || p.closed.Load() {
+			} else if time.Now().After(deadline) || p.Closed() {
 				return nil
 			}
 			p.pause()
 		default:
-			return fmt.Errorf("afxdp %s: sendto (TX kick): %w", p.name, errno)
+			return p.Errorf("sendto (TX kick): %w", errno)
 		}
 	}
 }
@@ -748,7 +759,7 @@ func (p *Port) waitTxRoom() (bool, error) {
 		if len(p.txFree) > 0 && p.tx.free(1) > 0 {
 			return true, nil
 		}
-		if time.Now().After(deadline) || p.closed.Load() {
+		if time.Now().After(deadline) || p.Closed() {
 			return false, nil
 		}
 		p.pause()
@@ -758,7 +769,7 @@ func (p *Port) waitTxRoom() (bool, error) {
 // pause sleeps a little while the kernel works through the TxRing, waking
 // early on Close.
 func (p *Port) pause() {
-	fds := [1]unix.PollFd{{Fd: int32(p.wakeFd), Events: unix.POLLIN}}
+	fds := [1]unix.PollFd{{Fd: int32(p.WakeFd), Events: unix.POLLIN}}
 	unix.Poll(fds[:], 1)
 }
 
@@ -767,12 +778,12 @@ func (p *Port) pause() {
 // plus rx_ring_full. Descriptors the kernel found invalid count as errors.
 func (p *Port) Stats() port.Stats {
 	p.statMu.Lock()
-	if !p.closed.Load() {
+	if !p.Closed() {
 		p.pollKernelStats()
 	}
 	xs := p.xdpStats
 	p.statMu.Unlock()
-	s := p.ctr.Snapshot()
+	s := p.Ctr.Snapshot()
 	s.RxDropped = xs.Rx_dropped + xs.Rx_ring_full
 	s.RxErrors += xs.Rx_invalid_descs
 	s.TxErrors += xs.Tx_invalid_descs
@@ -788,61 +799,42 @@ func (p *Port) pollKernelStats() {
 	}
 }
 
-// Close implements port.Port: it wakes a blocked ReadBatch, waits for it
-// and any WriteBatch to return, then detaches the program and frees the
-// socket, rings and UMEM.
+// Close implements port.Port (port.Base.Close): program, socket and
+// rings go at once, the UMEM once the loop has given back the frames it
+// holds.
 func (p *Port) Close() error {
-	if p.closed.Swap(true) {
-		return nil
-	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("afxdp %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	p.statMu.Lock()
-	p.pollKernelStats()
-	err := p.release()
-	p.statMu.Unlock()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
+	return p.Base.Close(p.closeSocket, p.freeUMEM)
 }
 
-// release frees everything Open acquired; safe on a half-opened port. The
-// program goes first so no frame is redirected to a closing socket; the
-// UMEM goes last, after the socket that the kernel pinned it for.
-func (p *Port) release() error {
+// closeSocket detaches the program and frees the socket and its rings,
+// after a last look at the kernel's counters. The program goes first so no
+// frame is redirected to a closing socket.
+func (p *Port) closeSocket() error {
+	p.statMu.Lock()
+	defer p.statMu.Unlock()
 	var errs []error
+	if p.fd >= 0 {
+		p.pollKernelStats()
+	}
 	if p.prog != nil {
 		if err := p.prog.close(); err != nil {
-			errs = append(errs, fmt.Errorf("afxdp %s: %w", p.name, err))
+			errs = append(errs, p.Errorf("%w", err))
 		}
 		p.prog = nil
 	}
-	closeFd := func(fd *int, what string) {
-		if *fd >= 0 {
-			if err := unix.Close(*fd); err != nil {
-				errs = append(errs, fmt.Errorf("afxdp %s: close %s: %w", p.name, what, err))
-			}
-			*fd = -1
-		}
-	}
-	closeFd(&p.fd, "socket")
-	closeFd(&p.promiscFd, "promiscuous socket")
-	closeFd(&p.wakeFd, "eventfd")
-	for _, m := range p.ringMaps {
-		if err := unix.Munmap(m); err != nil {
-			errs = append(errs, fmt.Errorf("afxdp %s: munmap ring: %w", p.name, err))
-		}
+	errs = append(errs, p.CloseFd(&p.fd, "socket"), p.CloseFd(&p.promiscFd, "promiscuous socket"))
+	for i := range p.ringMaps {
+		errs = append(errs, p.Munmap(&p.ringMaps[i], "ring"))
 	}
 	p.ringMaps = nil
 	p.fill, p.comp, p.rx, p.tx = addrRing{}, addrRing{}, descRing{}, descRing{}
-	if p.umem != nil {
-		if err := unix.Munmap(p.umem); err != nil {
-			errs = append(errs, fmt.Errorf("afxdp %s: munmap UMEM: %w", p.name, err))
-		}
-		p.umem = nil
-	}
 	return errors.Join(errs...)
+}
+
+// freeUMEM unmaps the UMEM, after the socket the kernel pinned it for.
+func (p *Port) freeUMEM() error { return p.Munmap(&p.umem, "UMEM") }
+
+// detach frees everything open acquired; safe on a half-opened port.
+func (p *Port) detach() error {
+	return errors.Join(p.closeSocket(), p.freeUMEM())
 }

@@ -97,7 +97,6 @@ func rxPort(t *testing.T) *Port {
 	t.Helper()
 	const frames, frameSize = 8, 2048
 	p := &Port{
-		name:      "fake",
 		umem:      make([]byte, frames*frameSize),
 		frameSize: frameSize,
 		rx:        fakeDescRing(t, frames),
@@ -105,6 +104,7 @@ func rxPort(t *testing.T) *Port {
 		maxFrame:  port.MaxFrameLen(1500),
 		held:      make([]uint64, 0, frames),
 	}
+	p.Init("afxdp", "fake", 0)
 	// All frames were given to the kernel at open.
 	p.fill.cachedProd = frames
 	p.fill.submit()
