@@ -104,6 +104,10 @@ func runChurn(t *testing.T, m churnMode, rounds, subnet int) {
 		ping(t, nsA, dst)
 
 		flood := startPingFlood(t, nsA, dst)
+		// UDP both ways, sent without waiting for anything: the ports'
+		// rings are full of frames whenever a port goes.
+		stopAB := startUDPFlood(t, nsA, dstNS, dst+":9001")
+		stopBA := startUDPFlood(t, dstNS, nsA, addr(1)+":9001")
 		tcp := startTCPStream(t, nsA, dstNS, dst+":9000")
 		tcp.waitBytes(t, 1<<20, 10*time.Second)
 
@@ -127,6 +131,8 @@ func runChurn(t *testing.T, m churnMode, rounds, subnet int) {
 				}
 			}
 		}
+		stopAB()
+		stopBA()
 		t.Logf("%d rounds in %v; during them %d TCP bytes, ping -f %s", rounds, time.Since(start).Round(time.Millisecond), tcp.bytes.Load(), flood.summary())
 
 		// Traffic resumes at once: ping is answered (after an ARP
@@ -325,6 +331,55 @@ func startTCPStream(t *testing.T, from, to *netnstest.NS, addr string) *tcpStrea
 		s.wg.Wait()
 	})
 	return s
+}
+
+// startUDPFlood sends UDP datagrams from ns from to a listener at addr
+// in ns to that reads none, in bursts, until stopped (by the returned
+// function or at the end of the test).
+func startUDPFlood(t *testing.T, from, to *netnstest.NS, addr string) (stop func()) {
+	t.Helper()
+	var ln, c net.PacketConn
+	if err := to.Do(func() (err error) { ln, err = net.ListenPacket("udp4", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := from.Do(func() (err error) { c, err = net.ListenPacket("udp4", ":0"); return err }); err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	dst, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 1400)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for range 32 {
+				// Errors (no neighbour while a port is gone) do not matter.
+				_, _ = c.WriteTo(buf, dst)
+			}
+			time.Sleep(200 * time.Microsecond) // leave the CPUs to the switch
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			c.Close()
+			ln.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // reconnect closes the connections; the sender dials a new one.
