@@ -1,4 +1,9 @@
-package tunnel
+// Package geneve is the Geneve vport of the datapath: a port.Port that
+// carries inner Ethernet frames in Geneve over the kernel's UDP stack
+// (recvmmsg on a UDP socket, sendmmsg on a raw IPv4 socket), with the
+// header codec and option mapping of package tunnel. OVS's counterpart is
+// the flow-based geneve netdev of the userspace datapath.
+package geneve
 
 import (
 	"encoding/binary"
@@ -12,6 +17,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,14 +98,14 @@ type Port struct {
 	batch    int
 
 	rxFd, txFd int
-	opts       atomic.Pointer[OptionMap]
+	opts       atomic.Pointer[tunnel.OptionMap]
 
 	// Guarded by RxMu.
 	rxHdrs   []unix.Mmsghdr
 	rxIov    []unix.Iovec
 	rxNames  []unix.RawSockaddrInet4
 	rxCtl    [][rxCtlLen]byte
-	rxMD     []Metadata
+	rxMD     []tunnel.Metadata
 	rxOvfl   uint32 // last SO_RXQ_OVFL count
 	rxOvflOK bool
 
@@ -134,7 +140,7 @@ func Open(cfg Config) (*Port, error) {
 func (p *Port) open(cfg Config) error {
 	p.dstPort = cfg.Port
 	if p.dstPort == 0 {
-		p.dstPort = DefaultPort
+		p.dstPort = tunnel.DefaultPort
 	}
 	name := cfg.Name
 	if name == "" {
@@ -169,13 +175,13 @@ func (p *Port) open(cfg Config) error {
 	if p.mtu == 0 {
 		p.mtu = interfaceMTU(cfg.LocalIP)
 	}
-	if p.mtu < OuterOverhead+EthHeaderLen {
+	if p.mtu < tunnel.OuterOverhead+tunnel.EthHeaderLen {
 		return p.Errorf("underlay MTU %d cannot carry an Ethernet frame", p.mtu)
 	}
 	// The largest UDP payload that fits the MTU, plus one byte so that a
 	// longer (reassembled) datagram shows up as MSG_TRUNC.
-	p.rxBufLen = p.mtu - IPv4HeaderLen - UDPHeaderLen + 1
-	om, err := NewOptionMap(cfg.TLV)
+	p.rxBufLen = p.mtu - tunnel.IPv4HeaderLen - tunnel.UDPHeaderLen + 1
+	om, err := tunnel.NewOptionMap(cfg.TLV)
 	if err != nil {
 		return p.Errorf("%w", err)
 	}
@@ -195,7 +201,7 @@ func (p *Port) open(cfg Config) error {
 	p.rxIov = make([]unix.Iovec, p.batch)
 	p.rxNames = make([]unix.RawSockaddrInet4, p.batch)
 	p.rxCtl = make([][rxCtlLen]byte, p.batch)
-	p.rxMD = make([]Metadata, p.batch)
+	p.rxMD = make([]tunnel.Metadata, p.batch)
 	p.txHdrs = make([]unix.Mmsghdr, p.batch)
 	p.txIov = make([]unix.Iovec, p.batch)
 	p.txNames = make([]unix.RawSockaddrInet4, p.batch)
@@ -282,7 +288,7 @@ func (p *Port) HardwareAddr() net.HardwareAddr { return nil }
 
 // MTU returns the inner L3 MTU without options: the underlay MTU minus
 // outer IPv4, UDP, Geneve and the inner Ethernet header (1450 for 1500).
-func (p *Port) MTU() int { return p.mtu - OuterOverhead - EthHeaderLen }
+func (p *Port) MTU() int { return p.mtu - tunnel.OuterOverhead - tunnel.EthHeaderLen }
 
 // UnderlayMTU returns the underlay IP MTU the port checks against.
 func (p *Port) UnderlayMTU() int { return p.mtu }
@@ -290,7 +296,7 @@ func (p *Port) UnderlayMTU() int { return p.mtu }
 // SetTLVMap recompiles the option map after the bridge's TLV map changed.
 // Frames in flight finish with the old map.
 func (p *Port) SetTLVMap(tlv *flowtable.TLVMap) error {
-	om, err := NewOptionMap(tlv)
+	om, err := tunnel.NewOptionMap(tlv)
 	if err != nil {
 		return p.Errorf("%w", err)
 	}
@@ -299,15 +305,15 @@ func (p *Port) SetTLVMap(tlv *flowtable.TLVMap) error {
 }
 
 // OptionMap returns the compiled TLV map the port uses.
-func (p *Port) OptionMap() *OptionMap { return p.opts.Load() }
+func (p *Port) OptionMap() *tunnel.OptionMap { return p.opts.Load() }
 
 // FillKey writes md into k with the port's current TLV map (see FillKey).
-func (p *Port) FillKey(md *Metadata, k *flowtable.Key) error {
-	return FillKey(md, k, p.opts.Load())
+func (p *Port) FillKey(md *tunnel.Metadata, k *flowtable.Key) error {
+	return tunnel.FillKey(md, k, p.opts.Load())
 }
 
 // Metadata returns the tunnel metadata of frame i of the last ReadBatch.
-func (p *Port) Metadata(i int) *Metadata { return &p.rxMD[i] }
+func (p *Port) Metadata(i int) *tunnel.Metadata { return &p.rxMD[i] }
 
 // ReadBatch implements port.Port; the tunnel metadata of frame i is
 // Metadata(i) until the next read.
@@ -320,7 +326,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 // and md's Options live in b's buffers until b is read into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
-func (p *Port) ReadTunnelBatch(b *port.Batch, md []Metadata) (int, error) {
+func (p *Port) ReadTunnelBatch(b *port.Batch, md []tunnel.Metadata) (int, error) {
 	return p.readTunnel(b, md, true)
 }
 
@@ -333,7 +339,7 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 // PollFd implements port.Poller: the UDP socket.
 func (p *Port) PollFd() int { return p.rxFd }
 
-func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error) {
+func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int, error) {
 	p.RxMu.Lock()
 	defer p.RxMu.Unlock()
 	if _, err := p.StartRead(b); err != nil {
@@ -382,7 +388,7 @@ func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error)
 
 // decapBatch turns the got received datagrams into frames, dropping and
 // counting the bad ones, and returns how many frames it produced.
-func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
+func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
 	n := 0
 	var pkts, bytes, errs, lenErrs, hdrErrs uint64
@@ -394,7 +400,7 @@ func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
 			continue
 		}
 		m := &md[n]
-		inner, err := Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
+		inner, err := tunnel.Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
 		if err == nil {
 			err = om.Check(m)
 		}
@@ -522,7 +528,7 @@ func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) 
 
 // prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
 // send slot s; false means the frame was dropped (and counted).
-func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) bool {
+func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap) bool {
 	dst := p.remote
 	if dst == [4]byte{} {
 		binary.BigEndian.PutUint32(dst[:], k.TunDst())
@@ -533,27 +539,27 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 		}
 	}
 	optLen, err := om.OptionsLen(k)
-	if err != nil || len(frame) < EthHeaderLen {
+	if err != nil || len(frame) < tunnel.EthHeaderLen {
 		p.Ctr.TxDropped.Add(1)
 		return false
 	}
-	total := OuterOverhead + optLen + len(frame)
+	total := tunnel.OuterOverhead + optLen + len(frame)
 	if total > p.mtu {
 		p.txMTUDrops.Add(1)
 		p.Ctr.TxDropped.Add(1)
 		return false
 	}
 	buf := p.txBufs[s]
-	pkt, sport, err := Encap(buf[IPv4HeaderLen+UDPHeaderLen:IPv4HeaderLen+UDPHeaderLen], frame, k, om)
+	pkt, sport, err := tunnel.Encap(buf[tunnel.IPv4HeaderLen+tunnel.UDPHeaderLen:tunnel.IPv4HeaderLen+tunnel.UDPHeaderLen], frame, k, om)
 	if err != nil {
 		p.Ctr.TxDropped.Add(1)
 		return false
 	}
-	udpLen := UDPHeaderLen + len(pkt)
-	ip := buf[:IPv4HeaderLen]
+	udpLen := tunnel.UDPHeaderLen + len(pkt)
+	ip := buf[:tunnel.IPv4HeaderLen]
 	ip[0] = 0x45 // version 4, 5 words
 	ip[1] = 0    // TOS
-	binary.BigEndian.PutUint16(ip[2:], uint16(IPv4HeaderLen+udpLen))
+	binary.BigEndian.PutUint16(ip[2:], uint16(tunnel.IPv4HeaderLen+udpLen))
 	binary.BigEndian.PutUint16(ip[4:], 0)      // ID: the kernel picks one
 	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF, as OVS's default df_default=true
 	ip[8] = p.ttl
@@ -561,7 +567,7 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 	binary.BigEndian.PutUint16(ip[10:], 0) // the kernel computes it
 	copy(ip[12:16], p.local[:])            // 0: the kernel picks the route's source
 	copy(ip[16:20], dst[:])
-	udp := buf[IPv4HeaderLen : IPv4HeaderLen+udpLen]
+	udp := buf[tunnel.IPv4HeaderLen : tunnel.IPv4HeaderLen+udpLen]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], p.dstPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
@@ -569,7 +575,7 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 	if p.csum {
 		binary.BigEndian.PutUint16(udp[6:], udpChecksum(p.local, dst, udp))
 	}
-	p.txIov[s].SetLen(IPv4HeaderLen + udpLen)
+	p.txIov[s].SetLen(tunnel.IPv4HeaderLen + udpLen)
 	p.txNames[s].Addr = dst
 	p.txInner[s] = len(frame)
 	return true
