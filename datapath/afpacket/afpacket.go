@@ -148,33 +148,37 @@ var (
 	_ port.Poller     = (*Port)(nil)
 )
 
-// rxFill hands out ready frames of the receive ring into b.Frames[n:]
-// without blocking. The ring is picked with a branch rather than an
-// interface so the counters stay on the stack.
-func (p *Port) rxFill(b *port.Batch, n int, c *rxCounts) int {
+// Fill implements port.Ring: it hands out ready frames of the receive
+// ring into b.Frames[n:] without blocking.
+func (p *Port) Fill(b *port.Batch, n int, c *port.RxCounts) int {
 	if p.v3 {
 		return p.ring.fill(b, n, c)
 	}
 	return p.v2.fill(b, n, c)
 }
 
-// rxHeld reports whether the last fill walked slots or blocks that still
-// wait for release.
-func (p *Port) rxHeld() bool {
+// Held implements port.Ring: whether the last fill walked slots or blocks
+// that still wait for release.
+func (p *Port) Held() bool {
 	if p.v3 {
 		return p.ring.held()
 	}
 	return p.v2.held()
 }
 
-// rxRelease gives walked slots or blocks back to the kernel.
-func (p *Port) rxRelease() {
+// Recycle implements port.Ring: walked slots or blocks go back to the
+// kernel.
+func (p *Port) Recycle() {
 	if p.v3 {
 		p.ring.release()
 	} else {
 		p.v2.release()
 	}
 }
+
+// Ready implements port.Ring: whether the next TPACKET_V2 slot holds a
+// frame (busy polling is for TPACKET_V2 only).
+func (p *Port) Ready() bool { return p.v2.ready() }
 
 // mmsghdr is struct mmsghdr for sendmmsg(2).
 type mmsghdr struct {
@@ -233,32 +237,21 @@ func Open(name string, cfg Config) (*Port, error) {
 	}
 
 	p := &Port{cfg: cfg, fd: -1}
-	p.Init("afpacket", name, cfg.ReadTimeout)
-	err := p.KeepNetns()
-	if err == nil {
-		err = p.open()
+	busyPoll := cfg.BusyPoll
+	if cfg.RingVersion == TPacketV3 {
+		busyPoll = 0 // blocks are handed over whole: nothing to watch
 	}
-	if err == nil {
-		err = p.OpenWake(p.fd)
-	}
-	if err != nil {
-		_ = p.detach()
-		p.Discard()
+	if err := p.OpenRing("afpacket", name, cfg.ReadTimeout, busyPoll, p); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// attach binds a detached port again (port.Base.Reattach).
-func (p *Port) attach() error {
+// Bind implements port.Binding: the socket and rings on the interface.
+func (p *Port) Bind() (int, error) {
 	p.statMu.Lock() // Stats reads the socket
-	err := p.open()
-	p.statMu.Unlock()
-	if err != nil {
-		return err
-	}
-	p.SetRxFd(p.fd)
-	return nil
+	defer p.statMu.Unlock()
+	return p.fd, p.open()
 }
 
 // open sets up the socket and ring; on error the caller releases what
@@ -416,178 +409,17 @@ func (p *Port) open() error {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// ReadBatch implements port.Port. Frames point into the ring.
-func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
-	if ok, err := p.startRead(b, true); !ok {
-		return 0, err
-	}
-	var c rxCounts
-	n := 0
-	busyPoll := !p.v3 && p.cfg.BusyPoll > 0
-	for {
-		n = p.rxFill(b, n, &c)
-		if n > 0 {
-			break
-		}
-		if p.rxHeld() {
-			// Every frame walked was dropped: give the slots or blocks
-			// back and look further before sleeping. This also keeps
-			// TPACKET_V2's poll honest: it reports POLLIN while the
-			// slot before the kernel's head is not TP_STATUS_KERNEL.
-			p.rxRelease()
-			continue
-		}
-		var sleep time.Time
-		if busyPoll {
-			if p.rxBusy && p.busyPoll() {
-				continue
-			}
-			sleep = time.Now()
-		}
-		ready, err := p.wait()
-		if err != nil {
-			p.count(&c)
-			p.DetachIfGone(err, p.detach)
-			return 0, err
-		}
-		if busyPoll {
-			// A short sleep means frames are streaming in: watch the ring
-			// for the next one rather than sleep again. A long one (or a
-			// timeout) means sparse traffic, where spinning only burns CPU.
-			p.rxBusy = ready && time.Since(sleep) <= p.cfg.BusyPoll
-		}
-		if !ready {
-			break // read timeout
-		}
-	}
-	p.count(&c)
-	return p.Lend(n), nil
-}
+// ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
+// the ring.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) { return p.ReadRing(b) }
 
-// startRead gives the last read's slots back and reports whether a read
-// can go ahead: the port is open and attached, re-attaching it if its
-// interface came back (a detached port sleeps a little when block is
-// set). The caller holds RxMu.
-func (p *Port) startRead(b *port.Batch, block bool) (bool, error) {
-	giveBack, err := p.StartRead(b)
-	if giveBack {
-		p.rxRelease()
-	}
-	if err != nil {
-		return false, err
-	}
-	if p.Detached() && !p.Reattach(p.attach, p.detach) {
-		return false, p.WaitDetached(block)
-	}
-	return true, nil
-}
-
-// TryReadBatch implements port.Poller: the frames ready in the ring now,
-// without waiting.
-func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
-	if ok, err := p.startRead(b, false); !ok {
-		return 0, err
-	}
-	var c rxCounts
-	n := p.rxFill(b, 0, &c)
-	for n == 0 && p.rxHeld() {
-		// Every frame walked was dropped: give the slots back (which
-		// also keeps poll(2) on the socket honest) and look further.
-		p.rxRelease()
-		n = p.rxFill(b, 0, &c)
-	}
-	p.count(&c)
-	return p.Lend(n), nil
-}
+// TryReadBatch implements port.Poller (port.Base.TryReadRing): the frames
+// ready in the ring now, without waiting.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) { return p.TryReadRing(b) }
 
 // PollFd implements port.Poller: the socket, readable when the ring has
 // frames.
 func (p *Port) PollFd() int { return p.fd }
-
-// PollError implements port.Poller: the socket's pending error (a
-// deleted interface detaches the port).
-func (p *Port) PollError() error {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
-	if !p.Idle() {
-		return nil
-	}
-	err := p.socketError(unix.POLLERR)
-	if err != nil {
-		p.DetachIfGone(err, p.detach)
-	}
-	return err
-}
-
-// busyPoll watches the next TPACKET_V2 slot for up to cfg.BusyPoll and
-// reports whether a frame landed in it. While the reader is not asleep in
-// poll(2), the kernel writes frames without waking anyone. A miss clears
-// rxBusy until a short sleep sets it again.
-func (p *Port) busyPoll() bool {
-	start := time.Now()
-	for i := 1; ; i++ {
-		if p.v2.ready() {
-			return true
-		}
-		// Reading the clock costs more than looking at the slot.
-		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.Closed()) {
-			p.rxBusy = false
-			return false
-		}
-	}
-}
-
-func (p *Port) count(c *rxCounts) {
-	if c.packets != 0 {
-		p.Ctr.RxPackets.Add(c.packets)
-		p.Ctr.RxBytes.Add(c.bytes)
-	}
-	if c.errors != 0 {
-		p.Ctr.RxErrors.Add(c.errors)
-		p.Ctr.RxLengthErrors.Add(c.lengthErrors)
-	}
-}
-
-// wait polls the socket and the wake eventfd. It returns false on timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := p.Wait()
-	if err != nil {
-		return false, err
-	}
-	if err := p.socketError(ev); err != nil {
-		return false, err
-	}
-	return ev != 0, nil
-}
-
-// socketError is the error poll events ev stand for, if any. A pending
-// socket error (e.g. ENETDOWN after the interface went down or away) is
-// reported once and cleared by SO_ERROR.
-func (p *Port) socketError(ev int16) error {
-	if ev&(unix.POLLERR|unix.POLLNVAL) == 0 {
-		return nil
-	}
-	if err := p.SocketError(p.fd); err != nil {
-		return err
-	}
-	if ev&unix.POLLNVAL != 0 {
-		return p.Errorf("poll: invalid socket")
-	}
-	return nil
-}
-
-// Release implements port.Port.
-func (p *Port) Release() {
-	p.RxMu.Lock()
-	if p.GiveBack() {
-		p.rxRelease()
-	}
-	p.RxMu.Unlock()
-}
 
 // WriteBatch implements port.Port with sendmmsg(2) on the bound socket, or
 // through the TX ring when Config.TxRing is set. On a port with VnetHdr
@@ -788,12 +620,11 @@ func getsockoptStats(fd int, st unsafe.Pointer, size uintptr) bool {
 
 // Close implements port.Port (port.Base.Close): the socket goes at once,
 // the ring once the loop has given back the frames it holds.
-func (p *Port) Close() error {
-	return p.Base.Close(p.closeSocket, p.freeRing)
-}
+func (p *Port) Close() error { return p.CloseRing() }
 
-// closeSocket closes the socket, after a last look at its drop counter.
-func (p *Port) closeSocket() error {
+// CloseSockets implements port.Binding: it closes the socket, after a
+// last look at its drop counter.
+func (p *Port) CloseSockets() error {
 	p.statMu.Lock()
 	defer p.statMu.Unlock()
 	if p.fd < 0 {
@@ -810,13 +641,8 @@ func (p *Port) closeSocket() error {
 	return p.CloseFd(&p.fd, "socket")
 }
 
-// freeRing unmaps the rings.
-func (p *Port) freeRing() error {
+// FreeFrames implements port.Binding: it unmaps the rings.
+func (p *Port) FreeFrames() error {
 	p.v2.mem, p.ring.mem, p.tx.mem = nil, nil, nil
 	return p.Munmap(&p.mmap, "ring")
-}
-
-// detach frees the socket and rings; safe on a half-opened port.
-func (p *Port) detach() error {
-	return errors.Join(p.closeSocket(), p.freeRing())
 }

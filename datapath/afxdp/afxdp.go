@@ -155,33 +155,18 @@ func Open(name string, cfg Config) (*Port, error) {
 		cfg.BusyPoll = defaultBusyPoll
 	}
 	p := &Port{cfg: cfg, fd: -1, promiscFd: -1}
-	p.Init("afxdp", name, cfg.ReadTimeout)
-	p.CheckSocket = true // a deleted device does not wake poll(2)
-	err = p.KeepNetns()
-	if err == nil {
-		err = p.open()
-	}
-	if err == nil {
-		err = p.OpenWake(p.fd)
-	}
-	if err != nil {
-		_ = p.detach()
-		p.Discard()
+	if err := p.OpenRing("afxdp", name, cfg.ReadTimeout, cfg.BusyPoll, p); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// attach binds a detached port again (port.Base.Reattach).
-func (p *Port) attach() error {
+// Bind implements port.Binding: UMEM, rings, socket and program on the
+// interface.
+func (p *Port) Bind() (int, error) {
 	p.statMu.Lock() // Stats reads the socket
-	err := p.open()
-	p.statMu.Unlock()
-	if err != nil {
-		return err
-	}
-	p.SetRxFd(p.fd)
-	return nil
+	defer p.statMu.Unlock()
+	return p.fd, p.open()
 }
 
 // open sets up UMEM, rings, socket and program; on error the caller
@@ -421,127 +406,61 @@ func (p *Port) Mode() Mode { return p.mode }
 // ZeroCopy reports whether the socket is bound in zero-copy mode.
 func (p *Port) ZeroCopy() bool { return p.zeroCopy }
 
-// rxCounts are the counters of one read, added to the port's at the end.
-type rxCounts struct {
-	packets, bytes, errors uint64
-}
+// ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
+// the UMEM.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) { return p.ReadRing(b) }
 
-// ReadBatch implements port.Port. Frames point into the UMEM.
-func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
-	if ok, err := p.startRead(b, true); !ok {
-		return 0, err
-	}
-	var c rxCounts
-	defer p.count(&c)
-	busyPoll := p.cfg.BusyPoll > 0
-	for {
-		if n := p.rxFill(b, &c); n > 0 {
-			return p.Lend(n), nil
-		}
-		if len(p.held) != 0 {
-			// Every frame taken was a bad one: give them back and look on.
-			p.recycle()
-			continue
-		}
-		var sleep time.Time
-		if busyPoll {
-			if p.rxBusy && p.busyPoll() {
-				continue
-			}
-			sleep = time.Now()
-		}
-		ready, err := p.wait()
-		if err != nil {
-			p.DetachIfGone(err, p.detach)
-			return 0, err
-		}
-		if busyPoll {
-			// A short sleep means frames are streaming in: watch the ring
-			// rather than sleep again (see afpacket.Config.BusyPoll).
-			p.rxBusy = ready && time.Since(sleep) <= p.cfg.BusyPoll
-		}
-		if !ready {
-			return 0, nil // read timeout
-		}
-	}
-}
-
-// startRead gives the last read's frames back to the FillRing and
-// reports whether a read can go ahead (see afpacket's startRead). The
-// caller holds RxMu.
-func (p *Port) startRead(b *port.Batch, block bool) (bool, error) {
-	giveBack, err := p.StartRead(b)
-	if giveBack {
-		p.recycle()
-	}
-	if err != nil {
-		return false, err
-	}
-	if p.Detached() && !p.Reattach(p.attach, p.detach) {
-		return false, p.WaitDetached(block)
-	}
-	return true, nil
-}
-
-// TryReadBatch implements port.Poller: the frames in the RxRing now,
-// without waiting.
-func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
-	if ok, err := p.startRead(b, false); !ok {
-		return 0, err
-	}
-	var c rxCounts
-	n := p.rxFill(b, &c)
-	for n == 0 && len(p.held) != 0 {
-		p.recycle()
-		n = p.rxFill(b, &c)
-	}
-	p.count(&c)
-	return p.Lend(n), nil
-}
+// TryReadBatch implements port.Poller (port.Base.TryReadRing): the frames
+// in the RxRing now, without waiting.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) { return p.TryReadRing(b) }
 
 // PollFd implements port.Poller: the AF_XDP socket, readable when the
 // RxRing has frames.
 func (p *Port) PollFd() int { return p.fd }
 
-// rxFill takes up to len(b.Frames) frames from the RxRing. Their UMEM
-// frames stay ours (in held) until recycle puts them on the FillRing, so
-// the RxRing slots are released at once.
-func (p *Port) rxFill(b *port.Batch, c *rxCounts) int {
+// Fill implements port.Ring: it takes frames from the RxRing into
+// b.Frames[n:]. Their UMEM frames stay ours (in held) until Recycle puts
+// them on the FillRing, so the RxRing slots are released at once.
+func (p *Port) Fill(b *port.Batch, n int, c *port.RxCounts) int {
 	avail := p.rx.avail()
 	if avail == 0 {
-		return 0
+		return n
 	}
-	n := 0
 	for ; avail > 0 && n < len(b.Frames); avail-- {
 		d := p.rx.descs[p.rx.cachedCons&p.rx.mask]
 		p.rx.cachedCons++
 		end := d.Addr + uint64(d.Len)
 		if end > uint64(len(p.umem)) {
-			c.errors++ // not a UMEM frame: nothing to give back
+			c.Errors++ // not a UMEM frame: nothing to give back
+			c.LengthErrors++
 			continue
 		}
 		p.held = append(p.held, d.Addr)
 		if !port.LengthOK(int(d.Len), p.maxFrame) {
-			c.errors++
+			c.Errors++
+			c.LengthErrors++
 			continue
 		}
 		b.Frames[n] = p.umem[d.Addr:end:end]
 		b.Meta[n] = port.Meta{}
-		c.packets++
-		c.bytes += uint64(d.Len)
+		c.Packets++
+		c.Bytes += uint64(d.Len)
 		n++
 	}
 	p.rx.release()
 	return n
 }
 
-// recycle puts the frames of the last read on the FillRing. The ring has
-// room for every RX frame, so they always fit.
-func (p *Port) recycle() {
+// Held implements port.Ring: frames taken off the RxRing and not yet
+// back on the FillRing.
+func (p *Port) Held() bool { return len(p.held) != 0 }
+
+// Ready implements port.Ring: whether the RxRing has a frame.
+func (p *Port) Ready() bool { return p.rx.ready() }
+
+// Recycle implements port.Ring: it puts the frames of the last read on
+// the FillRing. The ring has room for every RX frame, so they always fit.
+func (p *Port) Recycle() {
 	if len(p.held) == 0 {
 		return
 	}
@@ -558,69 +477,6 @@ func (p *Port) recycle() {
 		// Raw: with MSG_DONTWAIT it never sleeps (see port.RawRead).
 		unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	}
-}
-
-func (p *Port) count(c *rxCounts) {
-	if c.packets != 0 {
-		p.Ctr.RxPackets.Add(c.packets)
-		p.Ctr.RxBytes.Add(c.bytes)
-	}
-	if c.errors != 0 {
-		p.Ctr.RxErrors.Add(c.errors)
-		p.Ctr.RxLengthErrors.Add(c.errors)
-	}
-}
-
-// PollError implements port.Poller: the socket's pending error (a
-// deleted device detaches the port).
-func (p *Port) PollError() error {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
-	if !p.Idle() {
-		return nil
-	}
-	err := p.SocketError(p.fd)
-	if err != nil {
-		p.DetachIfGone(err, p.detach)
-	}
-	return err
-}
-
-// busyPoll watches the RxRing for up to cfg.BusyPoll and reports whether a
-// frame arrived. A miss clears rxBusy until a short sleep sets it again.
-func (p *Port) busyPoll() bool {
-	start := time.Now()
-	for i := 1; ; i++ {
-		if p.rx.ready() {
-			return true
-		}
-		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.Closed()) {
-			p.rxBusy = false
-			return false
-		}
-	}
-}
-
-// wait polls the socket and the wake eventfd. It returns false on timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := p.Wait()
-	if err != nil {
-		return false, err
-	}
-	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
-		// The device went away (unregistered): the socket is unbound.
-		return false, p.Errorf("socket error (poll events %#x): %w", ev, unix.ENETDOWN)
-	}
-	return ev != 0, nil
-}
-
-// Release implements port.Port.
-func (p *Port) Release() {
-	p.RxMu.Lock()
-	if p.GiveBack() {
-		p.recycle()
-	}
-	p.RxMu.Unlock()
 }
 
 // WriteBatch implements port.Port: each frame is copied into a free TX
@@ -802,14 +658,13 @@ func (p *Port) pollKernelStats() {
 // Close implements port.Port (port.Base.Close): program, socket and
 // rings go at once, the UMEM once the loop has given back the frames it
 // holds.
-func (p *Port) Close() error {
-	return p.Base.Close(p.closeSocket, p.freeUMEM)
-}
+func (p *Port) Close() error { return p.CloseRing() }
 
-// closeSocket detaches the program and frees the socket and its rings,
-// after a last look at the kernel's counters. The program goes first so no
-// frame is redirected to a closing socket.
-func (p *Port) closeSocket() error {
+// CloseSockets implements port.Binding: it detaches the program and
+// frees the socket and its rings, after a last look at the kernel's
+// counters. The program goes first so no frame is redirected to a closing
+// socket.
+func (p *Port) CloseSockets() error {
 	p.statMu.Lock()
 	defer p.statMu.Unlock()
 	var errs []error
@@ -831,10 +686,6 @@ func (p *Port) closeSocket() error {
 	return errors.Join(errs...)
 }
 
-// freeUMEM unmaps the UMEM, after the socket the kernel pinned it for.
-func (p *Port) freeUMEM() error { return p.Munmap(&p.umem, "UMEM") }
-
-// detach frees everything open acquired; safe on a half-opened port.
-func (p *Port) detach() error {
-	return errors.Join(p.closeSocket(), p.freeUMEM())
-}
+// FreeFrames implements port.Binding: it unmaps the UMEM, after the
+// socket the kernel pinned it for.
+func (p *Port) FreeFrames() error { return p.Munmap(&p.umem, "UMEM") }

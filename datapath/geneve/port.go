@@ -472,14 +472,6 @@ func (p *Port) wait() (bool, error) {
 	return ev != 0, nil
 }
 
-// Release implements port.Port; received frames live in the batch's own
-// buffers, so there is nothing to give back to the kernel.
-func (p *Port) Release() {
-	p.RxMu.Lock()
-	p.GiveBack()
-	p.RxMu.Unlock()
-}
-
 // WriteBatch implements port.Port: it sends every frame with VNI 0 and no
 // options to the fixed remote_ip (with remote_ip=flow every frame is dropped
 // for lack of a destination; use WriteTunnel).

@@ -67,6 +67,51 @@ type Base struct {
 	// netnsFd is the network namespace the port opened in (-1: not
 	// kept), where it re-attaches.
 	netnsFd int
+
+	// For a kind opened with OpenRing: its binding, BusyPoll (0: off),
+	// and, guarded by RxMu, whether frames stream in and the counts of
+	// the current read.
+	ring     Binding
+	busyPoll time.Duration
+	rxBusy   bool
+	rxc      RxCounts
+}
+
+// RxCounts accumulates one read's counters; the port adds them to its
+// atomics once per batch rather than once per frame.
+type RxCounts struct {
+	Packets, Bytes, LengthErrors, Errors uint64
+}
+
+// Ring is the receive side of a kind that lends frames out of memory it
+// shares with the kernel (an AF_PACKET ring, an AF_XDP UMEM); Base runs
+// the reads (ReadRing, TryReadRing) around it.
+type Ring interface {
+	// Fill hands out the frames ready now into b.Frames[n:], without
+	// blocking, counting into c; it returns the new n.
+	Fill(b *Batch, n int, c *RxCounts) int
+	// Held reports whether frames walked by Fill (handed out or
+	// dropped) still wait for Recycle.
+	Held() bool
+	// Recycle gives walked frames back to the kernel.
+	Recycle()
+	// Ready reports whether a frame waits, for busy polling.
+	Ready() bool
+}
+
+// Binding is a kind bound to a kernel interface through a Ring: Base
+// opens, re-attaches and closes it.
+type Binding interface {
+	Ring
+	// Bind opens the sockets and rings on the interface called
+	// Name() (at Open and again on re-attachment) and returns the
+	// receive descriptor. The caller frees a partial Bind with
+	// CloseSockets and FreeFrames.
+	Bind() (rxFd int, err error)
+	// CloseSockets frees what the kernel holds for the port.
+	CloseSockets() error
+	// FreeFrames unmaps the memory received frames sit in.
+	FreeFrames() error
 }
 
 // livenessCheck is how often a sleeping reader with CheckSocket looks at
@@ -84,6 +129,197 @@ func (b *Base) Init(kind, name string, readTimeout time.Duration) {
 	if readTimeout > 0 {
 		b.Timeout = int(max(1, readTimeout.Milliseconds()))
 	}
+}
+
+// OpenRing opens a kind bound to interface name through k (Bind), in the
+// caller's network namespace, where it also re-attaches. busyPoll > 0
+// turns busy polling on (see afpacket.Config.BusyPoll).
+func (b *Base) OpenRing(kind, name string, readTimeout, busyPoll time.Duration, k Binding) error {
+	b.Init(kind, name, readTimeout)
+	b.ring, b.busyPoll, b.CheckSocket = k, max(busyPoll, 0), true
+	rxFd := -1
+	err := b.KeepNetns()
+	if err == nil {
+		rxFd, err = k.Bind()
+	}
+	if err == nil {
+		err = b.OpenWake(rxFd)
+	}
+	if err != nil {
+		_ = b.unbind()
+		b.Discard()
+		return err
+	}
+	return nil
+}
+
+// unbind frees sockets and frame memory of a ring kind.
+func (b *Base) unbind() error {
+	return errors.Join(b.ring.CloseSockets(), b.ring.FreeFrames())
+}
+
+// ReadRing is ReadBatch for a kind opened with OpenRing: it takes the
+// frames ready in the ring, busy-polls while they stream in, and sleeps
+// in poll(2) otherwise, until a frame, the read timeout or Close.
+func (b *Base) ReadRing(batch *Batch) (int, error) {
+	b.RxMu.Lock()
+	defer b.RxMu.Unlock()
+	if ok, err := b.startRing(batch, true); !ok {
+		return 0, err
+	}
+	n := 0
+	for {
+		n = b.ring.Fill(batch, n, &b.rxc)
+		if n > 0 {
+			break
+		}
+		if b.ring.Held() {
+			// Every frame walked was dropped: give them back and look
+			// further before sleeping. This also keeps TPACKET_V2's
+			// poll honest: it reports POLLIN while the slot before the
+			// kernel's head is not TP_STATUS_KERNEL.
+			b.ring.Recycle()
+			continue
+		}
+		var sleep time.Time
+		if b.busyPoll > 0 {
+			if b.rxBusy && b.spin() {
+				continue
+			}
+			sleep = time.Now()
+		}
+		ready, err := b.waitRing()
+		if err != nil {
+			b.countRx()
+			return 0, err
+		}
+		if b.busyPoll > 0 {
+			// A short sleep means frames are streaming in: watch the
+			// ring for the next one rather than sleep again. A long one
+			// (or a timeout) means sparse traffic, where spinning only
+			// burns CPU.
+			b.rxBusy = ready && time.Since(sleep) <= b.busyPoll
+		}
+		if !ready {
+			break // read timeout
+		}
+	}
+	b.countRx()
+	return b.Lend(n), nil
+}
+
+// TryReadRing is port.Poller's TryReadBatch for a kind opened with
+// OpenRing: the frames ready now, without waiting.
+func (b *Base) TryReadRing(batch *Batch) (int, error) {
+	b.RxMu.Lock()
+	defer b.RxMu.Unlock()
+	if ok, err := b.startRing(batch, false); !ok {
+		return 0, err
+	}
+	n := b.ring.Fill(batch, 0, &b.rxc)
+	for n == 0 && b.ring.Held() {
+		// Every frame walked was dropped: give them back (which also
+		// keeps poll(2) on the socket honest) and look further.
+		b.ring.Recycle()
+		n = b.ring.Fill(batch, 0, &b.rxc)
+	}
+	b.countRx()
+	return b.Lend(n), nil
+}
+
+// startRing gives the last read's frames back and reports whether a read
+// can go ahead: the port is open and attached, re-attaching it if its
+// interface came back (a detached port sleeps a little when block is
+// set). The caller holds RxMu.
+func (b *Base) startRing(batch *Batch, block bool) (bool, error) {
+	giveBack, err := b.StartRead(batch)
+	if giveBack {
+		b.ring.Recycle()
+	}
+	if err != nil {
+		return false, err
+	}
+	if b.detached && !b.reattach() {
+		return false, b.WaitDetached(block)
+	}
+	return true, nil
+}
+
+// spin watches the ring for up to busyPoll and reports whether a frame
+// arrived. While the reader is not asleep in poll(2), the kernel writes
+// frames without waking anyone. A miss clears rxBusy until a short sleep
+// sets it again.
+func (b *Base) spin() bool {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if b.ring.Ready() {
+			return true
+		}
+		// Reading the clock costs more than looking at the ring.
+		if i%32 == 0 && (time.Since(start) > b.busyPoll || b.closed.Load()) {
+			b.rxBusy = false
+			return false
+		}
+	}
+}
+
+// waitRing sleeps in poll(2) (Wait); it returns false on timeout. A
+// socket error detaches the port if its interface was deleted.
+func (b *Base) waitRing() (bool, error) {
+	ev, err := b.Wait()
+	if err == nil && ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
+		err = b.SocketError(int(b.RxPoll[0].Fd))
+		if err == nil {
+			err = b.Errorf("socket error (poll events %#x): %w", ev, unix.ENETDOWN)
+		}
+	}
+	if err != nil {
+		b.detachIfGone(err)
+		return false, err
+	}
+	return ev != 0, nil
+}
+
+// countRx adds the counts of the current read to the counters.
+func (b *Base) countRx() {
+	c := &b.rxc
+	if c.Packets != 0 {
+		b.Ctr.RxPackets.Add(c.Packets)
+		b.Ctr.RxBytes.Add(c.Bytes)
+	}
+	if c.Errors != 0 {
+		b.Ctr.RxErrors.Add(c.Errors)
+		b.Ctr.RxLengthErrors.Add(c.LengthErrors)
+	}
+	*c = RxCounts{}
+}
+
+// Release implements port.Port: the loop gives the frames of the last
+// read back (to the kernel, unless the port closed meanwhile).
+func (b *Base) Release() {
+	b.RxMu.Lock()
+	if b.GiveBack() && b.ring != nil {
+		b.ring.Recycle()
+	}
+	b.RxMu.Unlock()
+}
+
+// PollError implements port.Poller: the socket's pending error, which
+// detaches a ring kind whose interface was deleted.
+func (b *Base) PollError() error {
+	if b.ring == nil {
+		return nil
+	}
+	b.RxMu.Lock()
+	defer b.RxMu.Unlock()
+	if b.lent || b.detached || b.closed.Load() {
+		return nil
+	}
+	err := b.SocketError(int(b.RxPoll[0].Fd))
+	if err != nil {
+		b.detachIfGone(err)
+	}
+	return err
 }
 
 // OpenWake creates WakeFd and sets RxPoll to watch rxFd and it.
@@ -217,6 +453,11 @@ func (b *Base) Lend(n int) int {
 	return n
 }
 
+// CloseRing is Close for a kind opened with OpenRing.
+func (b *Base) CloseRing() error {
+	return b.Close(b.ring.CloseSockets, b.ring.FreeFrames)
+}
+
 // Close is the close every kind shares: it marks the port closed, wakes a
 // blocked reader, waits for reads and writes in progress, then calls
 // release (sockets, devices) and closes WakeFd. freeFrames (may be nil)
@@ -331,30 +572,24 @@ func (b *Base) StartWrite(frames int) (ok bool, n int, err error) {
 	return true, 0, nil
 }
 
-// Detached reports whether the port lost its interface; the caller holds
-// RxMu or TxMu.
-func (b *Base) Detached() bool { return b.detached }
-
-// DetachIfGone detaches the port when its interface was deleted (no
+// detachIfGone detaches the port when its interface was deleted (no
 // interface of that name, or one with another index: deleted and created
 // again), after a read failed with err. The caller holds RxMu and no
-// frame is lent; release frees the kind's sockets and rings (WakeFd
-// stays). It reports whether the port detached.
-func (b *Base) DetachIfGone(err error, release func() error) bool {
+// frame is lent; the sockets and rings go (WakeFd stays).
+func (b *Base) detachIfGone(err error) {
 	if !errors.Is(err, unix.ENETDOWN) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.ENXIO) {
-		return false
+		return
 	}
 	var idx int
 	found := b.inNetns(func() (err error) { idx, err = b.currentIndex(); return err }) == nil
 	if found && idx == b.Ifindex() {
-		return false // only down: the kernel keeps the binding
+		return // only down: the kernel keeps the binding
 	}
 	b.TxMu.Lock()
-	_ = release() // the kernel objects of a device that is gone
+	_ = b.unbind() // the kernel objects of a device that is gone
 	b.detached = true
 	b.TxMu.Unlock()
 	b.retryAt = time.Now().Add(reattachInterval)
-	return true
 }
 
 // currentIndex is the index of the interface called name now.
@@ -367,34 +602,25 @@ func (b *Base) currentIndex() (int, error) {
 	return ifioctl.Index(fd, b.name)
 }
 
-// Reattach tries to bind a detached port again (at most every
-// reattachInterval): open acquires the kind's sockets and rings for the
-// interface of that name, release frees a partial open. The caller holds
-// RxMu. It reports whether the port is attached.
-func (b *Base) Reattach(open, release func() error) bool {
-	if !b.detached {
-		return true
-	}
+// reattach tries to bind a detached port again, in the namespace it
+// opened in, at most every reattachInterval. The caller holds RxMu. It
+// reports whether the port is attached.
+func (b *Base) reattach() bool {
 	if time.Now().Before(b.retryAt) {
 		return false
 	}
 	b.retryAt = time.Now().Add(reattachInterval)
 	b.TxMu.Lock()
 	defer b.TxMu.Unlock()
-	if err := b.inNetns(open); err != nil {
-		_ = release()
+	rxFd := -1
+	if err := b.inNetns(func() (err error) { rxFd, err = b.ring.Bind(); return err }); err != nil {
+		_ = b.unbind()
 		return false
 	}
+	b.SetRxFd(rxFd)
 	b.detached = false
 	return true
 }
-
-// Idle reports whether the port is open and attached and the loop holds
-// none of its frames, so it may detach; the caller holds RxMu.
-func (b *Base) Idle() bool { return !b.lent && !b.detached && !b.closed.Load() }
-
-// PollError is port.Poller's PollError for kinds without socket errors.
-func (b *Base) PollError() error { return nil }
 
 // WaitDetached sleeps while the port is detached: until the next attempt
 // to re-attach, the read timeout or Close. It returns an error wrapping

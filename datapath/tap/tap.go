@@ -224,14 +224,6 @@ func (p *Port) wait() (bool, error) {
 	return ev != 0, nil
 }
 
-// Release implements port.Port; TAP frames live in the batch's own
-// buffers, so there is nothing to give back to the kernel.
-func (p *Port) Release() {
-	p.RxMu.Lock()
-	p.GiveBack()
-	p.RxMu.Unlock()
-}
-
 // WriteBatch implements port.Port with one write(2) per frame (the TAP
 // character device has no batched write). A frame written to the TAP is
 // received by the host stack on this interface. With VnetHdr each frame
