@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -122,8 +121,7 @@ type Port struct {
 	port.Base
 	cfg Config
 
-	fd     int        // AF_PACKET socket
-	statMu sync.Mutex // guards kernelDrops and the fd for PACKET_STATISTICS
+	fd int // AF_PACKET socket
 
 	v3     bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
 	v2     frameRing // TPACKET_V2 receive ring
@@ -134,7 +132,6 @@ type Port struct {
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr
 	iovs     []unix.Iovec
-	vnet     bool                    // Config.VnetHdr: frames carry a virtio_net_hdr
 	vhdrs    [][port.VnetHdrLen]byte // TX headers, one per msgs slot (vnet only)
 	txLens   []int                   // frame length of msgs[i], for byte counters
 	maxFrame int
@@ -247,16 +244,9 @@ func Open(name string, cfg Config) (*Port, error) {
 	return p, nil
 }
 
-// Bind implements port.Binding: the socket and rings on the interface.
-func (p *Port) Bind() (int, error) {
-	p.statMu.Lock() // Stats reads the socket
-	defer p.statMu.Unlock()
-	return p.fd, p.open()
-}
-
-// open sets up the socket and ring; on error the caller releases what
-// was acquired.
-func (p *Port) open() error {
+// Bind implements port.Binding: it sets up the socket and rings on the
+// interface; on error the caller releases what was acquired.
+func (p *Port) Bind() error {
 	name, cfg := p.Name(), p.cfg
 	pageSize := unix.Getpagesize()
 	var err error
@@ -303,7 +293,7 @@ func (p *Port) open() error {
 		}
 		room += port.VnetHdrLen
 		maxRx = port.MaxGSOFrameLen
-		p.vnet = true
+		p.Vnet = true
 	}
 	if cfg.TxRing {
 		// Skip a malformed TX slot instead of stopping the whole ring.
@@ -389,7 +379,7 @@ func (p *Port) open() error {
 
 	// One iovec per frame, or two with the virtio_net_hdr in front.
 	per := 1
-	if p.vnet {
+	if p.Vnet {
 		per = 2
 		p.vhdrs = make([][port.VnetHdrLen]byte, cfg.TxBatch)
 	}
@@ -399,7 +389,7 @@ func (p *Port) open() error {
 	for i := range p.msgs {
 		p.msgs[i].hdr.Iov = &p.iovs[per*i]
 		p.msgs[i].hdr.SetIovlen(per)
-		if p.vnet {
+		if p.Vnet {
 			p.iovs[2*i].Base = &p.vhdrs[i][0]
 			p.iovs[2*i].Len = port.VnetHdrLen
 		}
@@ -421,13 +411,6 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) { return p.TryReadRing(b
 // frames.
 func (p *Port) PollFd() int { return p.fd }
 
-// WriteBatch implements port.Port with sendmmsg(2) on the bound socket, or
-// through the TX ring when Config.TxRing is set. On a port with VnetHdr
-// every frame goes with an empty virtio_net_hdr.
-func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	return p.write(frames, nil)
-}
-
 // RxRingFrames is the number of frame slots of a TPACKET_V2 receive ring
 // (Config.FrameCount, rounded up to whole pages); 0 for TPACKET_V3.
 func (p *Port) RxRingFrames() int {
@@ -437,29 +420,16 @@ func (p *Port) RxRingFrames() int {
 	return p.v2.frameNr
 }
 
-// VnetEnabled implements port.VnetWriter: whether the port was opened
-// with Config.VnetHdr.
-func (p *Port) VnetEnabled() bool { return p.vnet }
-
-// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i].
-func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
-		return 0, p.Errorf("%w", err)
-	}
-	return p.write(frames, hdrs)
-}
-
-func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	p.TxMu.Lock()
-	defer p.TxMu.Unlock()
-	if ok, n, err := p.StartWrite(len(frames)); !ok {
-		return n, err
-	}
+// Transmit implements port.Transmitter (WriteBatch, WriteBatchVnet) with
+// sendmmsg(2) on the bound socket, or through the TX ring when
+// Config.TxRing is set. On a port with VnetHdr every frame goes with its
+// virtio_net_hdr, an empty one for WriteBatch.
+func (p *Port) Transmit(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	if p.tx.mem != nil {
 		return p.writeRing(frames)
 	}
 	per := 1
-	if p.vnet {
+	if p.Vnet {
 		per = 2
 	}
 	done := 0
@@ -478,7 +448,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 				dropped++
 				continue
 			}
-			if p.vnet {
+			if p.Vnet {
 				h.Encode(p.vhdrs[k][:])
 			}
 			iov := &p.iovs[per*k+per-1]
@@ -506,7 +476,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 // garbage collected.
 func (p *Port) clearIovs(k int) {
 	per := 1
-	if p.vnet {
+	if p.Vnet {
 		per = 2 // the header iovecs point at p.vhdrs: keep them
 	}
 	for i := range min(k, len(p.msgs)) {
@@ -581,15 +551,7 @@ func (p *Port) waitWritable() error {
 // Stats implements port.Port. RxDropped comes from PACKET_STATISTICS,
 // which the kernel resets on every read, so it is accumulated here.
 func (p *Port) Stats() port.Stats {
-	p.statMu.Lock()
-	if !p.Closed() {
-		p.pollKernelStats()
-	}
-	drops := p.kernelDrops
-	p.statMu.Unlock()
-	s := p.Ctr.Snapshot()
-	s.RxDropped = drops
-	return s
+	return p.KernelStats(p.pollKernelStats, func(s *port.Stats) { s.RxDropped = p.kernelDrops })
 }
 
 // pollKernelStats folds the kernel's drop counter into kernelDrops. The
@@ -625,8 +587,8 @@ func (p *Port) Close() error { return p.CloseRing() }
 // CloseSockets implements port.Binding: it closes the socket, after a
 // last look at its drop counter.
 func (p *Port) CloseSockets() error {
-	p.statMu.Lock()
-	defer p.statMu.Unlock()
+	p.StatMu.Lock()
+	defer p.StatMu.Unlock()
 	if p.fd < 0 {
 		return nil
 	}

@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -101,8 +100,6 @@ type Port struct {
 	mode     Mode // ModeNative or ModeGeneric: how the program is attached
 	zeroCopy bool // bound with XDP_ZEROCOPY
 
-	statMu sync.Mutex // guards xdpStats and the fd for XDP_STATISTICS
-
 	umem      []byte
 	frameSize uint64
 	fill      addrRing
@@ -161,17 +158,10 @@ func Open(name string, cfg Config) (*Port, error) {
 	return p, nil
 }
 
-// Bind implements port.Binding: UMEM, rings, socket and program on the
-// interface.
-func (p *Port) Bind() (int, error) {
-	p.statMu.Lock() // Stats reads the socket
-	defer p.statMu.Unlock()
-	return p.fd, p.open()
-}
-
-// open sets up UMEM, rings, socket and program; on error the caller
-// releases what was acquired.
-func (p *Port) open() error {
+// Bind implements port.Binding: it sets up UMEM, rings, socket and
+// program on the interface; on error the caller releases what was
+// acquired.
+func (p *Port) Bind() error {
 	name, cfg := p.Name(), p.cfg
 	ifindex, mac, mtu, err := interfaceInfo(name)
 	if err != nil {
@@ -479,15 +469,10 @@ func (p *Port) Recycle() {
 	}
 }
 
-// WriteBatch implements port.Port: each frame is copied into a free TX
-// frame of the UMEM and posted on the TxRing, then one sendto tells the
-// kernel to send them.
-func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	p.TxMu.Lock()
-	defer p.TxMu.Unlock()
-	if ok, n, err := p.StartWrite(len(frames)); !ok {
-		return n, err
-	}
+// Transmit implements port.Transmitter (WriteBatch): each frame is copied
+// into a free TX frame of the UMEM and posted on the TxRing, then one
+// sendto tells the kernel to send them. The port has no offload metadata.
+func (p *Port) Transmit(frames [][]byte, _ []port.VnetHdr) (int, error) {
 	p.reclaim()
 	var pkts, bytes, dropped uint64
 	defer func() {
@@ -633,17 +618,12 @@ func (p *Port) pause() {
 // on the RxRing: XDP_STATISTICS rx_dropped (no frame on the FillRing)
 // plus rx_ring_full. Descriptors the kernel found invalid count as errors.
 func (p *Port) Stats() port.Stats {
-	p.statMu.Lock()
-	if !p.Closed() {
-		p.pollKernelStats()
-	}
-	xs := p.xdpStats
-	p.statMu.Unlock()
-	s := p.Ctr.Snapshot()
-	s.RxDropped = xs.Rx_dropped + xs.Rx_ring_full
-	s.RxErrors += xs.Rx_invalid_descs
-	s.TxErrors += xs.Tx_invalid_descs
-	return s
+	return p.KernelStats(p.pollKernelStats, func(s *port.Stats) {
+		xs := &p.xdpStats
+		s.RxDropped = xs.Rx_dropped + xs.Rx_ring_full
+		s.RxErrors += xs.Rx_invalid_descs
+		s.TxErrors += xs.Tx_invalid_descs
+	})
 }
 
 // pollKernelStats reads XDP_STATISTICS (cumulative). The caller holds
@@ -665,8 +645,8 @@ func (p *Port) Close() error { return p.CloseRing() }
 // counters. The program goes first so no frame is redirected to a closing
 // socket.
 func (p *Port) CloseSockets() error {
-	p.statMu.Lock()
-	defer p.statMu.Unlock()
+	p.StatMu.Lock()
+	defer p.StatMu.Unlock()
 	var errs []error
 	if p.fd >= 0 {
 		p.pollKernelStats()

@@ -130,8 +130,7 @@ const rxCtlLen = 64
 func Open(cfg Config) (*Port, error) {
 	p := &Port{rxFd: -1, txFd: -1}
 	if err := p.open(cfg); err != nil {
-		_ = p.release()
-		p.Discard()
+		p.Discard(p.release)
 		return nil, err
 	}
 	return p, nil
@@ -375,7 +374,7 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 			if !block {
 				return 0, nil
 			}
-			ready, err := p.wait()
+			ready, err := p.WaitReady()
 			if err != nil || !ready {
 				return 0, err
 			}
@@ -391,12 +390,13 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
 	n := 0
-	var pkts, bytes, errs, lenErrs, hdrErrs uint64
+	var c port.RxCounts
+	var hdrErrs uint64
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
 		dst := p.parseControl(&h.Hdr, &p.rxCtl[i])
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
-			lenErrs++
+			c.LengthErrors++
 			continue
 		}
 		m := &md[n]
@@ -416,19 +416,14 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 		b.Frames[n] = inner
 		b.Meta[n] = port.Meta{}
 		n++
-		pkts++
-		bytes += uint64(len(inner))
+		c.Packets++
+		c.Bytes += uint64(len(inner))
 	}
-	errs = lenErrs + hdrErrs
-	if pkts != 0 {
-		p.Ctr.RxPackets.Add(pkts)
-		p.Ctr.RxBytes.Add(bytes)
-	}
-	if errs != 0 {
-		p.Ctr.RxErrors.Add(errs)
-		p.Ctr.RxLengthErrors.Add(lenErrs)
+	c.Errors = c.LengthErrors + hdrErrs
+	if hdrErrs != 0 {
 		p.rxHeaderErrors.Add(hdrErrs)
 	}
+	p.CountRx(&c)
 	return n
 }
 
@@ -461,15 +456,6 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 		c = c[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(c)):]
 	}
 	return dst
-}
-
-// wait polls the socket and the wake eventfd; false means timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := p.Wait()
-	if err != nil {
-		return false, err
-	}
-	return ev != 0, nil
 }
 
 // WriteBatch implements port.Port: it sends every frame with VNI 0 and no

@@ -75,6 +75,23 @@ type Base struct {
 	busyPoll time.Duration
 	rxBusy   bool
 	rxc      RxCounts
+
+	// StatMu guards a kind's kernel counters and its socket as Stats
+	// reads them (Bind runs with it held).
+	StatMu sync.Mutex
+
+	// sender is the kind's send path (SetTransmitter); Vnet: the port
+	// exchanges a virtio_net_hdr with every frame (port.VnetWriter).
+	sender Transmitter
+	Vnet   bool
+}
+
+// Transmitter is a kind's send path: Base's WriteBatch and WriteBatchVnet
+// call Transmit with TxMu held on an open, attached port. hdrs is nil
+// for frames without offload metadata (a port with Vnet then sends each
+// with an empty virtio_net_hdr).
+type Transmitter interface {
+	Transmit(frames [][]byte, hdrs []VnetHdr) (int, error)
 }
 
 // RxCounts accumulates one read's counters; the port adds them to its
@@ -103,11 +120,13 @@ type Ring interface {
 // opens, re-attaches and closes it.
 type Binding interface {
 	Ring
-	// Bind opens the sockets and rings on the interface called
-	// Name() (at Open and again on re-attachment) and returns the
-	// receive descriptor. The caller frees a partial Bind with
-	// CloseSockets and FreeFrames.
-	Bind() (rxFd int, err error)
+	Transmitter
+	// Bind opens the sockets and rings on the interface called Name()
+	// (at Open and again on re-attachment). The caller frees a partial
+	// Bind with CloseSockets and FreeFrames.
+	Bind() error
+	// PollFd is the receive descriptor Bind opened.
+	PollFd() int
 	// CloseSockets frees what the kernel holds for the port.
 	CloseSockets() error
 	// FreeFrames unmaps the memory received frames sit in.
@@ -136,21 +155,20 @@ func (b *Base) Init(kind, name string, readTimeout time.Duration) {
 // turns busy polling on (see afpacket.Config.BusyPoll).
 func (b *Base) OpenRing(kind, name string, readTimeout, busyPoll time.Duration, k Binding) error {
 	b.Init(kind, name, readTimeout)
-	b.ring, b.busyPoll, b.CheckSocket = k, max(busyPoll, 0), true
-	rxFd := -1
+	b.ring, b.sender, b.busyPoll, b.CheckSocket = k, k, max(busyPoll, 0), true
 	err := b.KeepNetns()
 	if err == nil {
-		rxFd, err = k.Bind()
+		b.StatMu.Lock()
+		err = k.Bind()
+		b.StatMu.Unlock()
 	}
 	if err == nil {
-		err = b.OpenWake(rxFd)
+		err = b.OpenWake(k.PollFd())
 	}
 	if err != nil {
-		_ = b.unbind()
-		b.Discard()
-		return err
+		b.Discard(b.unbind)
 	}
-	return nil
+	return err
 }
 
 // unbind frees sockets and frame memory of a ring kind.
@@ -190,7 +208,7 @@ func (b *Base) ReadRing(batch *Batch) (int, error) {
 		}
 		ready, err := b.waitRing()
 		if err != nil {
-			b.countRx()
+			b.CountRx(&b.rxc)
 			return 0, err
 		}
 		if b.busyPoll > 0 {
@@ -204,7 +222,7 @@ func (b *Base) ReadRing(batch *Batch) (int, error) {
 			break // read timeout
 		}
 	}
-	b.countRx()
+	b.CountRx(&b.rxc)
 	return b.Lend(n), nil
 }
 
@@ -223,7 +241,7 @@ func (b *Base) TryReadRing(batch *Batch) (int, error) {
 		b.ring.Recycle()
 		n = b.ring.Fill(batch, 0, &b.rxc)
 	}
-	b.countRx()
+	b.CountRx(&b.rxc)
 	return b.Lend(n), nil
 }
 
@@ -280,9 +298,8 @@ func (b *Base) waitRing() (bool, error) {
 	return ev != 0, nil
 }
 
-// countRx adds the counts of the current read to the counters.
-func (b *Base) countRx() {
-	c := &b.rxc
+// CountRx adds the counts of a read to the counters and clears them.
+func (b *Base) CountRx(c *RxCounts) {
 	if c.Packets != 0 {
 		b.Ctr.RxPackets.Add(c.Packets)
 		b.Ctr.RxBytes.Add(c.Bytes)
@@ -362,8 +379,10 @@ func (b *Base) inNetns(fn func() error) error {
 	return <-errc
 }
 
-// Discard closes what Base holds, for a kind whose Open failed.
-func (b *Base) Discard() {
+// Discard frees what a kind whose Open failed acquired: release frees
+// the kind's part, then Base closes its own.
+func (b *Base) Discard(release func() error) {
+	_ = release()
 	_ = b.closeOwn()
 }
 
@@ -414,6 +433,20 @@ func (b *Base) Closed() bool { return b.closed.Load() }
 
 // Stats returns the counters (kinds with kernel counters add theirs).
 func (b *Base) Stats() Stats { return b.Ctr.Snapshot() }
+
+// KernelStats returns the counters with the kernel's added: with StatMu
+// held, poll (on an open port) folds the kernel's counters of the
+// socket into the kind's fields, and add adds those to the snapshot.
+func (b *Base) KernelStats(poll func(), add func(*Stats)) Stats {
+	b.StatMu.Lock()
+	defer b.StatMu.Unlock()
+	if !b.closed.Load() {
+		poll()
+	}
+	s := b.Ctr.Snapshot()
+	add(&s)
+	return s
+}
 
 // StartRead begins a read; the caller holds RxMu. The frames of the last
 // read are given back first: it reports giveBack when the kind must return
@@ -547,6 +580,13 @@ func (b *Base) Wait() (int16, error) {
 	}
 }
 
+// WaitReady is Wait reporting whether the receive descriptor is ready
+// (false on timeout).
+func (b *Base) WaitReady() (bool, error) {
+	ev, err := b.Wait()
+	return ev != 0, err
+}
+
 // SocketError returns the pending error of socket fd (SO_ERROR, which
 // clears it), e.g. ENETDOWN after its interface went down or away.
 func (b *Base) SocketError(fd int) error {
@@ -555,6 +595,33 @@ func (b *Base) SocketError(fd int) error {
 		return b.Errorf("socket: %w", unix.Errno(serr))
 	}
 	return nil
+}
+
+// SetTransmitter sets the kind's send path.
+func (b *Base) SetTransmitter(t Transmitter) { b.sender = t }
+
+// WriteBatch implements port.Port through the kind's Transmitter.
+func (b *Base) WriteBatch(frames [][]byte) (int, error) { return b.transmit(frames, nil) }
+
+// VnetEnabled implements port.VnetWriter: whether the port exchanges a
+// virtio_net_hdr with every frame.
+func (b *Base) VnetEnabled() bool { return b.Vnet }
+
+// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i].
+func (b *Base) WriteBatchVnet(frames [][]byte, hdrs []VnetHdr) (int, error) {
+	if err := CheckVnetBatch(b.Vnet, frames, hdrs); err != nil {
+		return 0, b.Errorf("%w", err)
+	}
+	return b.transmit(frames, hdrs)
+}
+
+func (b *Base) transmit(frames [][]byte, hdrs []VnetHdr) (int, error) {
+	b.TxMu.Lock()
+	defer b.TxMu.Unlock()
+	if ok, n, err := b.StartWrite(len(frames)); !ok {
+		return n, err
+	}
+	return b.sender.Transmit(frames, hdrs)
 }
 
 // StartWrite begins a write of n frames; the caller holds TxMu. It
@@ -612,12 +679,14 @@ func (b *Base) reattach() bool {
 	b.retryAt = time.Now().Add(reattachInterval)
 	b.TxMu.Lock()
 	defer b.TxMu.Unlock()
-	rxFd := -1
-	if err := b.inNetns(func() (err error) { rxFd, err = b.ring.Bind(); return err }); err != nil {
+	b.StatMu.Lock()
+	err := b.inNetns(b.ring.Bind)
+	b.StatMu.Unlock()
+	if err != nil {
 		_ = b.unbind()
 		return false
 	}
-	b.SetRxFd(rxFd)
+	b.SetRxFd(b.ring.PollFd())
 	b.detached = false
 	return true
 }

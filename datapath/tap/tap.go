@@ -53,7 +53,6 @@ type Port struct {
 	fd       int // /dev/net/tun file attached to the device
 	maxFrame int
 
-	vnet  bool                  // Config.VnetHdr
 	txHdr [port.VnetHdrLen]byte // the header of the frame being written
 	txIov [2]unix.Iovec         // header and frame for writev(2)
 }
@@ -68,9 +67,9 @@ var (
 func Create(cfg Config) (*Port, error) {
 	p := &Port{fd: -1}
 	p.Init("tap", cfg.Name, cfg.ReadTimeout)
+	p.SetTransmitter(p)
 	if err := p.create(cfg); err != nil {
-		_ = p.release()
-		p.Discard()
+		p.Discard(p.release)
 		return nil, err
 	}
 	return p, nil
@@ -100,7 +99,7 @@ func (p *Port) create(cfg Config) error {
 		if err := unix.IoctlSetInt(p.fd, unix.TUNSETOFFLOAD, tunFCsum|tunFTSO4|tunFTSO6); err != nil {
 			return p.Errorf("TUNSETOFFLOAD: %w", err)
 		}
-		p.vnet = true
+		p.Vnet = true
 	}
 	// A device someone made persistent before would outlive us; make sure
 	// it goes away when the file closes.
@@ -155,20 +154,13 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		return 0, err
 	}
 	n := 0
-	var pkts, bytes, lenErrs uint64
+	var c port.RxCounts
 	defer func() {
 		p.Lend(n)
-		if pkts != 0 {
-			p.Ctr.RxPackets.Add(pkts)
-			p.Ctr.RxBytes.Add(bytes)
-		}
-		if lenErrs != 0 {
-			p.Ctr.RxErrors.Add(lenErrs)
-			p.Ctr.RxLengthErrors.Add(lenErrs)
-		}
+		p.CountRx(&c)
 	}()
 	hdr, maxRead := 0, p.maxFrame
-	if p.vnet {
+	if p.Vnet {
 		hdr, maxRead = port.VnetHdrLen, port.MaxGSOFrameLen
 	}
 	for n < len(b.Frames) {
@@ -180,9 +172,10 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		case err == nil:
 			m := port.Meta{}
 			maxLen := p.maxFrame
-			if p.vnet {
+			if p.Vnet {
 				if r < hdr {
-					lenErrs++
+					c.Errors++
+					c.LengthErrors++
 					continue
 				}
 				m.Vnet, m.Flags = port.DecodeVnetHdr(buf), port.FlagVnet
@@ -190,20 +183,21 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 				r -= hdr
 			}
 			if !port.LengthOK(r, maxLen) {
-				lenErrs++
+				c.Errors++
+				c.LengthErrors++
 				continue
 			}
 			b.Frames[n] = buf[hdr : hdr+r]
 			b.Meta[n] = m
 			n++
-			pkts++
-			bytes += uint64(r)
+			c.Packets++
+			c.Bytes += uint64(r)
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:
 			if n > 0 {
 				return n, nil
 			}
-			ready, err := p.wait()
+			ready, err := p.WaitReady()
 			if err != nil || !ready {
 				return 0, err
 			}
@@ -215,41 +209,13 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 	return n, nil
 }
 
-// wait polls the device and the wake eventfd; false means timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := p.Wait()
-	if err != nil {
-		return false, err
-	}
-	return ev != 0, nil
-}
-
-// WriteBatch implements port.Port with one write(2) per frame (the TAP
-// character device has no batched write). A frame written to the TAP is
-// received by the host stack on this interface. With VnetHdr each frame
-// goes with an empty virtio_net_hdr.
-func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	return p.write(frames, nil)
-}
-
-// VnetEnabled implements port.VnetWriter.
-func (p *Port) VnetEnabled() bool { return p.vnet }
-
-// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i],
-// so the host stack gets super-segments and partial checksums as such.
-func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
-		return 0, p.Errorf("%w", err)
-	}
-	return p.write(frames, hdrs)
-}
-
-func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	p.TxMu.Lock()
-	defer p.TxMu.Unlock()
-	if ok, n, err := p.StartWrite(len(frames)); !ok {
-		return n, err
-	}
+// Transmit implements port.Transmitter (WriteBatch, WriteBatchVnet) with
+// one write(2) per frame (the TAP character device has no batched write).
+// A frame written to the TAP is received by the host stack on this
+// interface. With VnetHdr each frame goes with its virtio_net_hdr (an
+// empty one for WriteBatch), so the host stack gets super-segments and
+// partial checksums as such.
+func (p *Port) Transmit(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	var pkts, bytes, dropped uint64
 	defer func() {
 		p.Ctr.TxPackets.Add(pkts)
@@ -291,7 +257,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 // writeFrame writes one frame, behind its virtio_net_hdr with VnetHdr
 // (one writev(2) of the two pieces, without copying the frame).
 func (p *Port) writeFrame(f []byte, h *port.VnetHdr) error {
-	if !p.vnet {
+	if !p.Vnet {
 		_, err := port.RawWrite(p.fd, f)
 		return err
 	}
