@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -111,6 +112,13 @@ type Bridge struct {
 	// poMu guards poLoop, the loop state PacketOut uses.
 	poMu   sync.Mutex
 	poLoop *loop
+
+	// panics counts frames dropped because processing them panicked;
+	// stackLogged: the first one's stack was logged; panicLogAt (unix
+	// ns) rate-limits the log lines of the next ones.
+	panics      atomic.Uint64
+	stackLogged atomic.Bool
+	panicLogAt  atomic.Int64
 }
 
 // portSet is an immutable snapshot of the bridge's ports.
@@ -152,6 +160,7 @@ type bridgePort struct {
 	rxConfigDrops  atomic.Uint64 // port down / no-recv
 	txConfigDrops  atomic.Uint64 // port down / no-fwd
 	txErrors       atomic.Uint64 // WriteBatch failures
+	rxPanics       atomic.Uint64 // frames whose processing panicked
 
 	// processed counts received frames whose processing, transmission
 	// included, is over (tests wait on it).
@@ -290,8 +299,12 @@ func (b *Bridge) DelPort(ofport uint32) error {
 	return err
 }
 
-// stopPort closes the port (which ends its ReadBatch with ErrClosed) and
-// waits for its goroutine, or takes it off the PMD thread first.
+// stopPort stops the port's receive side first and then closes it: a PMD
+// thread drops the port (remove returns once the thread no longer touches
+// it, its last batch given back); a port goroutine is woken by Close,
+// finishes and transmits the batch it holds, gives it back (only then is
+// the ring or UMEM unmapped, see port.Base) and exits. Frames other loops
+// queued for the port meanwhile are dropped by its closed WriteBatch.
 func (b *Bridge) stopPort(bp *bridgePort) error {
 	if bp.poller != nil {
 		b.pmd.remove(bp)
@@ -334,7 +347,7 @@ func (b *Bridge) notify(reason uint8, bp *bridgePort) {
 func (bp *bridgePort) info() PortInfo {
 	st := bp.p.Stats()
 	le := bp.rxLengthErrors.Load()
-	st.RxErrors += le
+	st.RxErrors += le + bp.rxPanics.Load()
 	st.RxLengthErrors += le
 	st.RxDropped += bp.rxConfigDrops.Load()
 	st.TxDropped += bp.txConfigDrops.Load()
@@ -411,6 +424,28 @@ func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Acti
 	res := b.pipeline.Execute(&l.pkt, actions, l, nil)
 	l.flush()
 	return res, nil
+}
+
+// Panics is the number of frames dropped because processing them
+// panicked (also in the ports' RxErrors).
+func (b *Bridge) Panics() uint64 { return b.panics.Load() }
+
+// recovered counts and logs a frame whose processing on in panicked with
+// r: the first time with the stack and the frame, then at most every 10 s.
+func (b *Bridge) recovered(in *bridgePort, r any, frame []byte) {
+	in.rxPanics.Add(1)
+	n := b.panics.Add(1)
+	fields := []zap.Field{zap.String("port", in.p.Name()), zap.Uint32("ofport", in.ofport),
+		zap.Any("panic", r), zap.Uint64("panics", n)}
+	if !b.stackLogged.Swap(true) {
+		fields = append(fields, zap.Binary("frame", frame), zap.Stack("stack"))
+		b.log.Error("frame processing panicked: frame dropped, loop goes on", fields...)
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := b.panicLogAt.Load(); now-last > int64(10*time.Second) && b.panicLogAt.CompareAndSwap(last, now) {
+		b.log.Error("frame processing panicked: frame dropped, loop goes on", fields...)
+	}
 }
 
 // CacheStats sums the megaflow cache counters of every port goroutine.

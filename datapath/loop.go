@@ -115,41 +115,8 @@ func (l *loop) process(frames [][]byte) {
 	}
 	l.pkt.CtNow = ctNow
 	var bad uint64
-	for i, f := range frames {
-		l.pkt.Offload = flowtable.Offload{}
-		maxFrame := in.maxFrame
-		if m := &l.batch.Meta[i]; m.Flags&port.FlagVnet != 0 {
-			if !vnetToOffload(&m.Vnet, &l.pkt.Offload) {
-				bad++
-				continue
-			}
-			maxFrame = m.Vnet.MaxLen(maxFrame)
-		}
-		if len(f) < port.MinFrameLen || len(f) > maxFrame {
-			bad++
-			continue
-		}
-		l.pkt.Key = flowtable.Key{}
-		l.pkt.Key.SetInPort(in.ofport)
-		// Tunnel metadata goes in before Extract, which keeps the
-		// metadata part of the key and only rewrites the headers.
-		if in.tun != nil && in.tun.FillKey(in.tun.Metadata(i), &l.pkt.Key) != nil {
-			bad++
-			continue
-		}
-		// Cap the frame at its length: ring ports hand out frames whose
-		// capacity runs into the next frames of the ring block, and an
-		// action that grows the frame (push_vlan) must reallocate
-		// rather than overwrite them.
-		if err := l.pkt.Extract(f[:len(f):len(f)]); err != nil {
-			bad++
-			continue
-		}
-		if l.cache != nil {
-			l.cache.Process(&l.pkt, l)
-		} else {
-			pipe.Run(&l.pkt, l, nil)
-		}
+	for i := 0; i < len(frames); {
+		i = l.processFrom(frames, i, &bad)
 	}
 	if bad != 0 {
 		in.rxLengthErrors.Add(bad)
@@ -159,6 +126,63 @@ func (l *loop) process(frames [][]byte) {
 		l.cache.MaybeExpire()
 	}
 	l.flush()
+}
+
+// processFrom runs frames[start:] through the pipeline and returns
+// len(frames), or, when one of them panics (a bug in the pipeline, or in
+// a parser facing a frame it did not expect), the index after it: that
+// frame is dropped and counted, the loop goes on with the next one, as a
+// panic must not take the switch down. Outputs it queued before the
+// panic may still go. bad counts the frames dropped for bad lengths or
+// headers.
+func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
+	i := start
+	defer func() {
+		if r := recover(); r != nil {
+			l.b.recovered(l.in, r, frames[i])
+			next = i + 1
+		}
+	}()
+	in := l.in
+	pipe := l.b.pipeline
+	for ; i < len(frames); i++ {
+		f := frames[i]
+		l.pkt.Offload = flowtable.Offload{}
+		maxFrame := in.maxFrame
+		if m := &l.batch.Meta[i]; m.Flags&port.FlagVnet != 0 {
+			if !vnetToOffload(&m.Vnet, &l.pkt.Offload) {
+				*bad++
+				continue
+			}
+			maxFrame = m.Vnet.MaxLen(maxFrame)
+		}
+		if len(f) < port.MinFrameLen || len(f) > maxFrame {
+			*bad++
+			continue
+		}
+		l.pkt.Key = flowtable.Key{}
+		l.pkt.Key.SetInPort(in.ofport)
+		// Tunnel metadata goes in before Extract, which keeps the
+		// metadata part of the key and only rewrites the headers.
+		if in.tun != nil && in.tun.FillKey(in.tun.Metadata(i), &l.pkt.Key) != nil {
+			*bad++
+			continue
+		}
+		// Cap the frame at its length: ring ports hand out frames whose
+		// capacity runs into the next frames of the ring block, and an
+		// action that grows the frame (push_vlan) must reallocate
+		// rather than overwrite them.
+		if err := l.pkt.Extract(f[:len(f):len(f)]); err != nil {
+			*bad++
+			continue
+		}
+		if l.cache != nil {
+			l.cache.Process(&l.pkt, l)
+		} else {
+			pipe.Run(&l.pkt, l, nil)
+		}
+	}
+	return i
 }
 
 // Output implements flowtable.Sink: it queues the committed frame for the

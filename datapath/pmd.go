@@ -131,7 +131,14 @@ func (m *pmd) run() {
 	}
 	var fds []unix.PollFd
 	idleFrom := time.Now()
-	for idle := 0; !m.stop.Load(); {
+	lastCheck := time.Now()
+	for idle, sweeps := 0, 0; !m.stop.Load(); {
+		// Now and then, even while frames flow elsewhere: ports whose
+		// socket error poll(2) never reports (AF_XDP).
+		if sweeps++; sweeps%256 == 0 && time.Since(lastCheck) > time.Second {
+			lastCheck = time.Now()
+			m.checkErrors()
+		}
 		if m.sweep() > 0 {
 			idle = 0
 			continue
@@ -162,10 +169,7 @@ func (m *pmd) sweep() int {
 		}
 		n, err := bp.poller.TryReadBatch(l.batch)
 		if err != nil && !errors.Is(err, port.ErrClosed) {
-			if now := time.Now(); now.Sub(m.lastErr) > 10*time.Second {
-				m.lastErr = now
-				m.b.log.Warn("port read failed", zap.String("port", bp.p.Name()), zap.Uint32("ofport", bp.ofport), zap.Error(err))
-			}
+			m.logReadError(bp, err)
 		}
 		if n > 0 {
 			l.process(l.batch.Frames[:n])
@@ -174,6 +178,46 @@ func (m *pmd) sweep() int {
 		bp.p.Release()
 	}
 	return got
+}
+
+// pollErrors hands the error conditions poll(2) reported on the ports'
+// descriptors (fds, in the order of m.ports) to the ports: a socket error
+// never shows up in TryReadBatch, and a deleted interface must be noticed
+// to re-attach the port.
+func (m *pmd) pollErrors(fds []unix.PollFd) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, fd := range fds {
+		if fd.Revents&(unix.POLLERR|unix.POLLHUP) == 0 || i >= len(m.ports) {
+			continue
+		}
+		bp := m.ports[i]
+		if int(fd.Fd) != bp.poller.PollFd() {
+			continue // the ports changed since the poll
+		}
+		if err := bp.poller.PollError(); err != nil {
+			m.logReadError(bp, err)
+		}
+	}
+}
+
+// checkErrors hands every port's pending socket error to it.
+func (m *pmd) checkErrors() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, bp := range m.ports {
+		if err := bp.poller.PollError(); err != nil {
+			m.logReadError(bp, err)
+		}
+	}
+}
+
+// logReadError logs a port's read error now and then.
+func (m *pmd) logReadError(bp *bridgePort, err error) {
+	if now := time.Now(); now.Sub(m.lastErr) > 10*time.Second {
+		m.lastErr = now
+		m.b.log.Warn("port read failed", zap.String("port", bp.p.Name()), zap.Uint32("ofport", bp.ofport), zap.Error(err))
+	}
 }
 
 // sleep waits in poll(2) until a port has frames, the ports change, the
@@ -195,6 +239,7 @@ func (m *pmd) sleep(fds []unix.PollFd) []unix.PollFd {
 		var buf [8]byte
 		_, _ = unix.Read(m.wakeFd, buf[:])
 	}
+	m.pollErrors(fds[1:])
 	if m.sweep() == 0 {
 		// Timeout or a wake-up without frames: still run the caches'
 		// housekeeping now and then.

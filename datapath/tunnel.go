@@ -3,6 +3,7 @@ package datapath
 import (
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/tunnel"
@@ -10,7 +11,7 @@ import (
 
 // TunnelPort is a port that moves tunnel metadata between the wire and the
 // flow key, the way OVS's vports do for tun_id, tun_src, tun_dst, tun_flags
-// and tun_metadataN. *tunnel.Port implements it; AddPort recognises it
+// and tun_metadataN. *geneve.Port implements it; AddPort recognises it
 // whatever kind name the caller passes.
 type TunnelPort interface {
 	port.Port
@@ -26,8 +27,8 @@ type TunnelPort interface {
 }
 
 var (
-	_ TunnelPort  = (*tunnel.Port)(nil)
-	_ port.Poller = (*tunnel.Port)(nil)
+	_ TunnelPort  = (*geneve.Port)(nil)
+	_ port.Poller = (*geneve.Port)(nil)
 )
 
 // syncTLV keeps a tunnel port's option map in step with the pipeline's TLV

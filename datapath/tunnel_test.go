@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
@@ -20,16 +21,16 @@ var antreaTLV = flowtable.TLVMapping{Class: 0x104, Type: 0x80, Len: 4, Index: 0}
 
 // tunnelPair opens, inside a fresh namespace, the bridge's Geneve port on
 // 127.0.0.1 and a peer port on 127.0.0.2 that plays the other node.
-func tunnelPair(t testing.TB) (local, peer *tunnel.Port) {
+func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
 	ns := netnstest.NewNS(t)
 	err := ns.Do(func() error {
 		var err error
-		local, err = tunnel.Open(tunnel.Config{Name: "tun0", LocalIP: netip.MustParseAddr("127.0.0.1"), ReadTimeout: 20 * time.Millisecond})
+		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr("127.0.0.1"), ReadTimeout: 20 * time.Millisecond})
 		if err != nil {
 			return err
 		}
-		peer, err = tunnel.Open(tunnel.Config{Name: "peer", LocalIP: netip.MustParseAddr("127.0.0.2"), ReadTimeout: 20 * time.Millisecond})
+		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr("127.0.0.2"), ReadTimeout: 20 * time.Millisecond})
 		return err
 	})
 	if err != nil {

@@ -1,8 +1,8 @@
-// Package tunnel is the Geneve (RFC 8926) tunnel vport of govs: the header
-// codec that moves tunnel metadata between the wire and the flow key
-// (tun_id, tun_src, tun_dst, tun_flags, tun_metadataN through the TLV map),
-// and a port that carries inner Ethernet frames over the kernel's UDP stack,
-// the userspace counterpart of OVS's netdev-native-tnl Geneve push/pop.
+// Package tunnel is the Geneve (RFC 8926) header codec of govs: it moves
+// tunnel metadata between the wire and the flow key (tun_id, tun_src,
+// tun_dst, tun_flags, tun_metadataN through the TLV map option mapping),
+// the userspace counterpart of OVS's netdev-native-tnl Geneve push/pop. The
+// vport that carries the datagrams is a datapath port (datapath/geneve).
 //
 // The codec does not allocate: Decap returns slices into the datagram it was
 // given and Encap appends into the caller's buffer.

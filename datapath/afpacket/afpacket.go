@@ -16,8 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -118,37 +116,26 @@ const (
 // Port is an AF_PACKET port bound to one interface. It implements
 // port.Port.
 type Port struct {
-	name    string
-	ifindex int
-	mac     net.HardwareAddr
-	mtu     int
-	cfg     Config
+	// Base: identity, counters, close and re-attach. RxMu guards the
+	// receive ring, TxMu msgs/iovs and the TX ring.
+	port.Base
+	cfg Config
 
-	fd     int // AF_PACKET socket
-	wakeFd int // eventfd that Close writes to wake a blocked poll
+	fd int // AF_PACKET socket
 
-	closed atomic.Bool
-	rxMu   sync.Mutex // held by ReadBatch/Release: guards ring
-	txMu   sync.Mutex // held by WriteBatch: guards msgs/iovs
-	statMu sync.Mutex // guards kernelDrops and the fd for PACKET_STATISTICS
-
-	v3      bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
-	v2      frameRing // TPACKET_V2 receive ring
-	ring    ring      // TPACKET_V3 receive ring
-	tx      txRing    // used when cfg.TxRing
-	rxPoll  [2]unix.PollFd
-	timeout int  // poll timeout in ms, -1 for none
-	rxBusy  bool // frames are streaming in: busy-poll before sleeping
+	v3     bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
+	v2     frameRing // TPACKET_V2 receive ring
+	ring   ring      // TPACKET_V3 receive ring
+	tx     txRing    // used when cfg.TxRing
+	rxBusy bool      // frames are streaming in: busy-poll before sleeping
 
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr
 	iovs     []unix.Iovec
-	vnet     bool                    // Config.VnetHdr: frames carry a virtio_net_hdr
 	vhdrs    [][port.VnetHdrLen]byte // TX headers, one per msgs slot (vnet only)
 	txLens   []int                   // frame length of msgs[i], for byte counters
 	maxFrame int
 
-	ctr         port.Counters
 	kernelDrops uint64
 }
 
@@ -158,33 +145,37 @@ var (
 	_ port.Poller     = (*Port)(nil)
 )
 
-// rxFill hands out ready frames of the receive ring into b.Frames[n:]
-// without blocking. The ring is picked with a branch rather than an
-// interface so the counters stay on the stack.
-func (p *Port) rxFill(b *port.Batch, n int, c *rxCounts) int {
+// Fill implements port.Ring: it hands out ready frames of the receive
+// ring into b.Frames[n:] without blocking.
+func (p *Port) Fill(b *port.Batch, n int, c *port.RxCounts) int {
 	if p.v3 {
 		return p.ring.fill(b, n, c)
 	}
 	return p.v2.fill(b, n, c)
 }
 
-// rxHeld reports whether the last fill walked slots or blocks that still
-// wait for release.
-func (p *Port) rxHeld() bool {
+// Held implements port.Ring: whether the last fill walked slots or blocks
+// that still wait for release.
+func (p *Port) Held() bool {
 	if p.v3 {
 		return p.ring.held()
 	}
 	return p.v2.held()
 }
 
-// rxRelease gives walked slots or blocks back to the kernel.
-func (p *Port) rxRelease() {
+// Recycle implements port.Ring: walked slots or blocks go back to the
+// kernel.
+func (p *Port) Recycle() {
 	if p.v3 {
 		p.ring.release()
 	} else {
 		p.v2.release()
 	}
 }
+
+// Ready implements port.Ring: whether the next TPACKET_V2 slot holds a
+// frame (busy polling is for TPACKET_V2 only).
+func (p *Port) Ready() bool { return p.v2.ready() }
 
 // mmsghdr is struct mmsghdr for sendmmsg(2).
 type mmsghdr struct {
@@ -242,20 +233,25 @@ func Open(name string, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("afpacket %s: VnetHdr does not work with TxRing", name)
 	}
 
-	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1}
-	if err := p.open(); err != nil {
-		p.release()
+	p := &Port{cfg: cfg, fd: -1}
+	busyPoll := cfg.BusyPoll
+	if cfg.RingVersion == TPacketV3 {
+		busyPoll = 0 // blocks are handed over whole: nothing to watch
+	}
+	if err := p.OpenRing("afpacket", name, cfg.ReadTimeout, busyPoll, p); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// open sets up the socket and ring; on error the caller releases what
-// was acquired.
-func (p *Port) open() error {
-	name, cfg := p.name, p.cfg
+// Bind implements port.Binding: it sets up the socket and rings on the
+// interface; on error the caller releases what was acquired.
+func (p *Port) Bind() error {
+	name, cfg := p.Name(), p.cfg
 	pageSize := unix.Getpagesize()
 	var err error
+	var ifindex, mtu int
+	var mac net.HardwareAddr
 
 	// Protocol 0 receives nothing until bind, so no frame lands in the
 	// plain socket queue before the ring exists.
@@ -263,16 +259,16 @@ func (p *Port) open() error {
 	if err != nil {
 		return fmt.Errorf("afpacket %s: socket: %w", name, err)
 	}
-	if p.ifindex, err = ifioctl.Index(p.fd, name); err != nil {
+	if ifindex, err = ifioctl.Index(p.fd, name); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	if p.mac, err = ifioctl.HardwareAddr(p.fd, name); err != nil {
+	if mac, err = ifioctl.HardwareAddr(p.fd, name); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	if p.mtu, err = ifioctl.MTU(p.fd, name); err != nil {
+	if mtu, err = ifioctl.MTU(p.fd, name); err != nil {
 		return fmt.Errorf("afpacket: %w", err)
 	}
-	p.maxFrame = port.MaxFrameLen(p.mtu)
+	p.maxFrame = port.MaxFrameLen(p.SetIdentity(ifindex, mac, mtu))
 
 	version := unix.TPACKET_V3
 	if cfg.RingVersion == TPacketV2 {
@@ -297,7 +293,7 @@ func (p *Port) open() error {
 		}
 		room += port.VnetHdrLen
 		maxRx = port.MaxGSOFrameLen
-		p.vnet = true
+		p.Vnet = true
 	}
 	if cfg.TxRing {
 		// Skip a malformed TX slot instead of stopping the whole ring.
@@ -371,32 +367,19 @@ func (p *Port) open() error {
 	if !cfg.NoPromisc {
 		// A membership, unlike IFF_PROMISC, is dropped by the kernel when
 		// the socket closes, even if the process dies.
-		mreq := unix.PacketMreq{Ifindex: int32(p.ifindex), Type: unix.PACKET_MR_PROMISC}
+		mreq := unix.PacketMreq{Ifindex: int32(ifindex), Type: unix.PACKET_MR_PROMISC}
 		if err := unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 			return fmt.Errorf("afpacket %s: PACKET_MR_PROMISC: %w", name, err)
 		}
 	}
-	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: p.ifindex}
+	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
 	if err := unix.Bind(p.fd, &sll); err != nil {
-		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, p.ifindex, err)
-	}
-
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("afpacket %s: eventfd: %w", name, err)
-	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.fd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
-	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, ifindex, err)
 	}
 
 	// One iovec per frame, or two with the virtio_net_hdr in front.
 	per := 1
-	if p.vnet {
+	if p.Vnet {
 		per = 2
 		p.vhdrs = make([][port.VnetHdrLen]byte, cfg.TxBatch)
 	}
@@ -406,7 +389,7 @@ func (p *Port) open() error {
 	for i := range p.msgs {
 		p.msgs[i].hdr.Iov = &p.iovs[per*i]
 		p.msgs[i].hdr.SetIovlen(per)
-		if p.vnet {
+		if p.Vnet {
 			p.iovs[2*i].Base = &p.vhdrs[i][0]
 			p.iovs[2*i].Len = port.VnetHdrLen
 		}
@@ -416,168 +399,17 @@ func (p *Port) open() error {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// Name returns the interface name.
-func (p *Port) Name() string { return p.name }
+// ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
+// the ring.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) { return p.ReadRing(b) }
 
-// Ifindex returns the interface index the socket is bound to.
-func (p *Port) Ifindex() int { return p.ifindex }
-
-// HardwareAddr returns the interface MAC read at Open.
-func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
-
-// MTU returns the interface MTU read at Open.
-func (p *Port) MTU() int { return p.mtu }
-
-// ReadBatch implements port.Port. Frames point into the ring.
-func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
-		return 0, err
-	}
-	var c rxCounts
-	n := 0
-	busyPoll := !p.v3 && p.cfg.BusyPoll > 0
-	for {
-		n = p.rxFill(b, n, &c)
-		if n > 0 {
-			break
-		}
-		if p.rxHeld() {
-			// Every frame walked was dropped: give the slots or blocks
-			// back and look further before sleeping. This also keeps
-			// TPACKET_V2's poll honest: it reports POLLIN while the
-			// slot before the kernel's head is not TP_STATUS_KERNEL.
-			p.rxRelease()
-			continue
-		}
-		var sleep time.Time
-		if busyPoll {
-			if p.rxBusy && p.busyPoll() {
-				continue
-			}
-			sleep = time.Now()
-		}
-		ready, err := p.wait()
-		if err != nil {
-			p.count(&c)
-			return 0, err
-		}
-		if busyPoll {
-			// A short sleep means frames are streaming in: watch the ring
-			// for the next one rather than sleep again. A long one (or a
-			// timeout) means sparse traffic, where spinning only burns CPU.
-			p.rxBusy = ready && time.Since(sleep) <= p.cfg.BusyPoll
-		}
-		if !ready {
-			break // read timeout
-		}
-	}
-	p.count(&c)
-	return n, nil
-}
-
-// startRead checks a read can go ahead and gives the last read's slots
-// back. The caller holds rxMu.
-func (p *Port) startRead(b *port.Batch) error {
-	if p.closed.Load() {
-		return fmt.Errorf("afpacket %s: read: %w", p.name, port.ErrClosed)
-	}
-	if len(b.Frames) == 0 {
-		return fmt.Errorf("afpacket %s: read: batch has no frame slots", p.name)
-	}
-	p.rxRelease()
-	return nil
-}
-
-// TryReadBatch implements port.Poller: the frames ready in the ring now,
-// without waiting.
-func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
-		return 0, err
-	}
-	var c rxCounts
-	n := p.rxFill(b, 0, &c)
-	for n == 0 && p.rxHeld() {
-		// Every frame walked was dropped: give the slots back (which
-		// also keeps poll(2) on the socket honest) and look further.
-		p.rxRelease()
-		n = p.rxFill(b, 0, &c)
-	}
-	p.count(&c)
-	return n, nil
-}
+// TryReadBatch implements port.Poller (port.Base.TryReadRing): the frames
+// ready in the ring now, without waiting.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) { return p.TryReadRing(b) }
 
 // PollFd implements port.Poller: the socket, readable when the ring has
 // frames.
 func (p *Port) PollFd() int { return p.fd }
-
-// busyPoll watches the next TPACKET_V2 slot for up to cfg.BusyPoll and
-// reports whether a frame landed in it. While the reader is not asleep in
-// poll(2), the kernel writes frames without waking anyone. A miss clears
-// rxBusy until a short sleep sets it again.
-func (p *Port) busyPoll() bool {
-	start := time.Now()
-	for i := 1; ; i++ {
-		if p.v2.ready() {
-			return true
-		}
-		// Reading the clock costs more than looking at the slot.
-		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.closed.Load()) {
-			p.rxBusy = false
-			return false
-		}
-	}
-}
-
-func (p *Port) count(c *rxCounts) {
-	if c.packets != 0 {
-		p.ctr.RxPackets.Add(c.packets)
-		p.ctr.RxBytes.Add(c.bytes)
-	}
-	if c.errors != 0 {
-		p.ctr.RxErrors.Add(c.errors)
-		p.ctr.RxLengthErrors.Add(c.lengthErrors)
-	}
-}
-
-// wait polls the socket and the wake eventfd. It returns false on timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
-	if err != nil {
-		return false, fmt.Errorf("afpacket %s: %w", p.name, err)
-	}
-	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
-		// A pending socket error (e.g. ENETDOWN after the interface
-		// went down) is reported once and cleared by SO_ERROR.
-		serr, gerr := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if gerr == nil && serr != 0 {
-			return false, fmt.Errorf("afpacket %s: socket: %w", p.name, unix.Errno(serr))
-		}
-		if ev&unix.POLLNVAL != 0 {
-			return false, fmt.Errorf("afpacket %s: poll: invalid socket", p.name)
-		}
-	}
-	return ev != 0, nil
-}
-
-// Release implements port.Port.
-func (p *Port) Release() {
-	p.rxMu.Lock()
-	if !p.closed.Load() {
-		p.rxRelease()
-	}
-	p.rxMu.Unlock()
-}
-
-// WriteBatch implements port.Port with sendmmsg(2) on the bound socket, or
-// through the TX ring when Config.TxRing is set. On a port with VnetHdr
-// every frame goes with an empty virtio_net_hdr.
-func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	return p.write(frames, nil)
-}
 
 // RxRingFrames is the number of frame slots of a TPACKET_V2 receive ring
 // (Config.FrameCount, rounded up to whole pages); 0 for TPACKET_V3.
@@ -588,29 +420,16 @@ func (p *Port) RxRingFrames() int {
 	return p.v2.frameNr
 }
 
-// VnetEnabled implements port.VnetWriter: whether the port was opened
-// with Config.VnetHdr.
-func (p *Port) VnetEnabled() bool { return p.vnet }
-
-// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i].
-func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
-		return 0, fmt.Errorf("afpacket %s: %w", p.name, err)
-	}
-	return p.write(frames, hdrs)
-}
-
-func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("afpacket %s: write: %w", p.name, port.ErrClosed)
-	}
+// Transmit implements port.Transmitter (WriteBatch, WriteBatchVnet) with
+// sendmmsg(2) on the bound socket, or through the TX ring when
+// Config.TxRing is set. On a port with VnetHdr every frame goes with its
+// virtio_net_hdr, an empty one for WriteBatch.
+func (p *Port) Transmit(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	if p.tx.mem != nil {
 		return p.writeRing(frames)
 	}
 	per := 1
-	if p.vnet {
+	if p.Vnet {
 		per = 2
 	}
 	done := 0
@@ -629,7 +448,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 				dropped++
 				continue
 			}
-			if p.vnet {
+			if p.Vnet {
 				h.Encode(p.vhdrs[k][:])
 			}
 			iov := &p.iovs[per*k+per-1]
@@ -639,7 +458,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 			k++
 		}
 		if dropped != 0 {
-			p.ctr.TxDropped.Add(dropped)
+			p.Ctr.TxDropped.Add(dropped)
 		}
 		sent, err := p.sendAll(k)
 		if err != nil {
@@ -657,7 +476,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 // garbage collected.
 func (p *Port) clearIovs(k int) {
 	per := 1
-	if p.vnet {
+	if p.Vnet {
 		per = 2 // the header iovecs point at p.vhdrs: keep them
 	}
 	for i := range min(k, len(p.msgs)) {
@@ -673,8 +492,8 @@ func (p *Port) sendAll(k int) (int, error) {
 	i := 0
 	var pkts, bytes uint64
 	defer func() {
-		p.ctr.TxPackets.Add(pkts)
-		p.ctr.TxBytes.Add(bytes)
+		p.Ctr.TxPackets.Add(pkts)
+		p.Ctr.TxBytes.Add(bytes)
 	}()
 	for i < k {
 		// A raw system call: with MSG_DONTWAIT it never sleeps, so the
@@ -699,11 +518,11 @@ func (p *Port) sendAll(k int) (int, error) {
 		case unix.ENOBUFS, unix.EMSGSIZE:
 			// This frame cannot go now (no qdisc room, or longer than the
 			// device takes); drop it like a full NIC queue would.
-			p.ctr.TxDropped.Add(1)
+			p.Ctr.TxDropped.Add(1)
 			i++
 		default:
-			p.ctr.TxErrors.Add(uint64(k - i))
-			return i, fmt.Errorf("afpacket %s: sendmmsg: %w", p.name, errno)
+			p.Ctr.TxErrors.Add(uint64(k - i))
+			return i, p.Errorf("sendmmsg: %w", errno)
 		}
 	}
 	return i, nil
@@ -712,7 +531,7 @@ func (p *Port) sendAll(k int) (int, error) {
 func (p *Port) waitWritable() error {
 	fds := [2]unix.PollFd{
 		{Fd: int32(p.fd), Events: unix.POLLOUT},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+		{Fd: int32(p.WakeFd), Events: unix.POLLIN},
 	}
 	for {
 		_, err := unix.Poll(fds[:], int(txFullWait.Milliseconds()))
@@ -720,10 +539,10 @@ func (p *Port) waitWritable() error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("afpacket %s: poll for write: %w", p.name, err)
+			return p.Errorf("poll for write: %w", err)
 		}
-		if fds[1].Revents != 0 || p.closed.Load() {
-			return fmt.Errorf("afpacket %s: write: %w", p.name, port.ErrClosed)
+		if fds[1].Revents != 0 || p.Closed() {
+			return p.Errorf("write: %w", port.ErrClosed)
 		}
 		return nil
 	}
@@ -732,15 +551,7 @@ func (p *Port) waitWritable() error {
 // Stats implements port.Port. RxDropped comes from PACKET_STATISTICS,
 // which the kernel resets on every read, so it is accumulated here.
 func (p *Port) Stats() port.Stats {
-	p.statMu.Lock()
-	if !p.closed.Load() {
-		p.pollKernelStats()
-	}
-	drops := p.kernelDrops
-	p.statMu.Unlock()
-	s := p.ctr.Snapshot()
-	s.RxDropped = drops
-	return s
+	return p.KernelStats(p.pollKernelStats, func(s *port.Stats) { s.RxDropped = p.kernelDrops })
 }
 
 // pollKernelStats folds the kernel's drop counter into kernelDrops. The
@@ -769,46 +580,31 @@ func getsockoptStats(fd int, st unsafe.Pointer, size uintptr) bool {
 	return errno == 0
 }
 
-// Close implements port.Port: it wakes a blocked ReadBatch, waits for it
-// and any WriteBatch to return, then frees the ring and the socket.
-func (p *Port) Close() error {
-	if p.closed.Swap(true) {
+// Close implements port.Port (port.Base.Close): the socket goes at once,
+// the ring once the loop has given back the frames it holds.
+func (p *Port) Close() error { return p.CloseRing() }
+
+// CloseSockets implements port.Binding: it closes the socket, after a
+// last look at its drop counter.
+func (p *Port) CloseSockets() error {
+	p.StatMu.Lock()
+	defer p.StatMu.Unlock()
+	if p.fd < 0 {
 		return nil
 	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("afpacket %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	p.statMu.Lock()
 	p.pollKernelStats()
-	err := p.release()
-	p.statMu.Unlock()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
+	// The ring's mapping keeps the socket alive until freeRing: make it
+	// deaf now (no promiscuous membership, no protocol bound).
+	if !p.cfg.NoPromisc {
+		mreq := unix.PacketMreq{Ifindex: int32(p.Ifindex()), Type: unix.PACKET_MR_PROMISC}
+		_ = unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_DROP_MEMBERSHIP, &mreq)
+	}
+	_ = unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.Ifindex()})
+	return p.CloseFd(&p.fd, "socket")
 }
 
-// release frees the ring, socket and eventfd; safe on a half-opened port.
-func (p *Port) release() error {
-	var errs []error
-	if p.mmap != nil {
-		if err := unix.Munmap(p.mmap); err != nil {
-			errs = append(errs, fmt.Errorf("afpacket %s: munmap: %w", p.name, err))
-		}
-		p.mmap, p.v2.mem, p.ring.mem, p.tx.mem = nil, nil, nil, nil
-	}
-	if p.fd >= 0 {
-		if err := unix.Close(p.fd); err != nil {
-			errs = append(errs, fmt.Errorf("afpacket %s: close socket: %w", p.name, err))
-		}
-		p.fd = -1
-	}
-	if p.wakeFd >= 0 {
-		if err := unix.Close(p.wakeFd); err != nil {
-			errs = append(errs, fmt.Errorf("afpacket %s: close eventfd: %w", p.name, err))
-		}
-		p.wakeFd = -1
-	}
-	return errors.Join(errs...)
+// FreeFrames implements port.Binding: it unmaps the rings.
+func (p *Port) FreeFrames() error {
+	p.v2.mem, p.ring.mem, p.tx.mem = nil, nil, nil
+	return p.Munmap(&p.mmap, "ring")
 }

@@ -96,7 +96,7 @@ func (r *frameRing) release() {
 // b.Frames[n:] without blocking and returns the new count. Slots whose
 // frame is dropped (own outgoing, bad length) are walked too, so they go
 // back to the kernel with the rest.
-func (r *frameRing) fill(b *port.Batch, n int, c *rxCounts) int {
+func (r *frameRing) fill(b *port.Batch, n int, c *port.RxCounts) int {
 	// relN < frameNr: never walk into a slot still waiting for release, or
 	// its frame would be handed out twice.
 	for n < len(b.Frames) && r.relN < r.frameNr {
@@ -122,7 +122,7 @@ func (r *frameRing) fill(b *port.Batch, n int, c *rxCounts) int {
 
 // frame decodes the slot s into slot n of b and reports whether the frame
 // was handed out. It never reads outside the slot.
-func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *rxCounts) bool {
+func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *port.RxCounts) bool {
 	if s[v2Pkttype] == unix.PACKET_OUTGOING {
 		// Our own transmissions (kernels without PACKET_IGNORE_OUTGOING).
 		return false

@@ -59,56 +59,56 @@ func TestFrameRingFill(t *testing.T) {
 		keepVLAN bool
 		want     [][]byte
 		wantMeta []port.Meta
-		wantC    rxCounts
+		wantC    port.RxCounts
 		wantRel  int // slots walked and waiting for release
 	}{
 		{
 			name:  "two frames",
 			slots: []*synthFrame{{data: plain}, {data: ethFrame(14, 9)}},
 			want:  [][]byte{plain, ethFrame(14, 9)},
-			wantC: rxCounts{packets: 2, bytes: 74}, wantRel: 2,
+			wantC: port.RxCounts{Packets: 2, Bytes: 74}, wantRel: 2,
 		},
 		{
 			name:  "kernel slot not ready stops the walk",
 			slots: []*synthFrame{{data: plain}, nil, {data: ethFrame(30, 3)}},
-			want:  [][]byte{plain}, wantC: rxCounts{packets: 1, bytes: 60}, wantRel: 1,
+			want:  [][]byte{plain}, wantC: port.RxCounts{Packets: 1, Bytes: 60}, wantRel: 1,
 		},
 		{
 			name:  "runt dropped, slot still walked",
 			slots: []*synthFrame{{data: ethFrame(13, 1)}, {data: plain}},
 			want:  [][]byte{plain},
-			wantC: rxCounts{packets: 1, bytes: 60, lengthErrors: 1, errors: 1}, wantRel: 2,
+			wantC: port.RxCounts{Packets: 1, Bytes: 60, LengthErrors: 1, Errors: 1}, wantRel: 2,
 		},
 		{
 			name:  "longest frame accepted, one byte more dropped",
 			slots: []*synthFrame{{data: max1500}, {data: ethFrame(port.MaxFrameLen(1500)+1, 2)}},
 			want:  [][]byte{max1500},
-			wantC: rxCounts{packets: 1, bytes: uint64(len(max1500)), lengthErrors: 1, errors: 1}, wantRel: 2,
+			wantC: port.RxCounts{Packets: 1, Bytes: uint64(len(max1500)), LengthErrors: 1, Errors: 1}, wantRel: 2,
 		},
 		{
 			name:  "truncated by the slot dropped",
 			slots: []*synthFrame{{data: plain, wireLen: 9000}},
-			wantC: rxCounts{lengthErrors: 1, errors: 1}, wantRel: 1,
+			wantC: port.RxCounts{LengthErrors: 1, Errors: 1}, wantRel: 1,
 		},
 		{
 			name:  "own outgoing skipped silently",
 			slots: []*synthFrame{{data: plain, pkttype: unix.PACKET_OUTGOING}, {data: ethFrame(70, 4)}},
 			want:  [][]byte{ethFrame(70, 4)},
-			wantC: rxCounts{packets: 1, bytes: 70}, wantRel: 2,
+			wantC: port.RxCounts{Packets: 1, Bytes: 70}, wantRel: 2,
 		},
 		{
 			name:     "stripped 802.1Q tag re-inserted in place",
 			slots:    []*synthFrame{{data: plain, status: unix.TP_STATUS_VLAN_VALID, tci: 0x2064}},
 			want:     [][]byte{tagged(plain, 0x8100, 0x2064)},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, VLANTCI: 0x2064, Flags: port.FlagVLAN}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name:     "VLAN 0 with priority is recovered from the status bit",
 			slots:    []*synthFrame{{data: plain, status: unix.TP_STATUS_VLAN_VALID, tci: 0}},
 			want:     [][]byte{tagged(plain, 0x8100, 0)},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, Flags: port.FlagVLAN}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name: "802.1ad tag with TPID, copied when headroom is short",
@@ -116,14 +116,14 @@ func TestFrameRingFill(t *testing.T) {
 				status: unix.TP_STATUS_VLAN_VALID | unix.TP_STATUS_VLAN_TPID_VALID, tci: 7, tpid: 0x88a8}},
 			want:     [][]byte{tagged(plain, 0x88a8, 7)},
 			wantMeta: []port.Meta{{VLANTPID: 0x88a8, VLANTCI: 7, Flags: port.FlagVLAN}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name:     "TPID ignored without TP_STATUS_VLAN_TPID_VALID",
 			slots:    []*synthFrame{{data: plain, status: unix.TP_STATUS_VLAN_VALID, tci: 9, tpid: 0x88a8}},
 			want:     [][]byte{tagged(plain, 0x8100, 9)},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, VLANTCI: 9, Flags: port.FlagVLAN}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name:     "tag only reported when asked to keep it out",
@@ -131,25 +131,25 @@ func TestFrameRingFill(t *testing.T) {
 			keepVLAN: true,
 			want:     [][]byte{plain},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, VLANTCI: 5, Flags: port.FlagVLAN}},
-			wantC:    rxCounts{packets: 1, bytes: 60}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 60}, wantRel: 1,
 		},
 		{
 			name:     "checksum flags",
 			slots:    []*synthFrame{{data: plain, status: unix.TP_STATUS_CSUMNOTREADY | unix.TP_STATUS_CSUM_VALID}},
 			want:     [][]byte{plain},
 			wantMeta: []port.Meta{{Flags: port.FlagCsumNotReady | port.FlagCsumValid}},
-			wantC:    rxCounts{packets: 1, bytes: 60}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 60}, wantRel: 1,
 		},
 		{
 			name:  "tp_mac inside the header is an error",
 			slots: []*synthFrame{{data: plain, mac: 40}, {data: ethFrame(20, 5)}},
 			want:  [][]byte{ethFrame(20, 5)},
-			wantC: rxCounts{packets: 1, bytes: 20, errors: 1}, wantRel: 2,
+			wantC: port.RxCounts{Packets: 1, Bytes: 20, Errors: 1}, wantRel: 2,
 		},
 		{
 			name:  "tp_snaplen past the slot end is an error",
 			slots: []*synthFrame{{data: plain, snaplen: testSlotSize}},
-			wantC: rxCounts{errors: 1}, wantRel: 1,
+			wantC: port.RxCounts{Errors: 1}, wantRel: 1,
 		},
 	}
 	for _, tc := range tests {
@@ -157,7 +157,7 @@ func TestFrameRingFill(t *testing.T) {
 			r := frameRing{mem: buildFrameRing(t, testSlotSize, tc.slots...), frameSize: testSlotSize,
 				frameNr: len(tc.slots), opts: rxOpts{maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}}
 			b := port.NewBatch(8)
-			var c rxCounts
+			var c port.RxCounts
 			n := r.fill(b, 0, &c)
 			if n != len(tc.want) {
 				t.Fatalf("fill = %d frames, want %d (counts %+v)", n, len(tc.want), c)
@@ -212,7 +212,7 @@ func TestFrameRingWrapsAndHolds(t *testing.T) {
 	}
 	read := func(b *port.Batch) [][]byte {
 		r.release()
-		var c rxCounts
+		var c port.RxCounts
 		n := r.fill(b, 0, &c)
 		var out [][]byte
 		for _, f := range b.Frames[:n] {
@@ -258,7 +258,7 @@ func TestFrameRingWrapsAndHolds(t *testing.T) {
 		kernelFills((1+i)%nr, ethFrame(20+i, byte(0x80+i)))
 	}
 	big := port.NewBatch(8)
-	var c rxCounts
+	var c port.RxCounts
 	if n := r.fill(big, 0, &c); n != nr || r.relN != nr {
 		t.Fatalf("fill of a full ring = %d frames, %d held; want %d, %d", n, r.relN, nr, nr)
 	}
@@ -290,15 +290,15 @@ func FuzzFrameRingFill(f *testing.F) {
 		total := 0
 		for range 3 {
 			r.release()
-			var c rxCounts
+			var c port.RxCounts
 			n := r.fill(b, 0, &c)
 			for _, fr := range b.Frames[:n] {
 				if len(fr) < port.MinFrameLen || len(fr) > maxFrame {
 					t.Fatalf("frame of %d bytes handed out", len(fr))
 				}
 			}
-			if c.packets != uint64(n) {
-				t.Fatalf("counted %d packets, handed out %d", c.packets, n)
+			if c.Packets != uint64(n) {
+				t.Fatalf("counted %d packets, handed out %d", c.Packets, n)
 			}
 			total += n
 		}

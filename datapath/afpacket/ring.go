@@ -61,12 +61,6 @@ type ring struct {
 	opts rxOpts
 }
 
-// rxCounts accumulates one read's counters; the port adds them to its
-// atomics once per batch rather than once per frame.
-type rxCounts struct {
-	packets, bytes, lengthErrors, errors uint64
-}
-
 func (r *ring) blockStatus(i int) *uint32 {
 	return (*uint32)(unsafe.Pointer(&r.mem[i*r.blockSize+bdBlockStatus]))
 }
@@ -107,7 +101,7 @@ func (r *ring) finishBlock() {
 // fill hands out frames from ready blocks into b.Frames[n:] without
 // blocking and returns the new count. It never reads outside the ring: a
 // block whose offsets do not add up is counted as one error and skipped.
-func (r *ring) fill(b *port.Batch, n int, c *rxCounts) int {
+func (r *ring) fill(b *port.Batch, n int, c *port.RxCounts) int {
 	for n < len(b.Frames) {
 		if !r.inBlock {
 			// The walk may only reach a block that is not waiting to be
@@ -120,7 +114,7 @@ func (r *ring) fill(b *port.Batch, n int, c *rxCounts) int {
 			r.pktLeft = int(binary.NativeEndian.Uint32(blk[bdNumPkts:]))
 			first := int(binary.NativeEndian.Uint32(blk[bdOffsetToFirstPkt:]))
 			if first < bdHeaderLen || first >= r.blockSize {
-				c.errors++
+				c.Errors++
 				r.finishBlock()
 				continue
 			}
@@ -139,7 +133,7 @@ func (r *ring) fill(b *port.Batch, n int, c *rxCounts) int {
 			}
 			if nextOff == 0 {
 				// The chain ends before num_pkts: a corrupt block.
-				c.errors++
+				c.Errors++
 				r.pktLeft = 0
 				break
 			}
@@ -155,7 +149,7 @@ func (r *ring) fill(b *port.Batch, n int, c *rxCounts) int {
 // frame decodes the frame header at ring offset hdr into slot n of b. It
 // reports whether the frame was handed out and the offset of the next
 // header relative to this one (0 when it would leave the block).
-func (r *ring) frame(hdr int, b *port.Batch, n int, c *rxCounts) (bool, int) {
+func (r *ring) frame(hdr int, b *port.Batch, n int, c *port.RxCounts) (bool, int) {
 	blockEnd := (r.cur + 1) * r.blockSize
 	if hdr < 0 || hdr+hdrFixedLen > blockEnd {
 		return false, 0
@@ -208,21 +202,21 @@ type rxOpts struct {
 // slot or block ends) and, if it is good, stores it in slot n of b with
 // its metadata. Both ring versions share it so they treat VLAN tags,
 // checksum flags, offload headers and bad lengths identically.
-func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *rxCounts) bool {
+func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *port.RxCounts) bool {
 	mac, snaplen := f.mac, f.snaplen
 	fixedLen := f.fixedLen
 	if o.vnet {
 		fixedLen += port.VnetHdrLen // the header sits right before tp_mac
 	}
 	if mac < fixedLen || snaplen < 0 || mac+snaplen > len(h) {
-		c.errors++
+		c.Errors++
 		return false
 	}
 	if snaplen < f.wireLen {
 		// The kernel truncated the frame to fit the ring: forwarding a
 		// partial frame would corrupt it, so it is a length error.
-		c.lengthErrors++
-		c.errors++
+		c.LengthErrors++
+		c.Errors++
 		return false
 	}
 
@@ -261,13 +255,13 @@ func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *rxCounts
 	}
 
 	if !port.LengthOK(len(frame), maxFrame) {
-		c.lengthErrors++
-		c.errors++
+		c.LengthErrors++
+		c.Errors++
 		return false
 	}
 	b.Frames[n] = frame
-	c.packets++
-	c.bytes += uint64(len(frame))
+	c.Packets++
+	c.Bytes += uint64(len(frame))
 	return true
 }
 

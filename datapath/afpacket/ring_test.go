@@ -110,63 +110,63 @@ func TestRingFill(t *testing.T) {
 		keepVLAN bool
 		want     [][]byte
 		wantMeta []port.Meta
-		wantC    rxCounts
+		wantC    port.RxCounts
 		wantRel  int // blocks walked and waiting for release
 	}{
 		{
 			name:   "two frames",
 			blocks: [][]synthFrame{{{data: plain}, {data: ethFrame(14, 9)}}},
 			want:   [][]byte{plain, ethFrame(14, 9)},
-			wantC:  rxCounts{packets: 2, bytes: 74}, wantRel: 1,
+			wantC:  port.RxCounts{Packets: 2, Bytes: 74}, wantRel: 1,
 		},
 		{
 			name:    "frames across two blocks",
 			blocks:  [][]synthFrame{{{data: plain}}, {{data: ethFrame(100, 3)}}},
 			want:    [][]byte{plain, ethFrame(100, 3)},
-			wantC:   rxCounts{packets: 2, bytes: 160},
+			wantC:   port.RxCounts{Packets: 2, Bytes: 160},
 			wantRel: 2,
 		},
 		{
 			name:   "kernel block not ready stops the walk",
 			blocks: [][]synthFrame{{{data: plain}}, nil},
-			want:   [][]byte{plain}, wantC: rxCounts{packets: 1, bytes: 60}, wantRel: 1,
+			want:   [][]byte{plain}, wantC: port.RxCounts{Packets: 1, Bytes: 60}, wantRel: 1,
 		},
 		{
 			name:   "runt dropped",
 			blocks: [][]synthFrame{{{data: ethFrame(13, 1)}, {data: plain}}},
 			want:   [][]byte{plain},
-			wantC:  rxCounts{packets: 1, bytes: 60, lengthErrors: 1, errors: 1}, wantRel: 1,
+			wantC:  port.RxCounts{Packets: 1, Bytes: 60, LengthErrors: 1, Errors: 1}, wantRel: 1,
 		},
 		{
 			name:   "longest frame accepted, one byte more dropped",
 			blocks: [][]synthFrame{{{data: max1500}, {data: ethFrame(port.MaxFrameLen(1500)+1, 2)}}},
 			want:   [][]byte{max1500},
-			wantC:  rxCounts{packets: 1, bytes: uint64(len(max1500)), lengthErrors: 1, errors: 1}, wantRel: 1,
+			wantC:  port.RxCounts{Packets: 1, Bytes: uint64(len(max1500)), LengthErrors: 1, Errors: 1}, wantRel: 1,
 		},
 		{
 			name:   "truncated by the ring dropped",
 			blocks: [][]synthFrame{{{data: plain, wireLen: 9000}}},
-			wantC:  rxCounts{lengthErrors: 1, errors: 1}, wantRel: 1,
+			wantC:  port.RxCounts{LengthErrors: 1, Errors: 1}, wantRel: 1,
 		},
 		{
 			name:   "own outgoing skipped silently",
 			blocks: [][]synthFrame{{{data: plain, pkttype: unix.PACKET_OUTGOING}, {data: ethFrame(70, 4)}}},
 			want:   [][]byte{ethFrame(70, 4)},
-			wantC:  rxCounts{packets: 1, bytes: 70}, wantRel: 1,
+			wantC:  port.RxCounts{Packets: 1, Bytes: 70}, wantRel: 1,
 		},
 		{
 			name:     "stripped 802.1Q tag re-inserted in place",
 			blocks:   [][]synthFrame{{{data: plain, status: unix.TP_STATUS_VLAN_VALID, tci: 0x2064}}},
 			want:     [][]byte{tagged(plain, 0x8100, 0x2064)},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, VLANTCI: 0x2064, Flags: port.FlagVLAN, RxHash: 0xabcd0000}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name:     "VLAN 0 with priority is recovered from the status bit",
 			blocks:   [][]synthFrame{{{data: plain, status: unix.TP_STATUS_VLAN_VALID, tci: 0}}},
 			want:     [][]byte{tagged(plain, 0x8100, 0)},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, Flags: port.FlagVLAN, RxHash: 0xabcd0000}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name: "802.1ad tag with TPID, copied when headroom is short",
@@ -174,7 +174,7 @@ func TestRingFill(t *testing.T) {
 				status: unix.TP_STATUS_VLAN_VALID | unix.TP_STATUS_VLAN_TPID_VALID, tci: 7, tpid: 0x88a8}}},
 			want:     [][]byte{tagged(plain, 0x88a8, 7)},
 			wantMeta: []port.Meta{{VLANTPID: 0x88a8, VLANTCI: 7, Flags: port.FlagVLAN, RxHash: 0xabcd0000}},
-			wantC:    rxCounts{packets: 1, bytes: 64}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 64}, wantRel: 1,
 		},
 		{
 			name:     "tag only reported when asked to keep it out",
@@ -182,25 +182,25 @@ func TestRingFill(t *testing.T) {
 			keepVLAN: true,
 			want:     [][]byte{plain},
 			wantMeta: []port.Meta{{VLANTPID: 0x8100, VLANTCI: 5, Flags: port.FlagVLAN, RxHash: 0xabcd0000}},
-			wantC:    rxCounts{packets: 1, bytes: 60}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 60}, wantRel: 1,
 		},
 		{
 			name:     "checksum flags",
 			blocks:   [][]synthFrame{{{data: plain, status: unix.TP_STATUS_CSUMNOTREADY | unix.TP_STATUS_CSUM_VALID}}},
 			want:     [][]byte{plain},
 			wantMeta: []port.Meta{{Flags: port.FlagCsumNotReady | port.FlagCsumValid, RxHash: 0xabcd0000}},
-			wantC:    rxCounts{packets: 1, bytes: 60}, wantRel: 1,
+			wantC:    port.RxCounts{Packets: 1, Bytes: 60}, wantRel: 1,
 		},
 		{
 			name:   "broken chain abandons the block",
 			blocks: [][]synthFrame{{{data: plain, nextZero: true}, {data: plain}}, {{data: ethFrame(20, 5)}}},
 			want:   [][]byte{plain, ethFrame(20, 5)},
-			wantC:  rxCounts{packets: 2, bytes: 80, errors: 1}, wantRel: 2,
+			wantC:  port.RxCounts{Packets: 2, Bytes: 80, Errors: 1}, wantRel: 2,
 		},
 		{
 			name:   "tp_mac inside the header is an error",
 			blocks: [][]synthFrame{{{data: plain, mac: 40}}},
-			wantC:  rxCounts{errors: 1}, wantRel: 1,
+			wantC:  port.RxCounts{Errors: 1}, wantRel: 1,
 		},
 	}
 	for _, tc := range tests {
@@ -208,7 +208,7 @@ func TestRingFill(t *testing.T) {
 			r := ring{mem: buildRing(t, tc.blocks...), blockSize: testBlockSize, blockNr: len(tc.blocks),
 				opts: rxOpts{maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}}
 			b := port.NewBatch(8)
-			var c rxCounts
+			var c port.RxCounts
 			n := r.fill(b, 0, &c)
 			if n != len(tc.want) {
 				t.Fatalf("fill = %d frames, want %d (counts %+v)", n, len(tc.want), c)
@@ -249,7 +249,7 @@ func TestRingFillResumesBlock(t *testing.T) {
 	var got [][]byte
 	for round, want := range []int{2, 2, 1, 0} {
 		r.release()
-		var c rxCounts
+		var c port.RxCounts
 		n := r.fill(b, 0, &c)
 		if n != want {
 			t.Fatalf("round %d: fill = %d, want %d", round, n, want)
@@ -293,15 +293,15 @@ func FuzzRingFill(f *testing.F) {
 		b := port.NewBatch(4)
 		for range 4 {
 			r.release()
-			var c rxCounts
+			var c port.RxCounts
 			n := r.fill(b, 0, &c)
 			for _, fr := range b.Frames[:n] {
 				if len(fr) < port.MinFrameLen || len(fr) > maxFrame {
 					t.Fatalf("frame of %d bytes handed out", len(fr))
 				}
 			}
-			if c.packets != uint64(n) {
-				t.Fatalf("counted %d packets, handed out %d", c.packets, n)
+			if c.Packets != uint64(n) {
+				t.Fatalf("counted %d packets, handed out %d", c.Packets, n)
 			}
 		}
 	})

@@ -2,7 +2,6 @@ package afpacket
 
 import (
 	"encoding/binary"
-	"fmt"
 	"sync/atomic"
 	"unsafe"
 
@@ -59,9 +58,9 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 	t := &p.tx
 	var pkts, bytes, dropped uint64
 	defer func() {
-		p.ctr.TxPackets.Add(pkts)
-		p.ctr.TxBytes.Add(bytes)
-		p.ctr.TxDropped.Add(dropped)
+		p.Ctr.TxPackets.Add(pkts)
+		p.Ctr.TxBytes.Add(bytes)
+		p.Ctr.TxDropped.Add(dropped)
 	}()
 	queued := 0 // frames marked but not yet kicked
 	var queuedBytes uint64
@@ -77,7 +76,7 @@ func (p *Port) writeRing(frames [][]byte) (int, error) {
 		if st == unix.TP_STATUS_WRONG_FORMAT {
 			// The kernel refused what we put there earlier (PACKET_LOSS
 			// makes it skip such slots); reuse it.
-			p.ctr.TxErrors.Add(1)
+			p.Ctr.TxErrors.Add(1)
 			st = unix.TP_STATUS_AVAILABLE
 		}
 		if st != unix.TP_STATUS_AVAILABLE {
@@ -135,7 +134,7 @@ func (p *Port) kickTxFlags(flags int) error {
 			return nil
 		case unix.EINTR:
 		default:
-			return fmt.Errorf("afpacket %s: send tx ring: %w", p.name, errno)
+			return p.Errorf("send tx ring: %w", errno)
 		}
 	}
 }

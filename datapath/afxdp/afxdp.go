@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -89,24 +88,17 @@ const (
 // Port is an AF_XDP port bound to queue 0 of one interface. It implements
 // port.Port and port.Poller.
 type Port struct {
-	name    string
-	ifindex int
-	mac     net.HardwareAddr
-	mtu     int
-	cfg     Config
+	// Base: identity, counters, close and re-attach. RxMu guards
+	// FillRing, RxRing and held; TxMu TxRing, CompletionRing and txFree.
+	port.Base
+	cfg Config
 
 	fd        int // AF_XDP socket
-	wakeFd    int // eventfd that Close writes to wake a blocked poll
 	promiscFd int // AF_PACKET socket holding the promiscuous membership
 
 	prog     *xdpProgram
 	mode     Mode // ModeNative or ModeGeneric: how the program is attached
 	zeroCopy bool // bound with XDP_ZEROCOPY
-
-	closed atomic.Bool
-	rxMu   sync.Mutex // held by ReadBatch/Release: guards FillRing, RxRing, held
-	txMu   sync.Mutex // held by WriteBatch: guards TxRing, CompletionRing, txFree
-	statMu sync.Mutex // guards xdpStats and the fd for XDP_STATISTICS
 
 	umem      []byte
 	frameSize uint64
@@ -119,13 +111,10 @@ type Port struct {
 	held   []uint64 // UMEM addresses of the frames of the last read
 	txFree []uint64 // UMEM addresses of TX frames not in flight
 
-	rxPoll  [2]unix.PollFd
-	timeout int  // poll timeout in ms, -1 for none
-	rxBusy  bool // frames are streaming in: busy-poll before sleeping
-	wakeup  bool // bound with XDP_USE_NEED_WAKEUP
+	rxBusy bool // frames are streaming in: busy-poll before sleeping
+	wakeup bool // bound with XDP_USE_NEED_WAKEUP
 
 	maxFrame int
-	ctr      port.Counters
 	xdpStats unix.XDPStatistics // last XDP_STATISTICS answer (cumulative)
 }
 
@@ -162,23 +151,24 @@ func Open(name string, cfg Config) (*Port, error) {
 	if cfg.BusyPoll == 0 {
 		cfg.BusyPoll = defaultBusyPoll
 	}
-	p := &Port{name: name, cfg: cfg, fd: -1, wakeFd: -1, promiscFd: -1}
-	if err := p.open(); err != nil {
-		p.release()
+	p := &Port{cfg: cfg, fd: -1, promiscFd: -1}
+	if err := p.OpenRing("afxdp", name, cfg.ReadTimeout, cfg.BusyPoll, p); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// open sets up UMEM, rings, socket and program; on error the caller
-// releases what was acquired.
-func (p *Port) open() error {
-	name, cfg := p.name, p.cfg
-	var err error
-	if p.ifindex, p.mac, p.mtu, err = interfaceInfo(name); err != nil {
+// Bind implements port.Binding: it sets up UMEM, rings, socket and
+// program on the interface; on error the caller releases what was
+// acquired.
+func (p *Port) Bind() error {
+	name, cfg := p.Name(), p.cfg
+	ifindex, mac, mtu, err := interfaceInfo(name)
+	if err != nil {
 		return fmt.Errorf("afxdp: %w", err)
 	}
-	p.maxFrame = port.MaxFrameLen(p.mtu)
+	mtu = p.SetIdentity(ifindex, mac, mtu)
+	p.maxFrame = port.MaxFrameLen(mtu)
 	p.frameSize = uint64(cfg.FrameSize)
 	if p.frameSize == 0 {
 		p.frameSize = 2048
@@ -188,7 +178,7 @@ func (p *Port) open() error {
 	}
 	if room := int(p.frameSize) - unix.XDP_PACKET_HEADROOM; p.maxFrame > room {
 		return fmt.Errorf("afxdp %s: MTU %d needs %d-byte frames, a %d-byte UMEM frame holds %d (no multi-buffer support)",
-			name, p.mtu, p.maxFrame, p.frameSize, room)
+			name, mtu, p.maxFrame, p.frameSize, room)
 	}
 
 	p.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -243,7 +233,7 @@ func (p *Port) open() error {
 	// The program goes on first, so an interface that takes no XDP
 	// program fails before the socket binds; until the XSKMAP entry exists
 	// it passes every frame to the stack.
-	if p.prog, err = loadProgram(p.ifindex, cfg.Mode, queueID+1); err != nil {
+	if p.prog, err = loadProgram(ifindex, cfg.Mode, queueID+1); err != nil {
 		return fmt.Errorf("afxdp %s: %w", name, err)
 	}
 	p.mode = p.prog.mode
@@ -278,21 +268,9 @@ func (p *Port) open() error {
 	}
 
 	if !cfg.NoPromisc {
-		if p.promiscFd, err = promiscuous(p.ifindex); err != nil {
+		if p.promiscFd, err = promiscuous(ifindex); err != nil {
 			return fmt.Errorf("afxdp %s: %w", name, err)
 		}
-	}
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("afxdp %s: eventfd: %w", name, err)
-	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.fd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
-	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
 	}
 	return nil
 }
@@ -301,7 +279,7 @@ func (p *Port) open() error {
 // still hold the queue (bind fails with EBUSY): the kernel lets go of it
 // from a work queue, some milliseconds later, so EBUSY is retried.
 func (p *Port) bind(flags uint16) error {
-	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.ifindex), QueueID: queueID}
+	sa := unix.SockaddrXDP{Flags: flags, Ifindex: uint32(p.Ifindex()), QueueID: queueID}
 	deadline := time.Now().Add(bindBusyWait)
 	for {
 		err := unix.Bind(p.fd, &sa)
@@ -316,13 +294,13 @@ func (p *Port) bind(flags uint16) error {
 func (p *Port) mapRings() error {
 	var off unix.XDPMmapOffsets
 	if err := getsockopt(p.fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
-		return fmt.Errorf("afxdp %s: XDP_MMAP_OFFSETS: %w", p.name, err)
+		return p.Errorf("XDP_MMAP_OFFSETS: %w", err)
 	}
 	mapRing := func(what string, pgoff int64, o unix.XDPRingOffset, size int, entry uint64) ([]byte, error) {
 		mem, err := unix.Mmap(p.fd, pgoff, ringMapLen(o, uint32(size), entry),
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 		if err != nil {
-			return nil, fmt.Errorf("afxdp %s: mmap %s: %w", p.name, what, err)
+			return nil, p.Errorf("mmap %s: %w", what, err)
 		}
 		p.ringMaps = append(p.ringMaps, mem)
 		return mem, nil
@@ -333,25 +311,25 @@ func (p *Port) mapRings() error {
 		return err
 	}
 	if p.fill, err = newAddrRing(mem, off.Fr, uint32(rx)); err != nil {
-		return fmt.Errorf("afxdp %s: FillRing: %w", p.name, err)
+		return p.Errorf("FillRing: %w", err)
 	}
 	if mem, err = mapRing("CompletionRing", unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, tx, 8); err != nil {
 		return err
 	}
 	if p.comp, err = newAddrRing(mem, off.Cr, uint32(tx)); err != nil {
-		return fmt.Errorf("afxdp %s: CompletionRing: %w", p.name, err)
+		return p.Errorf("CompletionRing: %w", err)
 	}
 	if mem, err = mapRing("RxRing", unix.XDP_PGOFF_RX_RING, off.Rx, rx, xdpDescLen); err != nil {
 		return err
 	}
 	if p.rx, err = newDescRing(mem, off.Rx, uint32(rx)); err != nil {
-		return fmt.Errorf("afxdp %s: RxRing: %w", p.name, err)
+		return p.Errorf("RxRing: %w", err)
 	}
 	if mem, err = mapRing("TxRing", unix.XDP_PGOFF_TX_RING, off.Tx, tx, xdpDescLen); err != nil {
 		return err
 	}
 	if p.tx, err = newDescRing(mem, off.Tx, uint32(tx)); err != nil {
-		return fmt.Errorf("afxdp %s: TxRing: %w", p.name, err)
+		return p.Errorf("TxRing: %w", err)
 	}
 	return nil
 }
@@ -411,18 +389,6 @@ func getsockopt(fd, opt int, v unsafe.Pointer, size uintptr) error {
 	return nil
 }
 
-// Name returns the interface name.
-func (p *Port) Name() string { return p.name }
-
-// Ifindex returns the interface index the socket is bound to.
-func (p *Port) Ifindex() int { return p.ifindex }
-
-// HardwareAddr returns the interface MAC read at Open.
-func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
-
-// MTU returns the interface MTU read at Open.
-func (p *Port) MTU() int { return p.mtu }
-
 // Mode reports how the XDP program is attached: ModeNative or
 // ModeGeneric (what ModeBestEffort ended up with).
 func (p *Port) Mode() Mode { return p.mode }
@@ -430,122 +396,61 @@ func (p *Port) Mode() Mode { return p.mode }
 // ZeroCopy reports whether the socket is bound in zero-copy mode.
 func (p *Port) ZeroCopy() bool { return p.zeroCopy }
 
-// rxCounts are the counters of one read, added to the port's at the end.
-type rxCounts struct {
-	packets, bytes, errors uint64
-}
+// ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
+// the UMEM.
+func (p *Port) ReadBatch(b *port.Batch) (int, error) { return p.ReadRing(b) }
 
-// ReadBatch implements port.Port. Frames point into the UMEM.
-func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
-		return 0, err
-	}
-	var c rxCounts
-	defer p.count(&c)
-	busyPoll := p.cfg.BusyPoll > 0
-	for {
-		if n := p.rxFill(b, &c); n > 0 {
-			return n, nil
-		}
-		if len(p.held) != 0 {
-			// Every frame taken was a bad one: give them back and look on.
-			p.recycle()
-			continue
-		}
-		var sleep time.Time
-		if busyPoll {
-			if p.rxBusy && p.busyPoll() {
-				continue
-			}
-			sleep = time.Now()
-		}
-		ready, err := p.wait()
-		if err != nil {
-			return 0, err
-		}
-		if busyPoll {
-			// A short sleep means frames are streaming in: watch the ring
-			// rather than sleep again (see afpacket.Config.BusyPoll).
-			p.rxBusy = ready && time.Since(sleep) <= p.cfg.BusyPoll
-		}
-		if !ready {
-			return 0, nil // read timeout
-		}
-	}
-}
-
-// startRead checks a read can go ahead and gives the last read's frames
-// back to the FillRing. The caller holds rxMu.
-func (p *Port) startRead(b *port.Batch) error {
-	if p.closed.Load() {
-		return fmt.Errorf("afxdp %s: read: %w", p.name, port.ErrClosed)
-	}
-	if len(b.Frames) == 0 {
-		return fmt.Errorf("afxdp %s: read: batch has no frame slots", p.name)
-	}
-	p.recycle()
-	return nil
-}
-
-// TryReadBatch implements port.Poller: the frames in the RxRing now,
-// without waiting.
-func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if err := p.startRead(b); err != nil {
-		return 0, err
-	}
-	var c rxCounts
-	n := p.rxFill(b, &c)
-	for n == 0 && len(p.held) != 0 {
-		p.recycle()
-		n = p.rxFill(b, &c)
-	}
-	p.count(&c)
-	return n, nil
-}
+// TryReadBatch implements port.Poller (port.Base.TryReadRing): the frames
+// in the RxRing now, without waiting.
+func (p *Port) TryReadBatch(b *port.Batch) (int, error) { return p.TryReadRing(b) }
 
 // PollFd implements port.Poller: the AF_XDP socket, readable when the
 // RxRing has frames.
 func (p *Port) PollFd() int { return p.fd }
 
-// rxFill takes up to len(b.Frames) frames from the RxRing. Their UMEM
-// frames stay ours (in held) until recycle puts them on the FillRing, so
-// the RxRing slots are released at once.
-func (p *Port) rxFill(b *port.Batch, c *rxCounts) int {
+// Fill implements port.Ring: it takes frames from the RxRing into
+// b.Frames[n:]. Their UMEM frames stay ours (in held) until Recycle puts
+// them on the FillRing, so the RxRing slots are released at once.
+func (p *Port) Fill(b *port.Batch, n int, c *port.RxCounts) int {
 	avail := p.rx.avail()
 	if avail == 0 {
-		return 0
+		return n
 	}
-	n := 0
 	for ; avail > 0 && n < len(b.Frames); avail-- {
 		d := p.rx.descs[p.rx.cachedCons&p.rx.mask]
 		p.rx.cachedCons++
 		end := d.Addr + uint64(d.Len)
 		if end > uint64(len(p.umem)) {
-			c.errors++ // not a UMEM frame: nothing to give back
+			c.Errors++ // not a UMEM frame: nothing to give back
+			c.LengthErrors++
 			continue
 		}
 		p.held = append(p.held, d.Addr)
 		if !port.LengthOK(int(d.Len), p.maxFrame) {
-			c.errors++
+			c.Errors++
+			c.LengthErrors++
 			continue
 		}
 		b.Frames[n] = p.umem[d.Addr:end:end]
 		b.Meta[n] = port.Meta{}
-		c.packets++
-		c.bytes += uint64(d.Len)
+		c.Packets++
+		c.Bytes += uint64(d.Len)
 		n++
 	}
 	p.rx.release()
 	return n
 }
 
-// recycle puts the frames of the last read on the FillRing. The ring has
-// room for every RX frame, so they always fit.
-func (p *Port) recycle() {
+// Held implements port.Ring: frames taken off the RxRing and not yet
+// back on the FillRing.
+func (p *Port) Held() bool { return len(p.held) != 0 }
+
+// Ready implements port.Ring: whether the RxRing has a frame.
+func (p *Port) Ready() bool { return p.rx.ready() }
+
+// Recycle implements port.Ring: it puts the frames of the last read on
+// the FillRing. The ring has room for every RX frame, so they always fit.
+func (p *Port) Recycle() {
 	if len(p.held) == 0 {
 		return
 	}
@@ -564,69 +469,16 @@ func (p *Port) recycle() {
 	}
 }
 
-func (p *Port) count(c *rxCounts) {
-	if c.packets != 0 {
-		p.ctr.RxPackets.Add(c.packets)
-		p.ctr.RxBytes.Add(c.bytes)
-	}
-	if c.errors != 0 {
-		p.ctr.RxErrors.Add(c.errors)
-		p.ctr.RxLengthErrors.Add(c.errors)
-	}
-}
-
-// busyPoll watches the RxRing for up to cfg.BusyPoll and reports whether a
-// frame arrived. A miss clears rxBusy until a short sleep sets it again.
-func (p *Port) busyPoll() bool {
-	start := time.Now()
-	for i := 1; ; i++ {
-		if p.rx.ready() {
-			return true
-		}
-		if i%32 == 0 && (time.Since(start) > p.cfg.BusyPoll || p.closed.Load()) {
-			p.rxBusy = false
-			return false
-		}
-	}
-}
-
-// wait polls the socket and the wake eventfd. It returns false on timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
-	if err != nil {
-		return false, fmt.Errorf("afxdp %s: %w", p.name, err)
-	}
-	if ev&(unix.POLLERR|unix.POLLNVAL) != 0 {
-		// The device went away (unregistered): the socket is unbound.
-		return false, fmt.Errorf("afxdp %s: socket error (poll events %#x): %w", p.name, ev, unix.ENETDOWN)
-	}
-	return ev != 0, nil
-}
-
-// Release implements port.Port.
-func (p *Port) Release() {
-	p.rxMu.Lock()
-	if !p.closed.Load() {
-		p.recycle()
-	}
-	p.rxMu.Unlock()
-}
-
-// WriteBatch implements port.Port: each frame is copied into a free TX
-// frame of the UMEM and posted on the TxRing, then one sendto tells the
-// kernel to send them.
-func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("afxdp %s: write: %w", p.name, port.ErrClosed)
-	}
+// Transmit implements port.Transmitter (WriteBatch): each frame is copied
+// into a free TX frame of the UMEM and posted on the TxRing, then one
+// sendto tells the kernel to send them. The port has no offload metadata.
+func (p *Port) Transmit(frames [][]byte, _ []port.VnetHdr) (int, error) {
 	p.reclaim()
 	var pkts, bytes, dropped uint64
 	defer func() {
-		p.ctr.TxPackets.Add(pkts)
-		p.ctr.TxBytes.Add(bytes)
-		p.ctr.TxDropped.Add(dropped)
+		p.Ctr.TxPackets.Add(pkts)
+		p.Ctr.TxBytes.Add(bytes)
+		p.Ctr.TxDropped.Add(dropped)
 	}()
 	done := 0
 	for done < len(frames) {
@@ -634,7 +486,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 		if room == 0 {
 			ok, err := p.waitTxRoom()
 			if err != nil {
-				p.ctr.TxErrors.Add(uint64(len(frames) - done))
+				p.Ctr.TxErrors.Add(uint64(len(frames) - done))
 				return done, err
 			}
 			if !ok {
@@ -671,7 +523,7 @@ func (p *Port) WriteBatch(frames [][]byte) (int, error) {
 			// errors, not as sent.
 			pkts -= uint64(k)
 			bytes -= kbytes
-			p.ctr.TxErrors.Add(uint64(k))
+			p.Ctr.TxErrors.Add(uint64(k))
 			return done - k, err
 		}
 	}
@@ -699,8 +551,8 @@ func (p *Port) kick() error {
 			// The device dropped a frame it took off the TxRing
 			// (NET_XMIT_DROP, e.g. the veth peer is down); the kernel
 			// does not say which, so the byte count keeps it.
-			p.ctr.TxDropped.Add(1)
-			p.ctr.TxPackets.Add(^uint64(0))
+			p.Ctr.TxDropped.Add(1)
+			p.Ctr.TxPackets.Add(^uint64(0))
 		case unix.EAGAIN, unix.ENOBUFS:
 			// More than one budget queued, or the device queue is busy.
 			// Without progress, give the device time, but not forever:
@@ -712,12 +564,12 @@ func (p *Port) kick() error {
 			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(txFullWait)
-			} else if time.Now().After(deadline) || p.closed.Load() {
+			} else if time.Now().After(deadline) || p.Closed() {
 				return nil
 			}
 			p.pause()
 		default:
-			return fmt.Errorf("afxdp %s: sendto (TX kick): %w", p.name, errno)
+			return p.Errorf("sendto (TX kick): %w", errno)
 		}
 	}
 }
@@ -748,7 +600,7 @@ func (p *Port) waitTxRoom() (bool, error) {
 		if len(p.txFree) > 0 && p.tx.free(1) > 0 {
 			return true, nil
 		}
-		if time.Now().After(deadline) || p.closed.Load() {
+		if time.Now().After(deadline) || p.Closed() {
 			return false, nil
 		}
 		p.pause()
@@ -758,7 +610,7 @@ func (p *Port) waitTxRoom() (bool, error) {
 // pause sleeps a little while the kernel works through the TxRing, waking
 // early on Close.
 func (p *Port) pause() {
-	fds := [1]unix.PollFd{{Fd: int32(p.wakeFd), Events: unix.POLLIN}}
+	fds := [1]unix.PollFd{{Fd: int32(p.WakeFd), Events: unix.POLLIN}}
 	unix.Poll(fds[:], 1)
 }
 
@@ -766,17 +618,12 @@ func (p *Port) pause() {
 // on the RxRing: XDP_STATISTICS rx_dropped (no frame on the FillRing)
 // plus rx_ring_full. Descriptors the kernel found invalid count as errors.
 func (p *Port) Stats() port.Stats {
-	p.statMu.Lock()
-	if !p.closed.Load() {
-		p.pollKernelStats()
-	}
-	xs := p.xdpStats
-	p.statMu.Unlock()
-	s := p.ctr.Snapshot()
-	s.RxDropped = xs.Rx_dropped + xs.Rx_ring_full
-	s.RxErrors += xs.Rx_invalid_descs
-	s.TxErrors += xs.Tx_invalid_descs
-	return s
+	return p.KernelStats(p.pollKernelStats, func(s *port.Stats) {
+		xs := &p.xdpStats
+		s.RxDropped = xs.Rx_dropped + xs.Rx_ring_full
+		s.RxErrors += xs.Rx_invalid_descs
+		s.TxErrors += xs.Tx_invalid_descs
+	})
 }
 
 // pollKernelStats reads XDP_STATISTICS (cumulative). The caller holds
@@ -788,61 +635,37 @@ func (p *Port) pollKernelStats() {
 	}
 }
 
-// Close implements port.Port: it wakes a blocked ReadBatch, waits for it
-// and any WriteBatch to return, then detaches the program and frees the
-// socket, rings and UMEM.
-func (p *Port) Close() error {
-	if p.closed.Swap(true) {
-		return nil
-	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("afxdp %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	p.statMu.Lock()
-	p.pollKernelStats()
-	err := p.release()
-	p.statMu.Unlock()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
-}
+// Close implements port.Port (port.Base.Close): program, socket and
+// rings go at once, the UMEM once the loop has given back the frames it
+// holds.
+func (p *Port) Close() error { return p.CloseRing() }
 
-// release frees everything Open acquired; safe on a half-opened port. The
-// program goes first so no frame is redirected to a closing socket; the
-// UMEM goes last, after the socket that the kernel pinned it for.
-func (p *Port) release() error {
+// CloseSockets implements port.Binding: it detaches the program and
+// frees the socket and its rings, after a last look at the kernel's
+// counters. The program goes first so no frame is redirected to a closing
+// socket.
+func (p *Port) CloseSockets() error {
+	p.StatMu.Lock()
+	defer p.StatMu.Unlock()
 	var errs []error
+	if p.fd >= 0 {
+		p.pollKernelStats()
+	}
 	if p.prog != nil {
 		if err := p.prog.close(); err != nil {
-			errs = append(errs, fmt.Errorf("afxdp %s: %w", p.name, err))
+			errs = append(errs, p.Errorf("%w", err))
 		}
 		p.prog = nil
 	}
-	closeFd := func(fd *int, what string) {
-		if *fd >= 0 {
-			if err := unix.Close(*fd); err != nil {
-				errs = append(errs, fmt.Errorf("afxdp %s: close %s: %w", p.name, what, err))
-			}
-			*fd = -1
-		}
-	}
-	closeFd(&p.fd, "socket")
-	closeFd(&p.promiscFd, "promiscuous socket")
-	closeFd(&p.wakeFd, "eventfd")
-	for _, m := range p.ringMaps {
-		if err := unix.Munmap(m); err != nil {
-			errs = append(errs, fmt.Errorf("afxdp %s: munmap ring: %w", p.name, err))
-		}
+	errs = append(errs, p.CloseFd(&p.fd, "socket"), p.CloseFd(&p.promiscFd, "promiscuous socket"))
+	for i := range p.ringMaps {
+		errs = append(errs, p.Munmap(&p.ringMaps[i], "ring"))
 	}
 	p.ringMaps = nil
 	p.fill, p.comp, p.rx, p.tx = addrRing{}, addrRing{}, descRing{}, descRing{}
-	if p.umem != nil {
-		if err := unix.Munmap(p.umem); err != nil {
-			errs = append(errs, fmt.Errorf("afxdp %s: munmap UMEM: %w", p.name, err))
-		}
-		p.umem = nil
-	}
 	return errors.Join(errs...)
 }
+
+// FreeFrames implements port.Binding: it unmaps the UMEM, after the
+// socket the kernel pinned it for.
+func (p *Port) FreeFrames() error { return p.Munmap(&p.umem, "UMEM") }

@@ -223,10 +223,10 @@ func TestSendReusesTxFrames(t *testing.T) {
 		if st.TxPackets != total || st.TxDropped != 0 || st.TxErrors != 0 {
 			t.Errorf("stats = %+v, want %d sent, no drops or errors", st, total)
 		}
-		r.port.txMu.Lock()
+		r.port.TxMu.Lock()
 		r.port.reclaim()
 		free := len(r.port.txFree)
-		r.port.txMu.Unlock()
+		r.port.TxMu.Unlock()
 		if free != cfg.TxFrames {
 			t.Errorf("%d of %d TX frames free after the sends completed", free, cfg.TxFrames)
 		}

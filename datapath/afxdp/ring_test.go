@@ -97,7 +97,6 @@ func rxPort(t *testing.T) *Port {
 	t.Helper()
 	const frames, frameSize = 8, 2048
 	p := &Port{
-		name:      "fake",
 		umem:      make([]byte, frames*frameSize),
 		frameSize: frameSize,
 		rx:        fakeDescRing(t, frames),
@@ -105,6 +104,7 @@ func rxPort(t *testing.T) *Port {
 		maxFrame:  port.MaxFrameLen(1500),
 		held:      make([]uint64, 0, frames),
 	}
+	p.Init("afxdp", "fake", 0)
 	// All frames were given to the kernel at open.
 	p.fill.cachedProd = frames
 	p.fill.submit()
@@ -134,10 +134,10 @@ func TestRxFillDropsBadFrames(t *testing.T) {
 		unix.XDPDesc{Addr: 4*2048 + hr, Len: 100},                    // good, next batch
 	)
 	b := port.NewBatch(2)
-	var c rxCounts
-	n := p.rxFill(b, &c)
-	if n != 2 || c.packets != 2 || c.errors != 3 || c.bytes != uint64(60+p.maxFrame) {
-		t.Fatalf("rxFill = %d, counts %+v; want 2 frames, 3 errors", n, c)
+	var c port.RxCounts
+	n := p.Fill(b, 0, &c)
+	if n != 2 || c.Packets != 2 || c.Errors != 3 || c.Bytes != uint64(60+p.maxFrame) {
+		t.Fatalf("Fill = %d, counts %+v; want 2 frames, 3 errors", n, c)
 	}
 	if &b.Frames[0][0] != &p.umem[hr] || len(b.Frames[0]) != 60 || cap(b.Frames[0]) != 60 {
 		t.Errorf("frame 0 does not point at its UMEM bytes (len %d cap %d)", len(b.Frames[0]), cap(b.Frames[0]))
@@ -153,7 +153,7 @@ func TestRxFillDropsBadFrames(t *testing.T) {
 	if len(p.held) != 4 {
 		t.Fatalf("held %v, want 4 frames", p.held)
 	}
-	p.recycle()
+	p.Recycle()
 	if len(p.held) != 0 {
 		t.Fatalf("held %v after recycle", p.held)
 	}
@@ -166,9 +166,9 @@ func TestRxFillDropsBadFrames(t *testing.T) {
 		}
 	}
 
-	n = p.rxFill(b, &c)
+	n = p.Fill(b, 0, &c)
 	if n != 1 || len(b.Frames[0]) != 100 {
-		t.Fatalf("second rxFill = %d frames, want the 100-byte one", n)
+		t.Fatalf("second Fill = %d frames, want the 100-byte one", n)
 	}
 }
 
@@ -177,7 +177,7 @@ func TestRecycleKeepsWhatDoesNotFit(t *testing.T) {
 	// The kernel has taken only 2 of the 8 fill entries back.
 	atomic.StoreUint32(p.fill.consumer, 2)
 	p.held = append(p.held, 100, 2048+256, 4096+256)
-	p.recycle()
+	p.Recycle()
 	if len(p.held) != 1 || p.held[0] != 4096+256 {
 		t.Fatalf("held %v, want the one frame that did not fit", p.held)
 	}

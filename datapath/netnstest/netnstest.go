@@ -193,6 +193,30 @@ func NewVeth(t T, hostNS, peerNS *NS, opts VethOptions) *Veth {
 	t.Helper()
 	RequireRoot(t)
 	v := &Veth{Host: UniqueName("gvh"), Peer: UniqueName("gvp"), HostNS: hostNS, PeerNS: peerNS}
+	t.Cleanup(func() {
+		// Deleting one end removes both; the namespace may already be
+		// gone, which took the pair with it.
+		if _, err := hostNS.Exec("ip", "link", "del", v.Host); err != nil && !linkGone(err) {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	v.create(t, opts)
+	return v
+}
+
+// Recreate deletes the pair and creates it again with the same names and
+// opts: what a port bound to one end sees when an interface is deleted
+// and made again under it.
+func (v *Veth) Recreate(t testing.TB, opts VethOptions) {
+	t.Helper()
+	v.HostNS.MustExec(t, "ip", "link", "del", v.Host)
+	v.create(t, opts)
+}
+
+// create makes the pair, applies opts and brings both ends up.
+func (v *Veth) create(t testing.TB, opts VethOptions) {
+	t.Helper()
+	hostNS, peerNS := v.HostNS, v.PeerNS
 	args := []string{"ip", "link", "add", v.Host}
 	if hostNS != nil {
 		args = append(args, "netns", hostNS.Name)
@@ -202,13 +226,6 @@ func NewVeth(t T, hostNS, peerNS *NS, opts VethOptions) *Veth {
 		args = append(args, "netns", peerNS.Name)
 	}
 	MustRun(t, args[0], args[1:]...)
-	t.Cleanup(func() {
-		// Deleting one end removes both; the namespace may already be
-		// gone, which took the pair with it.
-		if _, err := hostNS.Exec("ip", "link", "del", v.Host); err != nil && !linkGone(err) {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
 	for _, end := range []struct {
 		ns         *NS
 		name, addr string
@@ -231,7 +248,6 @@ func NewVeth(t T, hostNS, peerNS *NS, opts VethOptions) *Veth {
 		}
 		end.ns.MustExec(t, "ip", "link", "set", end.name, "up")
 	}
-	return v
 }
 
 func linkGone(err error) bool {

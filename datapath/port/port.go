@@ -61,7 +61,8 @@ type Port interface {
 	ReadBatch(b *Batch) (int, error)
 	// Release gives the frames of the last ReadBatch back to the kernel
 	// early (ReadBatch also does it). Frames of that batch must not be used
-	// afterwards.
+	// afterwards. The reader calls it once it is done with a batch, queued
+	// outputs transmitted: Close frees the memory frames sit in only then.
 	Release()
 	// WriteBatch transmits frames in order and returns how many the kernel
 	// accepted. Frames that are runts or longer than the port allows are
@@ -72,7 +73,11 @@ type Port interface {
 
 	// Stats returns the counters since the port opened.
 	Stats() Stats
-	// Close releases the socket/device and wakes a blocked ReadBatch.
+	// Close releases the socket/device and wakes a blocked ReadBatch,
+	// which then fails with ErrClosed. Memory the reader's frames point
+	// into stays mapped until the reader gives them back (Release or its
+	// next ReadBatch): Close may come from any goroutine while the loop
+	// still reads a batch.
 	Close() error
 }
 
@@ -196,7 +201,12 @@ func (c *Counters) Snapshot() Stats {
 // descriptor that poll(2) reports readable when frames wait, for the
 // thread to sleep on when every port is idle. Frames stay valid until the
 // next TryReadBatch or Release, as with ReadBatch.
+//
+// PollError is called when poll(2) reports an error condition on PollFd
+// (POLLERR, POLLHUP): it takes the socket's pending error, detaching the
+// port if its interface was deleted (see Base), and returns it.
 type Poller interface {
 	TryReadBatch(b *Batch) (int, error)
 	PollFd() int
+	PollError() error
 }

@@ -5,11 +5,8 @@
 package tap
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -51,27 +48,13 @@ const (
 // Port is an open TAP device. It implements port.Port. The device exists
 // as long as the Port is open: it is not persistent.
 type Port struct {
-	name    string
-	ifindex int
-	mac     net.HardwareAddr
-	mtu     int
+	port.Base // identity, counters, close; frames are in the batch's buffers
 
-	fd     int // /dev/net/tun file attached to the device
-	wakeFd int // eventfd Close writes to wake a blocked poll
-
-	closed atomic.Bool
-	rxMu   sync.Mutex
-	txMu   sync.Mutex
-
-	rxPoll   [2]unix.PollFd
-	timeout  int
+	fd       int // /dev/net/tun file attached to the device
 	maxFrame int
 
-	vnet  bool                  // Config.VnetHdr
 	txHdr [port.VnetHdrLen]byte // the header of the frame being written
 	txIov [2]unix.Iovec         // header and frame for writev(2)
-
-	ctr port.Counters
 }
 
 var (
@@ -82,9 +65,11 @@ var (
 // Create creates a TAP device in the caller's network namespace (that of
 // the OS thread) and configures it.
 func Create(cfg Config) (*Port, error) {
-	p := &Port{fd: -1, wakeFd: -1}
+	p := &Port{fd: -1}
+	p.Init("tap", cfg.Name, cfg.ReadTimeout)
+	p.SetTransmitter(p)
 	if err := p.create(cfg); err != nil {
-		p.release()
+		p.Discard(p.release)
 		return nil, err
 	}
 	return p, nil
@@ -102,108 +87,80 @@ func (p *Port) create(cfg Config) error {
 	if cfg.VnetHdr {
 		flags |= unix.IFF_VNET_HDR
 	}
-	p.name, err = ifioctl.TunSetIff(p.fd, cfg.Name, flags)
+	name, err := ifioctl.TunSetIff(p.fd, cfg.Name, flags)
 	if err != nil {
 		return fmt.Errorf("tap: %w", err)
 	}
+	p.Init("tap", name, cfg.ReadTimeout)
 	if cfg.VnetHdr {
 		if err := unix.IoctlSetPointerInt(p.fd, unix.TUNSETVNETHDRSZ, port.VnetHdrLen); err != nil {
-			return fmt.Errorf("tap %s: TUNSETVNETHDRSZ: %w", p.name, err)
+			return p.Errorf("TUNSETVNETHDRSZ: %w", err)
 		}
 		if err := unix.IoctlSetInt(p.fd, unix.TUNSETOFFLOAD, tunFCsum|tunFTSO4|tunFTSO6); err != nil {
-			return fmt.Errorf("tap %s: TUNSETOFFLOAD: %w", p.name, err)
+			return p.Errorf("TUNSETOFFLOAD: %w", err)
 		}
-		p.vnet = true
+		p.Vnet = true
 	}
 	// A device someone made persistent before would outlive us; make sure
 	// it goes away when the file closes.
 	if err := unix.IoctlSetInt(p.fd, unix.TUNSETPERSIST, 0); err != nil {
-		return fmt.Errorf("tap %s: TUNSETPERSIST 0: %w", p.name, err)
+		return p.Errorf("TUNSETPERSIST 0: %w", err)
 	}
 
 	ctl, err := ifioctl.ControlSocket()
 	if err != nil {
-		return fmt.Errorf("tap %s: %w", p.name, err)
+		return p.Errorf("%w", err)
 	}
 	defer unix.Close(ctl)
 	if cfg.MAC != nil {
-		if err := ifioctl.SetHardwareAddr(ctl, p.name, cfg.MAC); err != nil {
+		if err := ifioctl.SetHardwareAddr(ctl, name, cfg.MAC); err != nil {
 			return fmt.Errorf("tap: %w", err)
 		}
 	}
 	if cfg.MTU != 0 {
-		if err := ifioctl.SetMTU(ctl, p.name, cfg.MTU); err != nil {
+		if err := ifioctl.SetMTU(ctl, name, cfg.MTU); err != nil {
 			return fmt.Errorf("tap: %w", err)
 		}
 	}
 	if !cfg.LeaveDown {
-		if err := ifioctl.SetUp(ctl, p.name, true); err != nil {
+		if err := ifioctl.SetUp(ctl, name, true); err != nil {
 			return fmt.Errorf("tap: %w", err)
 		}
 	}
-	if p.ifindex, err = ifioctl.Index(ctl, p.name); err != nil {
-		return fmt.Errorf("tap: %w", err)
-	}
-	if p.mac, err = ifioctl.HardwareAddr(ctl, p.name); err != nil {
-		return fmt.Errorf("tap: %w", err)
-	}
-	if p.mtu, err = ifioctl.MTU(ctl, p.name); err != nil {
-		return fmt.Errorf("tap: %w", err)
-	}
-	p.maxFrame = port.MaxFrameLen(p.mtu)
-
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	ifindex, err := ifioctl.Index(ctl, name)
 	if err != nil {
-		return fmt.Errorf("tap %s: eventfd: %w", p.name, err)
+		return fmt.Errorf("tap: %w", err)
 	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.fd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
+	mac, err := ifioctl.HardwareAddr(ctl, name)
+	if err != nil {
+		return fmt.Errorf("tap: %w", err)
 	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	mtu, err := ifioctl.MTU(ctl, name)
+	if err != nil {
+		return fmt.Errorf("tap: %w", err)
 	}
-	return nil
+	p.maxFrame = port.MaxFrameLen(p.SetIdentity(ifindex, mac, mtu))
+	return p.OpenWake(p.fd)
 }
-
-// Name returns the interface name (the one the kernel chose if Config.Name
-// was empty).
-func (p *Port) Name() string { return p.name }
-
-// Ifindex returns the interface index.
-func (p *Port) Ifindex() int { return p.ifindex }
-
-// HardwareAddr returns the device MAC.
-func (p *Port) HardwareAddr() net.HardwareAddr { return p.mac }
-
-// MTU returns the device MTU set at creation.
-func (p *Port) MTU() int { return p.mtu }
 
 // ReadBatch implements port.Port. A TAP delivers one frame per read(2), so
 // this reads until the device has nothing more or the batch is full,
 // sleeping in poll(2) only when the first read finds nothing. Frames are
 // copied into b's reusable buffers.
 func (p *Port) ReadBatch(b *port.Batch) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("tap %s: read: %w", p.name, port.ErrClosed)
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if _, err := p.StartRead(b); err != nil {
+		return 0, err
 	}
 	n := 0
-	var pkts, bytes, lenErrs uint64
+	var c port.RxCounts
 	defer func() {
-		if pkts != 0 {
-			p.ctr.RxPackets.Add(pkts)
-			p.ctr.RxBytes.Add(bytes)
-		}
-		if lenErrs != 0 {
-			p.ctr.RxErrors.Add(lenErrs)
-			p.ctr.RxLengthErrors.Add(lenErrs)
-		}
+		p.Lend(n)
+		p.CountRx(&c)
 	}()
 	hdr, maxRead := 0, p.maxFrame
-	if p.vnet {
+	if p.Vnet {
 		hdr, maxRead = port.VnetHdrLen, port.MaxGSOFrameLen
 	}
 	for n < len(b.Frames) {
@@ -215,9 +172,10 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 		case err == nil:
 			m := port.Meta{}
 			maxLen := p.maxFrame
-			if p.vnet {
+			if p.Vnet {
 				if r < hdr {
-					lenErrs++
+					c.Errors++
+					c.LengthErrors++
 					continue
 				}
 				m.Vnet, m.Flags = port.DecodeVnetHdr(buf), port.FlagVnet
@@ -225,75 +183,44 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 				r -= hdr
 			}
 			if !port.LengthOK(r, maxLen) {
-				lenErrs++
+				c.Errors++
+				c.LengthErrors++
 				continue
 			}
 			b.Frames[n] = buf[hdr : hdr+r]
 			b.Meta[n] = m
 			n++
-			pkts++
-			bytes += uint64(r)
+			c.Packets++
+			c.Bytes += uint64(r)
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:
 			if n > 0 {
 				return n, nil
 			}
-			ready, err := p.wait()
+			ready, err := p.WaitReady()
 			if err != nil || !ready {
 				return 0, err
 			}
 		default:
-			p.ctr.RxErrors.Add(1)
-			return n, fmt.Errorf("tap %s: read: %w", p.name, err)
+			p.Ctr.RxErrors.Add(1)
+			return n, p.Errorf("read: %w", err)
 		}
 	}
 	return n, nil
 }
 
-// wait polls the device and the wake eventfd; false means timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
-	if err != nil {
-		return false, fmt.Errorf("tap %s: %w", p.name, err)
-	}
-	return ev != 0, nil
-}
-
-// Release implements port.Port; TAP frames live in the batch's own
-// buffers, so there is nothing to give back.
-func (p *Port) Release() {}
-
-// WriteBatch implements port.Port with one write(2) per frame (the TAP
-// character device has no batched write). A frame written to the TAP is
-// received by the host stack on this interface. With VnetHdr each frame
-// goes with an empty virtio_net_hdr.
-func (p *Port) WriteBatch(frames [][]byte) (int, error) {
-	return p.write(frames, nil)
-}
-
-// VnetEnabled implements port.VnetWriter.
-func (p *Port) VnetEnabled() bool { return p.vnet }
-
-// WriteBatchVnet implements port.VnetWriter: frames[i] goes with hdrs[i],
-// so the host stack gets super-segments and partial checksums as such.
-func (p *Port) WriteBatchVnet(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	if err := port.CheckVnetBatch(p.vnet, frames, hdrs); err != nil {
-		return 0, fmt.Errorf("tap %s: %w", p.name, err)
-	}
-	return p.write(frames, hdrs)
-}
-
-func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("tap %s: write: %w", p.name, port.ErrClosed)
-	}
+// Transmit implements port.Transmitter (WriteBatch, WriteBatchVnet) with
+// one write(2) per frame (the TAP character device has no batched write).
+// A frame written to the TAP is received by the host stack on this
+// interface. With VnetHdr each frame goes with its virtio_net_hdr (an
+// empty one for WriteBatch), so the host stack gets super-segments and
+// partial checksums as such.
+func (p *Port) Transmit(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 	var pkts, bytes, dropped uint64
 	defer func() {
-		p.ctr.TxPackets.Add(pkts)
-		p.ctr.TxBytes.Add(bytes)
-		p.ctr.TxDropped.Add(dropped)
+		p.Ctr.TxPackets.Add(pkts)
+		p.Ctr.TxBytes.Add(bytes)
+		p.Ctr.TxDropped.Add(dropped)
 	}()
 	for i := 0; i < len(frames); {
 		f := frames[i]
@@ -320,8 +247,8 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 			dropped++
 			i++
 		default:
-			p.ctr.TxErrors.Add(uint64(len(frames) - i))
-			return i, fmt.Errorf("tap %s: write: %w", p.name, err)
+			p.Ctr.TxErrors.Add(uint64(len(frames) - i))
+			return i, p.Errorf("write: %w", err)
 		}
 	}
 	return len(frames), nil
@@ -330,7 +257,7 @@ func (p *Port) write(frames [][]byte, hdrs []port.VnetHdr) (int, error) {
 // writeFrame writes one frame, behind its virtio_net_hdr with VnetHdr
 // (one writev(2) of the two pieces, without copying the frame).
 func (p *Port) writeFrame(f []byte, h *port.VnetHdr) error {
-	if !p.vnet {
+	if !p.Vnet {
 		_, err := port.RawWrite(p.fd, f)
 		return err
 	}
@@ -346,40 +273,10 @@ func (p *Port) writeFrame(f []byte, h *port.VnetHdr) error {
 	return nil
 }
 
-// Stats implements port.Port. Frames the kernel dropped because the
-// switch did not read fast enough show up in the device's own tx_dropped
-// counter (ip -s link), not here.
-func (p *Port) Stats() port.Stats { return p.ctr.Snapshot() }
-
 // Close implements port.Port. Closing the file deletes the device.
-func (p *Port) Close() error {
-	if p.closed.Swap(true) {
-		return nil
-	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("tap %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	err := p.release()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
-}
+// Stats (port.Base) are the switch's counters: frames the kernel dropped
+// because the switch did not read fast enough show up in the device's own
+// tx_dropped counter (ip -s link), not here.
+func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
-func (p *Port) release() error {
-	var errs []error
-	if p.fd >= 0 {
-		if err := unix.Close(p.fd); err != nil {
-			errs = append(errs, fmt.Errorf("tap %s: close: %w", p.name, err))
-		}
-		p.fd = -1
-	}
-	if p.wakeFd >= 0 {
-		if err := unix.Close(p.wakeFd); err != nil {
-			errs = append(errs, fmt.Errorf("tap %s: close eventfd: %w", p.name, err))
-		}
-		p.wakeFd = -1
-	}
-	return errors.Join(errs...)
-}
+func (p *Port) release() error { return p.CloseFd(&p.fd, "device") }

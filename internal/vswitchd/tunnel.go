@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/port"
-	"github.com/govs-project/govs/tunnel"
 )
 
 // GeneveOptions documents the Interface options of type=geneve that govs
@@ -29,8 +29,8 @@ const tlvSyncInterval = 100 * time.Millisecond
 
 // geneveConfig turns a port's options into a tunnel configuration, with a
 // precise error for anything missing, malformed or not supported.
-func geneveConfig(cfg PortConfig) (tunnel.Config, error) {
-	tc := tunnel.Config{Name: cfg.Name, ReadTimeout: tlvSyncInterval}
+func geneveConfig(cfg PortConfig) (geneve.Config, error) {
+	tc := geneve.Config{Name: cfg.Name, ReadTimeout: tlvSyncInterval}
 	names := make([]string, 0, len(cfg.Options))
 	for k := range cfg.Options {
 		names = append(names, k)
@@ -120,7 +120,7 @@ func openGeneve(cfg PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := tunnel.Open(tc)
+	p, err := geneve.Open(tc)
 	if err != nil {
 		return nil, fmt.Errorf("open geneve vport: %w", err)
 	}

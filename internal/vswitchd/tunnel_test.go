@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govs-project/govs/tunnel"
+	"github.com/govs-project/govs/datapath/geneve"
 )
 
 // TestGeneveConfig: the geneve port options map onto the tunnel
@@ -15,27 +15,27 @@ func TestGeneveConfig(t *testing.T) {
 	cases := []struct {
 		name    string
 		opts    map[string]string
-		want    tunnel.Config // Name and ReadTimeout are checked separately
+		want    geneve.Config // Name and ReadTimeout are checked separately
 		wantErr string
 	}{
 		{"Antrea's options", map[string]string{"remote_ip": "flow", "key": "flow", "local_ip": "10.79.1.201"},
-			tunnel.Config{LocalIP: local}, ""},
+			geneve.Config{LocalIP: local}, ""},
 		{"fixed remote, csum, port, ttl", map[string]string{"remote_ip": "10.79.1.202", "local_ip": "10.79.1.201", "key": "0",
 			"csum": "true", "dst_port": "16081", "ttl": "32"},
-			tunnel.Config{LocalIP: local, RemoteIP: netip.MustParseAddr("10.79.1.202"), Csum: true, Port: 16081, TTL: 32}, ""},
+			geneve.Config{LocalIP: local, RemoteIP: netip.MustParseAddr("10.79.1.202"), Csum: true, Port: 16081, TTL: 32}, ""},
 		{"csum=false", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "csum": "false"},
-			tunnel.Config{LocalIP: local}, ""},
-		{"no remote_ip", map[string]string{"local_ip": "10.79.1.201"}, tunnel.Config{}, "needs options:remote_ip"},
-		{"no local_ip", map[string]string{"remote_ip": "flow"}, tunnel.Config{}, "needs options:local_ip"},
-		{"bad local_ip", map[string]string{"remote_ip": "flow", "local_ip": "node1"}, tunnel.Config{}, "options:local_ip=node1: not an IP address"},
-		{"IPv6 local_ip", map[string]string{"remote_ip": "flow", "local_ip": "fd00::1"}, tunnel.Config{}, "options:local_ip=fd00::1: want a unicast IPv4"},
-		{"bad remote_ip", map[string]string{"remote_ip": "0.0.0.0", "local_ip": "10.79.1.201"}, tunnel.Config{}, "options:remote_ip=0.0.0.0: want a unicast IPv4"},
-		{"fixed key", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "key": "5"}, tunnel.Config{}, "options:key=5: only key=flow or key=0"},
-		{"bad csum", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "csum": "yes"}, tunnel.Config{}, "options:csum=yes: must be true or false"},
-		{"bad dst_port", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "dst_port": "70000"}, tunnel.Config{}, "options:dst_port=70000"},
-		{"zero dst_port", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "dst_port": "0"}, tunnel.Config{}, "options:dst_port=0"},
-		{"bad ttl", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "ttl": "0"}, tunnel.Config{}, "options:ttl=0: must be 1..255"},
-		{"unknown option", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "tos": "inherit"}, tunnel.Config{},
+			geneve.Config{LocalIP: local}, ""},
+		{"no remote_ip", map[string]string{"local_ip": "10.79.1.201"}, geneve.Config{}, "needs options:remote_ip"},
+		{"no local_ip", map[string]string{"remote_ip": "flow"}, geneve.Config{}, "needs options:local_ip"},
+		{"bad local_ip", map[string]string{"remote_ip": "flow", "local_ip": "node1"}, geneve.Config{}, "options:local_ip=node1: not an IP address"},
+		{"IPv6 local_ip", map[string]string{"remote_ip": "flow", "local_ip": "fd00::1"}, geneve.Config{}, "options:local_ip=fd00::1: want a unicast IPv4"},
+		{"bad remote_ip", map[string]string{"remote_ip": "0.0.0.0", "local_ip": "10.79.1.201"}, geneve.Config{}, "options:remote_ip=0.0.0.0: want a unicast IPv4"},
+		{"fixed key", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "key": "5"}, geneve.Config{}, "options:key=5: only key=flow or key=0"},
+		{"bad csum", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "csum": "yes"}, geneve.Config{}, "options:csum=yes: must be true or false"},
+		{"bad dst_port", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "dst_port": "70000"}, geneve.Config{}, "options:dst_port=70000"},
+		{"zero dst_port", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "dst_port": "0"}, geneve.Config{}, "options:dst_port=0"},
+		{"bad ttl", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "ttl": "0"}, geneve.Config{}, "options:ttl=0: must be 1..255"},
+		{"unknown option", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "tos": "inherit"}, geneve.Config{},
 			`geneve option "tos" not supported (supported: csum, dst_port, key, local_ip, remote_ip, ttl)`},
 	}
 	for _, c := range cases {

@@ -1,4 +1,9 @@
-package tunnel
+// Package geneve is the Geneve vport of the datapath: a port.Port that
+// carries inner Ethernet frames in Geneve over the kernel's UDP stack
+// (recvmmsg on a UDP socket, sendmmsg on a raw IPv4 socket), with the
+// header codec and option mapping of package tunnel. OVS's counterpart is
+// the flow-based geneve netdev of the userspace datapath.
+package geneve
 
 import (
 	"encoding/binary"
@@ -6,13 +11,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +86,8 @@ type Stats struct {
 // It implements port.Port; WriteBatch sends with a zero key (VNI 0, no
 // options) and so needs a fixed RemoteIP. The pipeline uses WriteTunnel.
 type Port struct {
-	name     string
+	port.Base // name, counters, close; frames are in the batch's buffers
+
 	local    [4]byte
 	dstPort  uint16
 	remote   [4]byte // zero: remote_ip=flow
@@ -91,22 +97,19 @@ type Port struct {
 	rxBufLen int
 	batch    int
 
-	rxFd, txFd, wakeFd int
-	closed             atomic.Bool
-	opts               atomic.Pointer[OptionMap]
+	rxFd, txFd int
+	opts       atomic.Pointer[tunnel.OptionMap]
 
-	rxMu     sync.Mutex
-	rxPoll   [2]unix.PollFd
-	timeout  int
+	// Guarded by RxMu.
 	rxHdrs   []unix.Mmsghdr
 	rxIov    []unix.Iovec
 	rxNames  []unix.RawSockaddrInet4
 	rxCtl    [][rxCtlLen]byte
-	rxMD     []Metadata
+	rxMD     []tunnel.Metadata
 	rxOvfl   uint32 // last SO_RXQ_OVFL count
 	rxOvflOK bool
 
-	txMu    sync.Mutex
+	// Guarded by TxMu.
 	txHdrs  []unix.Mmsghdr
 	txIov   []unix.Iovec
 	txNames []unix.RawSockaddrInet4
@@ -114,7 +117,6 @@ type Port struct {
 	txFrame []int // frame index of each prepared slot
 	txInner []int // inner frame length of each prepared slot
 
-	ctr                                 port.Counters
 	rxHeaderErrors, txMTUDrops, txNoDst atomic.Uint64
 }
 
@@ -126,9 +128,9 @@ const rxCtlLen = 64
 // Open creates the port's sockets in the caller's network namespace (that
 // of the OS thread).
 func Open(cfg Config) (*Port, error) {
-	p := &Port{rxFd: -1, txFd: -1, wakeFd: -1}
+	p := &Port{rxFd: -1, txFd: -1}
 	if err := p.open(cfg); err != nil {
-		p.release()
+		p.Discard(p.release)
 		return nil, err
 	}
 	return p, nil
@@ -137,26 +139,27 @@ func Open(cfg Config) (*Port, error) {
 func (p *Port) open(cfg Config) error {
 	p.dstPort = cfg.Port
 	if p.dstPort == 0 {
-		p.dstPort = DefaultPort
+		p.dstPort = tunnel.DefaultPort
 	}
-	p.name = cfg.Name
-	if p.name == "" {
-		p.name = fmt.Sprintf("genev_sys_%d", p.dstPort)
+	name := cfg.Name
+	if name == "" {
+		name = fmt.Sprintf("genev_sys_%d", p.dstPort)
 	}
+	p.Init("tunnel", name, cfg.ReadTimeout)
 	if cfg.LocalIP.IsValid() {
 		if !cfg.LocalIP.Is4() {
-			return fmt.Errorf("tunnel %s: local_ip %s: only IPv4 underlays are supported", p.name, cfg.LocalIP)
+			return p.Errorf("local_ip %s: only IPv4 underlays are supported", cfg.LocalIP)
 		}
 		p.local = cfg.LocalIP.As4()
 	}
 	if cfg.RemoteIP.IsValid() {
 		if !cfg.RemoteIP.Is4() || cfg.RemoteIP.IsUnspecified() {
-			return fmt.Errorf("tunnel %s: remote_ip %s: want a unicast IPv4 address", p.name, cfg.RemoteIP)
+			return p.Errorf("remote_ip %s: want a unicast IPv4 address", cfg.RemoteIP)
 		}
 		p.remote = cfg.RemoteIP.As4()
 	}
 	if cfg.Csum && p.local == [4]byte{} {
-		return fmt.Errorf("tunnel %s: csum=true needs local_ip (the UDP checksum covers the source address)", p.name)
+		return p.Errorf("csum=true needs local_ip (the UDP checksum covers the source address)")
 	}
 	p.csum = cfg.Csum
 	p.ttl = cfg.TTL
@@ -171,15 +174,15 @@ func (p *Port) open(cfg Config) error {
 	if p.mtu == 0 {
 		p.mtu = interfaceMTU(cfg.LocalIP)
 	}
-	if p.mtu < OuterOverhead+EthHeaderLen {
-		return fmt.Errorf("tunnel %s: underlay MTU %d cannot carry an Ethernet frame", p.name, p.mtu)
+	if p.mtu < tunnel.OuterOverhead+tunnel.EthHeaderLen {
+		return p.Errorf("underlay MTU %d cannot carry an Ethernet frame", p.mtu)
 	}
 	// The largest UDP payload that fits the MTU, plus one byte so that a
 	// longer (reassembled) datagram shows up as MSG_TRUNC.
-	p.rxBufLen = p.mtu - IPv4HeaderLen - UDPHeaderLen + 1
-	om, err := NewOptionMap(cfg.TLV)
+	p.rxBufLen = p.mtu - tunnel.IPv4HeaderLen - tunnel.UDPHeaderLen + 1
+	om, err := tunnel.NewOptionMap(cfg.TLV)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: %w", p.name, err)
+		return p.Errorf("%w", err)
 	}
 	p.opts.Store(om)
 
@@ -189,24 +192,15 @@ func (p *Port) open(cfg Config) error {
 	if err := p.openTx(); err != nil {
 		return err
 	}
-	p.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("tunnel %s: eventfd: %w", p.name, err)
-	}
-	p.rxPoll = [2]unix.PollFd{
-		{Fd: int32(p.rxFd), Events: unix.POLLIN},
-		{Fd: int32(p.wakeFd), Events: unix.POLLIN},
-	}
-	p.timeout = -1
-	if cfg.ReadTimeout > 0 {
-		p.timeout = int(max(1, cfg.ReadTimeout.Milliseconds()))
+	if err := p.OpenWake(p.rxFd); err != nil {
+		return err
 	}
 
 	p.rxHdrs = make([]unix.Mmsghdr, p.batch)
 	p.rxIov = make([]unix.Iovec, p.batch)
 	p.rxNames = make([]unix.RawSockaddrInet4, p.batch)
 	p.rxCtl = make([][rxCtlLen]byte, p.batch)
-	p.rxMD = make([]Metadata, p.batch)
+	p.rxMD = make([]tunnel.Metadata, p.batch)
 	p.txHdrs = make([]unix.Mmsghdr, p.batch)
 	p.txIov = make([]unix.Iovec, p.batch)
 	p.txNames = make([]unix.RawSockaddrInet4, p.batch)
@@ -254,19 +248,19 @@ func interfaceMTU(addr netip.Addr) int {
 func (p *Port) openRx() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: UDP socket: %w", p.name, err)
+		return p.Errorf("UDP socket: %w", err)
 	}
 	p.rxFd = fd
 	// IP_PKTINFO tells the outer destination (tun_dst) when bound to any
 	// address; SO_RXQ_OVFL reports datagrams the socket queue dropped.
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
-		return fmt.Errorf("tunnel %s: IP_PKTINFO: %w", p.name, err)
+		return p.Errorf("IP_PKTINFO: %w", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
-		return fmt.Errorf("tunnel %s: SO_RXQ_OVFL: %w", p.name, err)
+		return p.Errorf("SO_RXQ_OVFL: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); err != nil {
-		return fmt.Errorf("tunnel %s: bind %s:%d: %w", p.name, netip.AddrFrom4(p.local), p.dstPort, err)
+		return p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, err)
 	}
 	return nil
 }
@@ -277,14 +271,13 @@ func (p *Port) openTx() error {
 	// address when we leave them 0.
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: raw IPv4 socket: %w", p.name, err)
+		return p.Errorf("raw IPv4 socket: %w", err)
 	}
 	p.txFd = fd
 	return nil
 }
 
 // Name returns the port name.
-func (p *Port) Name() string { return p.name }
 
 // Ifindex is 0: the vport is not a kernel interface.
 func (p *Port) Ifindex() int { return 0 }
@@ -294,7 +287,7 @@ func (p *Port) HardwareAddr() net.HardwareAddr { return nil }
 
 // MTU returns the inner L3 MTU without options: the underlay MTU minus
 // outer IPv4, UDP, Geneve and the inner Ethernet header (1450 for 1500).
-func (p *Port) MTU() int { return p.mtu - OuterOverhead - EthHeaderLen }
+func (p *Port) MTU() int { return p.mtu - tunnel.OuterOverhead - tunnel.EthHeaderLen }
 
 // UnderlayMTU returns the underlay IP MTU the port checks against.
 func (p *Port) UnderlayMTU() int { return p.mtu }
@@ -302,24 +295,24 @@ func (p *Port) UnderlayMTU() int { return p.mtu }
 // SetTLVMap recompiles the option map after the bridge's TLV map changed.
 // Frames in flight finish with the old map.
 func (p *Port) SetTLVMap(tlv *flowtable.TLVMap) error {
-	om, err := NewOptionMap(tlv)
+	om, err := tunnel.NewOptionMap(tlv)
 	if err != nil {
-		return fmt.Errorf("tunnel %s: %w", p.name, err)
+		return p.Errorf("%w", err)
 	}
 	p.opts.Store(om)
 	return nil
 }
 
 // OptionMap returns the compiled TLV map the port uses.
-func (p *Port) OptionMap() *OptionMap { return p.opts.Load() }
+func (p *Port) OptionMap() *tunnel.OptionMap { return p.opts.Load() }
 
 // FillKey writes md into k with the port's current TLV map (see FillKey).
-func (p *Port) FillKey(md *Metadata, k *flowtable.Key) error {
-	return FillKey(md, k, p.opts.Load())
+func (p *Port) FillKey(md *tunnel.Metadata, k *flowtable.Key) error {
+	return tunnel.FillKey(md, k, p.opts.Load())
 }
 
 // Metadata returns the tunnel metadata of frame i of the last ReadBatch.
-func (p *Port) Metadata(i int) *Metadata { return &p.rxMD[i] }
+func (p *Port) Metadata(i int) *tunnel.Metadata { return &p.rxMD[i] }
 
 // ReadBatch implements port.Port; the tunnel metadata of frame i is
 // Metadata(i) until the next read.
@@ -332,7 +325,7 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 // and md's Options live in b's buffers until b is read into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
-func (p *Port) ReadTunnelBatch(b *port.Batch, md []Metadata) (int, error) {
+func (p *Port) ReadTunnelBatch(b *port.Batch, md []tunnel.Metadata) (int, error) {
 	return p.readTunnel(b, md, true)
 }
 
@@ -345,11 +338,11 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 // PollFd implements port.Poller: the UDP socket.
 func (p *Port) PollFd() int { return p.rxFd }
 
-func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error) {
-	p.rxMu.Lock()
-	defer p.rxMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("tunnel %s: read: %w", p.name, port.ErrClosed)
+func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int, error) {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	if _, err := p.StartRead(b); err != nil {
+		return 0, err
 	}
 	want := min(len(b.Frames), len(md), p.batch)
 	if want == 0 {
@@ -374,39 +367,40 @@ func (p *Port) readTunnel(b *port.Batch, md []Metadata, block bool) (int, error)
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
-			return p.decapBatch(b, md, int(r)), nil
+			return p.Lend(p.decapBatch(b, md, int(r))), nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
 			if !block {
 				return 0, nil
 			}
-			ready, err := p.wait()
+			ready, err := p.WaitReady()
 			if err != nil || !ready {
 				return 0, err
 			}
 		default:
-			p.ctr.RxErrors.Add(1)
-			return 0, fmt.Errorf("tunnel %s: recvmmsg: %w", p.name, e)
+			p.Ctr.RxErrors.Add(1)
+			return 0, p.Errorf("recvmmsg: %w", e)
 		}
 	}
 }
 
 // decapBatch turns the got received datagrams into frames, dropping and
 // counting the bad ones, and returns how many frames it produced.
-func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
+func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
 	n := 0
-	var pkts, bytes, errs, lenErrs, hdrErrs uint64
+	var c port.RxCounts
+	var hdrErrs uint64
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
 		dst := p.parseControl(&h.Hdr, &p.rxCtl[i])
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
-			lenErrs++
+			c.LengthErrors++
 			continue
 		}
 		m := &md[n]
-		inner, err := Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
+		inner, err := tunnel.Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
 		if err == nil {
 			err = om.Check(m)
 		}
@@ -422,19 +416,14 @@ func (p *Port) decapBatch(b *port.Batch, md []Metadata, got int) int {
 		b.Frames[n] = inner
 		b.Meta[n] = port.Meta{}
 		n++
-		pkts++
-		bytes += uint64(len(inner))
+		c.Packets++
+		c.Bytes += uint64(len(inner))
 	}
-	errs = lenErrs + hdrErrs
-	if pkts != 0 {
-		p.ctr.RxPackets.Add(pkts)
-		p.ctr.RxBytes.Add(bytes)
-	}
-	if errs != 0 {
-		p.ctr.RxErrors.Add(errs)
-		p.ctr.RxLengthErrors.Add(lenErrs)
+	c.Errors = c.LengthErrors + hdrErrs
+	if hdrErrs != 0 {
 		p.rxHeaderErrors.Add(hdrErrs)
 	}
+	p.CountRx(&c)
 	return n
 }
 
@@ -458,9 +447,9 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			ovfl := binary.NativeEndian.Uint32(data)
 			if p.rxOvflOK {
-				p.ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
+				p.Ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
 			} else {
-				p.ctr.RxDropped.Add(uint64(ovfl))
+				p.Ctr.RxDropped.Add(uint64(ovfl))
 			}
 			p.rxOvfl, p.rxOvflOK = ovfl, true
 		}
@@ -468,19 +457,6 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 	}
 	return dst
 }
-
-// wait polls the socket and the wake eventfd; false means timeout.
-func (p *Port) wait() (bool, error) {
-	ev, err := port.PollRx(&p.rxPoll, p.timeout, &p.closed)
-	if err != nil {
-		return false, fmt.Errorf("tunnel %s: %w", p.name, err)
-	}
-	return ev != 0, nil
-}
-
-// Release implements port.Port; received frames live in the batch's own
-// buffers.
-func (p *Port) Release() {}
 
 // WriteBatch implements port.Port: it sends every frame with VNI 0 and no
 // options to the fixed remote_ip (with remote_ip=flow every frame is dropped
@@ -498,13 +474,13 @@ var zeroKey flowtable.Key
 // have no destination are skipped and counted in TxDropped; they still count
 // as handled in n, so n < len(frames) means a real error that err describes.
 func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) {
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if p.closed.Load() {
-		return 0, fmt.Errorf("tunnel %s: write: %w", p.name, port.ErrClosed)
+	p.TxMu.Lock()
+	defer p.TxMu.Unlock()
+	if ok, n, err := p.StartWrite(len(frames)); !ok {
+		return n, err
 	}
 	if keys != nil && len(keys) != len(frames) {
-		return 0, fmt.Errorf("tunnel %s: write: %d frames but %d keys", p.name, len(frames), len(keys))
+		return 0, p.Errorf("write: %d frames but %d keys", len(frames), len(keys))
 	}
 	om := p.opts.Load()
 	i := 0
@@ -530,38 +506,38 @@ func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) 
 
 // prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
 // send slot s; false means the frame was dropped (and counted).
-func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) bool {
+func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap) bool {
 	dst := p.remote
 	if dst == [4]byte{} {
 		binary.BigEndian.PutUint32(dst[:], k.TunDst())
 		if dst == [4]byte{} {
 			p.txNoDst.Add(1)
-			p.ctr.TxDropped.Add(1)
+			p.Ctr.TxDropped.Add(1)
 			return false
 		}
 	}
 	optLen, err := om.OptionsLen(k)
-	if err != nil || len(frame) < EthHeaderLen {
-		p.ctr.TxDropped.Add(1)
+	if err != nil || len(frame) < tunnel.EthHeaderLen {
+		p.Ctr.TxDropped.Add(1)
 		return false
 	}
-	total := OuterOverhead + optLen + len(frame)
+	total := tunnel.OuterOverhead + optLen + len(frame)
 	if total > p.mtu {
 		p.txMTUDrops.Add(1)
-		p.ctr.TxDropped.Add(1)
+		p.Ctr.TxDropped.Add(1)
 		return false
 	}
 	buf := p.txBufs[s]
-	pkt, sport, err := Encap(buf[IPv4HeaderLen+UDPHeaderLen:IPv4HeaderLen+UDPHeaderLen], frame, k, om)
+	pkt, sport, err := tunnel.Encap(buf[tunnel.IPv4HeaderLen+tunnel.UDPHeaderLen:tunnel.IPv4HeaderLen+tunnel.UDPHeaderLen], frame, k, om)
 	if err != nil {
-		p.ctr.TxDropped.Add(1)
+		p.Ctr.TxDropped.Add(1)
 		return false
 	}
-	udpLen := UDPHeaderLen + len(pkt)
-	ip := buf[:IPv4HeaderLen]
+	udpLen := tunnel.UDPHeaderLen + len(pkt)
+	ip := buf[:tunnel.IPv4HeaderLen]
 	ip[0] = 0x45 // version 4, 5 words
 	ip[1] = 0    // TOS
-	binary.BigEndian.PutUint16(ip[2:], uint16(IPv4HeaderLen+udpLen))
+	binary.BigEndian.PutUint16(ip[2:], uint16(tunnel.IPv4HeaderLen+udpLen))
 	binary.BigEndian.PutUint16(ip[4:], 0)      // ID: the kernel picks one
 	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF, as OVS's default df_default=true
 	ip[8] = p.ttl
@@ -569,7 +545,7 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 	binary.BigEndian.PutUint16(ip[10:], 0) // the kernel computes it
 	copy(ip[12:16], p.local[:])            // 0: the kernel picks the route's source
 	copy(ip[16:20], dst[:])
-	udp := buf[IPv4HeaderLen : IPv4HeaderLen+udpLen]
+	udp := buf[tunnel.IPv4HeaderLen : tunnel.IPv4HeaderLen+udpLen]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], p.dstPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
@@ -577,7 +553,7 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *OptionMap) boo
 	if p.csum {
 		binary.BigEndian.PutUint16(udp[6:], udpChecksum(p.local, dst, udp))
 	}
-	p.txIov[s].SetLen(IPv4HeaderLen + udpLen)
+	p.txIov[s].SetLen(tunnel.IPv4HeaderLen + udpLen)
 	p.txNames[s].Addr = dst
 	p.txInner[s] = len(frame)
 	return true
@@ -594,17 +570,17 @@ func (p *Port) send(slots int) (int, error) {
 		switch e {
 		case 0:
 			for j := done; j < done+int(r); j++ {
-				p.ctr.TxPackets.Add(1)
-				p.ctr.TxBytes.Add(uint64(p.txInner[j]))
+				p.Ctr.TxPackets.Add(1)
+				p.Ctr.TxBytes.Add(uint64(p.txInner[j]))
 			}
 			done += int(r)
 		case unix.EINTR:
 		case unix.ENOBUFS, unix.EAGAIN, unix.ENETUNREACH, unix.EHOSTUNREACH, unix.EMSGSIZE, unix.EPERM, unix.EINVAL:
-			p.ctr.TxDropped.Add(1)
+			p.Ctr.TxDropped.Add(1)
 			done++
 		default:
-			p.ctr.TxErrors.Add(uint64(slots - done))
-			return p.txFrame[done], fmt.Errorf("tunnel %s: sendmmsg to %s: %w", p.name, netip.AddrFrom4(p.txNames[done].Addr), e)
+			p.Ctr.TxErrors.Add(uint64(slots - done))
+			return p.txFrame[done], p.Errorf("sendmmsg to %s: %w", netip.AddrFrom4(p.txNames[done].Addr), e)
 		}
 	}
 	return 0, nil
@@ -651,38 +627,16 @@ func (p *Port) Stats() port.Stats { return p.TunnelStats().Stats }
 // TunnelStats returns the port counters with the tunnel drop reasons.
 func (p *Port) TunnelStats() Stats {
 	return Stats{
-		Stats:          p.ctr.Snapshot(),
+		Stats:          p.Ctr.Snapshot(),
 		RxHeaderErrors: p.rxHeaderErrors.Load(),
 		TxMTUDrops:     p.txMTUDrops.Load(),
 		TxNoDst:        p.txNoDst.Load(),
 	}
 }
 
-// Close implements port.Port.
-func (p *Port) Close() error {
-	if p.closed.Swap(true) {
-		return nil
-	}
-	if err := port.SignalEventfd(p.wakeFd); err != nil {
-		return fmt.Errorf("tunnel %s: wake reader: %w", p.name, err)
-	}
-	p.rxMu.Lock()
-	p.txMu.Lock()
-	err := p.release()
-	p.txMu.Unlock()
-	p.rxMu.Unlock()
-	return err
-}
+// Close implements port.Port (port.Base.Close).
+func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	var errs []error
-	for _, fd := range []*int{&p.rxFd, &p.txFd, &p.wakeFd} {
-		if *fd >= 0 {
-			if err := unix.Close(*fd); err != nil {
-				errs = append(errs, fmt.Errorf("tunnel %s: close: %w", p.name, err))
-			}
-			*fd = -1
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(p.CloseFd(&p.rxFd, "UDP socket"), p.CloseFd(&p.txFd, "raw socket"))
 }

@@ -1,4 +1,4 @@
-package tunnel
+package geneve
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/datapath/port/porttest"
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
+	"github.com/govs-project/govs/tunnel/tunneltest"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,27 +69,14 @@ func openIn(t *testing.T, ns *netnstest.NS, cfg Config) *Port {
 	return p
 }
 
-func antreaTLVMap(t testing.TB) *flowtable.TLVMap {
-	t.Helper()
-	tlv := flowtable.NewTLVMap()
-	ms, err := flowtable.ParseTLVMappings(antreaTLV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tlv.Add(ms...); err != nil {
-		t.Fatal(err)
-	}
-	return tlv
-}
-
 // readFrames reads until want frames arrived (copies) or the deadline
 // passes.
-func readFrames(t *testing.T, p *Port, want int, deadline time.Duration) ([][]byte, []Metadata) {
+func readFrames(t *testing.T, p *Port, want int, deadline time.Duration) ([][]byte, []tunnel.Metadata) {
 	t.Helper()
 	b := port.NewBatch(8)
-	md := make([]Metadata, 8)
+	md := make([]tunnel.Metadata, 8)
 	var frames [][]byte
-	var mds []Metadata
+	var mds []tunnel.Metadata
 	end := time.Now().Add(deadline)
 	for len(frames) < want && time.Now().Before(end) {
 		n, err := p.ReadTunnelBatch(b, md)
@@ -106,7 +95,7 @@ func readFrames(t *testing.T, p *Port, want int, deadline time.Duration) ([][]by
 }
 
 // readOne reads exactly one frame.
-func readOne(t *testing.T, p *Port, deadline time.Duration) ([]byte, Metadata) {
+func readOne(t *testing.T, p *Port, deadline time.Duration) ([]byte, tunnel.Metadata) {
 	t.Helper()
 	f, md := readFrames(t, p, 1, deadline)
 	return f[0], md[0]
@@ -208,22 +197,22 @@ func (w *signalWriter) Write(b []byte) (int, error) {
 // flow key, and tshark on the underlay decodes Geneve, VNI 0, TEB.
 func TestGeneveBetweenNodes(t *testing.T) {
 	u := newUnderlay(t, 1500)
-	tlv := antreaTLVMap(t)
+	tlv := tunneltest.TLVMap(t, tunneltest.AntreaTLV)
 	p1 := openIn(t, u.ns1, Config{Name: "antrea-tun0", LocalIP: worker1IP, TLV: tlv, ReadTimeout: 50 * time.Millisecond})
 	p2 := openIn(t, u.ns2, Config{Name: "antrea-tun0", LocalIP: worker2IP, TLV: tlv, ReadTimeout: 50 * time.Millisecond})
 	if p1.MTU() != 1450 || p1.UnderlayMTU() != 1500 {
 		t.Errorf("MTU %d underlay %d, want 1450 and 1500 (from the veth)", p1.MTU(), p1.UnderlayMTU())
 	}
 
-	inner := seedFrame(t)
+	inner := tunneltest.SeedFrame(t)
 	var k flowtable.Key
 	// Table 70: load:0xa4f01ca->NXM_NX_TUN_IPV4_DST[]
 	flowtable.FieldTunDst.SetUint64(&k, 0x0a4f01ca)
 	mark := []byte{0x10, 0, 0, 0} // tun_metadata0[28..31] = 1
-	copy(tunMetadata(t, antreaTLV, 0, &k), mark)
+	copy(tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &k), mark)
 
 	var got []byte
-	var md Metadata
+	var md tunnel.Metadata
 	dump, sends := tshark(t, u.ns2, u.veth.Peer, "udp port 6081", func() {
 		n, err := p1.WriteTunnel([][]byte{inner}, []*flowtable.Key{&k})
 		if err != nil || n != 1 {
@@ -234,19 +223,19 @@ func TestGeneveBetweenNodes(t *testing.T) {
 	if !bytes.Equal(got, inner) {
 		t.Errorf("inner frame\n got % x\nwant % x", got, inner)
 	}
-	if md.Src != 0x0a4f01c9 || md.Dst != 0x0a4f01ca || md.DstPort != 6081 || md.SrcPort < SourcePortMin || md.SrcPort >= SourcePortMax {
+	if md.Src != 0x0a4f01c9 || md.Dst != 0x0a4f01ca || md.DstPort != 6081 || md.SrcPort < tunnel.SourcePortMin || md.SrcPort >= tunnel.SourcePortMax {
 		t.Errorf("metadata %+v", md)
 	}
-	if md.SrcPort != SourcePort(inner) {
-		t.Errorf("UDP source port %d, want the flow hash port %d", md.SrcPort, SourcePort(inner))
+	if md.SrcPort != tunnel.SourcePort(inner) {
+		t.Errorf("UDP source port %d, want the flow hash port %d", md.SrcPort, tunnel.SourcePort(inner))
 	}
 	// Worker 2's table 0 then does move:NXM_NX_TUN_METADATA0[28..31]->NXM_NX_REG9[28..31].
 	var k2 flowtable.Key
 	if err := p2.FillKey(&md, &k2); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(tunMetadata(t, antreaTLV, 0, &k2), mark) || k2.TunSrc() != 0x0a4f01c9 || k2.TunDst() != 0x0a4f01ca || k2.TunID() != 0 {
-		t.Errorf("key: tun_metadata0 % x tun_src %#x tun_dst %#x tun_id %d", tunMetadata(t, antreaTLV, 0, &k2), k2.TunSrc(), k2.TunDst(), k2.TunID())
+	if !bytes.Equal(tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &k2), mark) || k2.TunSrc() != 0x0a4f01c9 || k2.TunDst() != 0x0a4f01ca || k2.TunID() != 0 {
+		t.Errorf("key: tun_metadata0 % x tun_src %#x tun_dst %#x tun_id %d", tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &k2), k2.TunSrc(), k2.TunDst(), k2.TunID())
 	}
 
 	for _, want := range []string{
@@ -289,7 +278,7 @@ func TestGeneveChecksum(t *testing.T) {
 	u := newUnderlay(t, 1500)
 	p1 := openIn(t, u.ns1, Config{LocalIP: worker1IP, RemoteIP: worker2IP, Csum: true})
 	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
-	inner := seedFrame(t)
+	inner := tunneltest.SeedFrame(t)
 	dump, _ := tshark(t, u.ns2, u.veth.Peer, "udp port 6081", func() {
 		// WriteBatch: the fixed remote_ip, VNI 0, no options.
 		if n, err := p1.WriteBatch([][]byte{inner}); err != nil || n != 1 {
@@ -310,7 +299,7 @@ func TestGeneveChecksum(t *testing.T) {
 // critical options on receive.
 func TestTunnelDrops(t *testing.T) {
 	u := newUnderlay(t, 1400)
-	tlv := antreaTLVMap(t)
+	tlv := tunneltest.TLVMap(t, tunneltest.AntreaTLV)
 	p1 := openIn(t, u.ns1, Config{LocalIP: worker1IP, TLV: tlv, ReadTimeout: 50 * time.Millisecond})
 	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, TLV: tlv, ReadTimeout: 50 * time.Millisecond})
 	if p1.UnderlayMTU() != 1400 {
@@ -321,13 +310,13 @@ func TestTunnelDrops(t *testing.T) {
 	flowtable.FieldTunDst.SetUint64(&k, 0x0a4f01ca)
 	var withOpt flowtable.Key
 	withOpt = k
-	copy(tunMetadata(t, antreaTLV, 0, &withOpt), []byte{0x10, 0, 0, 0})
+	copy(tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &withOpt), []byte{0x10, 0, 0, 0})
 	var noDst flowtable.Key
 
 	// 1400 - 36 = 1364 bytes of inner frame fit without options; with the
 	// 8-byte Antrea option 1356.
 	frame := func(n int) []byte {
-		f := append(seedFrame(t), make([]byte, n)...)
+		f := append(tunneltest.SeedFrame(t), make([]byte, n)...)
 		return f[:n]
 	}
 	frames := [][]byte{frame(1364), frame(1365), frame(1356), frame(1357), frame(100), frame(13)}
@@ -347,7 +336,7 @@ func TestTunnelDrops(t *testing.T) {
 	}
 
 	// Broken datagrams sent to worker 2's Geneve port from a plain socket.
-	inner := seedFrame(t)
+	inner := tunneltest.SeedFrame(t)
 	bad := [][]byte{
 		{0, 0, 0x65}, // truncated header
 		append([]byte{0x40, 0, 0x65, 0x58, 0, 0, 0, 0}, inner...),                                                   // version 1
@@ -364,8 +353,8 @@ func TestTunnelDrops(t *testing.T) {
 		t.Errorf("good datagram: inner differs")
 	}
 	var k2 flowtable.Key
-	if err := p2.FillKey(&md, &k2); err != nil || tunMetadata(t, antreaTLV, 0, &k2)[0] != 0x20 {
-		t.Errorf("good datagram: %v, tun_metadata0 % x", err, tunMetadata(t, antreaTLV, 0, &k2))
+	if err := p2.FillKey(&md, &k2); err != nil || tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &k2)[0] != 0x20 {
+		t.Errorf("good datagram: %v, tun_metadata0 % x", err, tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &k2))
 	}
 	s2 := p2.TunnelStats()
 	if s2.RxHeaderErrors != uint64(len(bad)) || s2.RxErrors != uint64(len(bad)) {
@@ -419,7 +408,7 @@ func TestCloseWakesReader(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	porttest.CloseWakesReader(t, p, seedFrame(t))
+	porttest.CloseWakesReader(t, p, tunneltest.SeedFrame(t))
 }
 
 func TestOpenErrors(t *testing.T) {
