@@ -207,14 +207,14 @@ func NewVeth(t T, hostNS, peerNS *NS, opts VethOptions) *Veth {
 // Recreate deletes the pair and creates it again with the same names and
 // opts: what a port bound to one end sees when an interface is deleted
 // and made again under it.
-func (v *Veth) Recreate(t testing.TB, opts VethOptions) {
+func (v *Veth) Recreate(t T, opts VethOptions) {
 	t.Helper()
 	v.HostNS.MustExec(t, "ip", "link", "del", v.Host)
 	v.create(t, opts)
 }
 
 // create makes the pair, applies opts and brings both ends up.
-func (v *Veth) create(t testing.TB, opts VethOptions) {
+func (v *Veth) create(t T, opts VethOptions) {
 	t.Helper()
 	hostNS, peerNS := v.HostNS, v.PeerNS
 	args := []string{"ip", "link", "add", v.Host}
