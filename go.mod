@@ -11,4 +11,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	github.com/ovn-org/libovsdb v0.7.0 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+)
