@@ -31,7 +31,7 @@ func main() {
 	pmdCPU := flag.Int("pmd-cpu", -1, "pin the PMD threads to `CPU` (implies --pmd); -1 leaves them unpinned")
 	nice := flag.Int("nice", vswitchd.DefaultNiceness, "run every thread at niceness `N` (-20 to 19), like ovs-ctl's --ovs-vswitchd-priority (default -10 there too), so the datapath keeps up with busy pods; 0 is the default scheduling")
 	flag.Parse()
-	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU, nice: *nice}
+	opts := options{tso: *tso, pmd: *pmd || *pmdCPU >= 0, pmdCPU: *pmdCPU, nice: *nice, database: flag.Arg(0)}
 	if err := run(*rundir, *config, *level, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "govs-vswitchd: %v\n", err)
 		os.Exit(1)
@@ -44,6 +44,9 @@ type options struct {
 	pmd    bool
 	pmdCPU int
 	nice   int
+	// database is ovs-vswitchd's positional DATABASE (unix:PATH,
+	// tcp:IP:PORT): the configuration comes from there.
+	database string
 }
 
 func run(rundir, config, level string, o options) error {
@@ -97,5 +100,13 @@ func run(rundir, config, level string, o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log.Info("govs-vswitchd started", zap.String("rundir", rundir))
+	if o.database != "" {
+		go func() {
+			if err := d.ServeDatabase(ctx, o.database); err != nil {
+				log.Error("database", zap.Error(err))
+				stop()
+			}
+		}()
+	}
 	return d.ServeCtl(ctx)
 }

@@ -115,6 +115,12 @@ func (p *PortConfig) Validate() error {
 	default:
 		return fmt.Errorf("port %s: type %q: govs supports system, afxdp, internal and geneve", p.Name, p.Type)
 	}
+	return p.check()
+}
+
+// check checks the port's values but its name and type (the OVSDB path
+// takes any name and type and reports what cannot be opened).
+func (p *PortConfig) check() error {
 	if p.OFPortRequest >= 0xff00 {
 		return fmt.Errorf("port %s: ofport_request %d out of range 1..65279", p.Name, p.OFPortRequest)
 	}

@@ -1,0 +1,595 @@
+package vswitchd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cenkalti/rpc2"
+	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/datapath"
+)
+
+// The OVSDB session, as ovs-vswitchd runs it against ovsdb-server
+// (OVSDB-APPCTL.md section 2): take the "ovs_vswitchd" lock, monitor the
+// columns it reads, turn the database into the desired State on every
+// change, reconcile, and write back only the columns ovs-vswitchd owns
+// (Interface.ofport, error, state and statistics, Bridge.datapath_id,
+// Open_vSwitch.cur_cfg, ...), every transaction asserting the lock.
+
+// vswitchdLock is the OVSDB lock ovs-vswitchd holds while it writes.
+const vswitchdLock = "ovs_vswitchd"
+
+// statsInterval is how often Interface.statistics and the link state are
+// written back (OVS: every 5 s).
+const statsInterval = 5 * time.Second
+
+// Reconnection backoff after the database is lost (OVS: 1 s doubling to 8 s).
+const (
+	minReconnect = time.Second
+	maxReconnect = 8 * time.Second
+)
+
+// govsDatapathTypes and govsIfaceTypes are written to Open_vSwitch
+// datapath_types and iface_types: what govs accepts in Bridge.datapath_type
+// and Interface.type.
+var (
+	govsDatapathTypes = []string{"netdev", "system"}
+	govsIfaceTypes    = []string{"afxdp", "geneve", "internal", "system"}
+)
+
+// ServeDatabase makes the OVSDB server at remote ("unix:PATH" or
+// "tcp:IP:PORT") the source of the daemon's configuration and runs the
+// session until ctx is done. Losing the database leaves the bridges
+// forwarding as they are; the session reconnects and picks up where the
+// database is then.
+func (d *Daemon) ServeDatabase(ctx context.Context, remote string) error {
+	if !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") {
+		return fmt.Errorf("database %q: want unix:PATH or tcp:IP:PORT", remote)
+	}
+	d.reconfMu.Lock()
+	d.dbMode = true
+	d.reconfMu.Unlock()
+	wait := minReconnect
+	for {
+		start := time.Now()
+		err := d.dbSession(ctx, remote)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) > maxReconnect {
+			wait = minReconnect
+		}
+		d.Log.Warn("database connection lost, reconnecting", zap.String("remote", remote), zap.Error(err), zap.Duration("in", wait))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxReconnect)
+	}
+}
+
+// dbSession is one connection to the database.
+type dbSession struct {
+	d       *Daemon
+	c       client.Client
+	log     *zap.Logger
+	changed chan struct{}
+	applied *State // the desired state last reconciled, nil before the first
+	status  map[string]PortStatus
+}
+
+func (d *Daemon) dbSession(ctx context.Context, remote string) error {
+	dbModel, err := vswitchModel()
+	if err != nil {
+		return err
+	}
+	discard := logr.Discard()
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(remote), client.WithLogger(&discard))
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.Connect(cctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer c.Close()
+	s := &dbSession{d: d, c: c, log: d.Log.With(zap.String("remote", remote)), changed: make(chan struct{}, 1)}
+	if err := s.lock(cctx); err != nil {
+		return err
+	}
+	kick := func() {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, model.Model) { kick() },
+		UpdateFunc: func(string, model.Model, model.Model) { kick() },
+		DeleteFunc: func(string, model.Model) { kick() },
+	})
+	mon := c.NewMonitor(
+		client.WithTable(&ovsRow{}, columnPointers(&ovsRow{})...),
+		client.WithTable(&bridgeRow{}, columnPointers(&bridgeRow{})...),
+		client.WithTable(&portRow{}, columnPointers(&portRow{})...),
+		client.WithTable(&ifaceRow{}, columnPointers(&ifaceRow{})...),
+		client.WithTable(&controllerRow{}, columnPointers(&controllerRow{})...),
+	)
+	if _, err := c.Monitor(cctx, mon); err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	s.log.Info("connected to the database")
+	if err := s.writeTypes(ctx); err != nil {
+		return err
+	}
+	kick()
+	stats := time.NewTicker(statsInterval)
+	defer stats.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.DisconnectNotify():
+			return errors.New("disconnected")
+		case <-s.changed:
+			if err := s.reconfigure(ctx); err != nil {
+				s.log.Warn("reconfiguration write-back failed", zap.Error(err))
+			}
+		case <-stats.C:
+			if err := s.writeBack(ctx, nil, true); err != nil {
+				s.log.Warn("statistics write-back failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// lock asks for the ovs_vswitchd lock on the session's connection, as
+// ovs-vswitchd does before it monitors. libovsdb v0.7.0 has no call for
+// the OVSDB "lock" method (RFC 7047 4.1.8), so it is sent on the client's
+// JSON-RPC connection directly. When another holder has it the server
+// grants it later; until then every write fails its lock assertion and
+// is retried with the next change.
+func (s *dbSession) lock(ctx context.Context) error {
+	rc := rpcClientOf(s.c)
+	if rc == nil {
+		return errors.New("lock: no JSON-RPC connection")
+	}
+	var reply struct {
+		Locked bool `json:"locked"`
+	}
+	if err := rc.CallWithContext(ctx, "lock", []any{vswitchdLock}, &reply); err != nil {
+		return fmt.Errorf("lock %s: %w", vswitchdLock, err)
+	}
+	if !reply.Locked {
+		s.log.Warn("another process holds the database lock; waiting for it", zap.String("lock", vswitchdLock))
+	}
+	return nil
+}
+
+// rpcClientOf returns the JSON-RPC connection inside a libovsdb client
+// (its unexported rpcClient field; the go.mod pins the version).
+func rpcClientOf(c client.Client) *rpc2.Client {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("rpcClient")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*rpc2.Client]() {
+		return nil
+	}
+	return *(**rpc2.Client)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// snapshot is the database as the cache holds it.
+type snapshot struct {
+	ovs         *ovsRow
+	bridges     map[string]*bridgeRow
+	ports       map[string]*portRow
+	ifaces      map[string]*ifaceRow
+	controllers map[string]*controllerRow
+}
+
+func (s *dbSession) snapshot() snapshot {
+	tc := s.c.Cache()
+	sn := snapshot{bridges: map[string]*bridgeRow{}, ports: map[string]*portRow{},
+		ifaces: map[string]*ifaceRow{}, controllers: map[string]*controllerRow{}}
+	for _, m := range tc.Table("Open_vSwitch").RowsShallow() {
+		sn.ovs = m.(*ovsRow)
+	}
+	for id, m := range tc.Table("Bridge").RowsShallow() {
+		sn.bridges[id] = m.(*bridgeRow)
+	}
+	for id, m := range tc.Table("Port").RowsShallow() {
+		sn.ports[id] = m.(*portRow)
+	}
+	for id, m := range tc.Table("Interface").RowsShallow() {
+		sn.ifaces[id] = m.(*ifaceRow)
+	}
+	for id, m := range tc.Table("Controller").RowsShallow() {
+		sn.controllers[id] = m.(*controllerRow)
+	}
+	return sn
+}
+
+// reconfigure turns the database into the desired state, reconciles when
+// it changed, and writes back the result and cur_cfg.
+func (s *dbSession) reconfigure(ctx context.Context) error {
+	sn := s.snapshot()
+	if sn.ovs == nil {
+		return nil // an empty database: nothing configured yet
+	}
+	want, invalid := s.desiredState(sn)
+	if s.applied == nil || !reflect.DeepEqual(*s.applied, want) {
+		s.d.applyOtherConfig(sn.ovs.OtherConfig)
+		res := s.d.Reconcile(want)
+		for name, err := range invalid {
+			res.Ports[name] = PortStatus{OFPort: -1, Err: err}
+		}
+		s.applied, s.status = &want, res.Ports
+	}
+	return s.writeBack(ctx, &sn, false)
+}
+
+// desiredState reads the bridges, ports and switch options from the
+// database. Ports whose rows govs cannot take as they are come back in
+// invalid, with the error for Interface.error.
+func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
+	invalid := map[string]error{}
+	st := State{FlowRestoreWait: sn.ovs.OtherConfig["flow-restore-wait"] == "true"}
+	for _, bid := range sn.ovs.Bridges {
+		br := sn.bridges[bid]
+		if br == nil {
+			continue
+		}
+		switch br.DatapathType {
+		case "", "netdev", "system":
+		default:
+			s.log.Warn("bridge has a datapath type govs does not have; not created", zap.String("bridge", br.Name), zap.String("datapath_type", br.DatapathType))
+			continue
+		}
+		bc := BridgeConfig{Name: br.Name, FailMode: "standalone", Protocols: slices.Sorted(slices.Values(br.Protocols))}
+		if br.FailMode != nil {
+			bc.FailMode = *br.FailMode
+		}
+		bc.DatapathID = bridgeDatapathID(br.OtherConfig)
+		for _, cid := range br.Controller {
+			if c := sn.controllers[cid]; c != nil {
+				if strings.HasPrefix(c.Target, "p") {
+					bc.Listeners = append(bc.Listeners, c.Target)
+				} else {
+					bc.Controllers = append(bc.Controllers, c.Target)
+				}
+			}
+		}
+		slices.Sort(bc.Listeners)
+		slices.Sort(bc.Controllers)
+		for _, pid := range br.Ports {
+			pr := sn.ports[pid]
+			if pr == nil {
+				continue
+			}
+			for _, iid := range pr.Interfaces {
+				ir := sn.ifaces[iid]
+				if ir == nil {
+					continue
+				}
+				if len(pr.Interfaces) != 1 {
+					invalid[ir.Name] = fmt.Errorf("port %s has %d interfaces: govs has no bonds", pr.Name, len(pr.Interfaces))
+					continue
+				}
+				pc, err := portFromRows(pr, ir)
+				if err != nil {
+					invalid[ir.Name] = err
+					continue
+				}
+				if pc.Name == bc.Name && pc.MAC == "" {
+					pc.MAC = br.OtherConfig["hwaddr"]
+				}
+				bc.Ports = append(bc.Ports, pc)
+			}
+		}
+		slices.SortFunc(bc.Ports, func(a, b PortConfig) int { return strings.Compare(a.Name, b.Name) })
+		st.Bridges = append(st.Bridges, bc)
+	}
+	slices.SortFunc(st.Bridges, func(a, b BridgeConfig) int { return strings.Compare(a.Name, b.Name) })
+	return st, invalid
+}
+
+// bridgeDatapathID is other_config:datapath-id, or one made from
+// other_config:hwaddr as OVS does, or "" (govs derives one from the name,
+// so that a restart keeps it).
+func bridgeDatapathID(oc map[string]string) string {
+	if v := oc["datapath-id"]; v != "" {
+		if _, err := ParseDatapathID(v); err == nil && len(strings.TrimPrefix(v, "0x")) == 16 {
+			return strings.TrimPrefix(v, "0x")
+		}
+	}
+	if mac, err := net.ParseMAC(oc["hwaddr"]); err == nil && len(mac) == 6 {
+		return fmt.Sprintf("0000%x", []byte(mac))
+	}
+	return ""
+}
+
+// portFromRows makes the wanted port of a Port row and its Interface.
+func portFromRows(pr *portRow, ir *ifaceRow) (PortConfig, error) {
+	pc := PortConfig{Name: ir.Name, Type: ir.Type, Options: maps.Clone(ir.Options)}
+	if ir.OFPortRequest != nil {
+		pc.OFPortRequest = uint32(*ir.OFPortRequest)
+	}
+	if ir.MAC != nil {
+		pc.MAC = *ir.MAC
+	}
+	if ir.MTURequest != nil {
+		pc.MTURequest = *ir.MTURequest
+	}
+	if ir.OFPort != nil && *ir.OFPort > 0 && *ir.OFPort < 0xff00 {
+		pc.PrevOFPort = uint32(*ir.OFPort)
+	}
+	if pr.Tag != nil {
+		pc.Tag = uint16(*pr.Tag)
+	}
+	for _, t := range pr.Trunks {
+		pc.Trunks = append(pc.Trunks, uint16(t))
+	}
+	slices.Sort(pc.Trunks)
+	if pr.VLANMode != nil {
+		pc.VLANMode = *pr.VLANMode
+	}
+	if err := pc.check(); err != nil {
+		return pc, wordedError{fmt.Errorf("could not configure network device %s (%w)", ir.Name, err)}
+	}
+	return pc, nil
+}
+
+// applyOtherConfig maps the Open_vSwitch other_config keys govs has
+// options for; the others are ignored, as OVS ignores keys it does not
+// know. Both apply to ports and bridges created from then on.
+func (d *Daemon) applyOtherConfig(oc map[string]string) {
+	d.UserspaceTSO = oc["userspace-tso-enable"] == "true"
+	if mask, ok := oc["pmd-cpu-mask"]; ok {
+		m, err := strconv.ParseUint(strings.TrimPrefix(mask, "0x"), 16, 64)
+		if err != nil || m == 0 {
+			d.Log.Warn("other_config:pmd-cpu-mask is not a hexadecimal CPU mask; ignored", zap.String("pmd-cpu-mask", mask))
+			return
+		}
+		// One poll-mode thread per bridge, on the mask's first CPU.
+		d.PMD = datapath.PMDConfig{Enabled: true, CPU: bits.TrailingZeros64(m)}
+	}
+}
+
+// writeTypes writes what ovs-vswitchd writes once connected: the datapath
+// and interface types it has, and that it has no DPDK.
+func (s *dbSession) writeTypes(ctx context.Context) error {
+	sn := s.snapshot()
+	if sn.ovs == nil {
+		return nil
+	}
+	row := ovsdb.Row{}
+	if !slices.Equal(slices.Sorted(slices.Values(sn.ovs.DatapathTypes)), govsDatapathTypes) {
+		row["datapath_types"] = stringSet(govsDatapathTypes)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(sn.ovs.IfaceTypes)), govsIfaceTypes) {
+		row["iface_types"] = stringSet(govsIfaceTypes)
+	}
+	if sn.ovs.DpdkVersion == nil || *sn.ovs.DpdkVersion != "none" {
+		row["dpdk_version"] = "none"
+	}
+	if len(row) == 0 {
+		return nil
+	}
+	return s.transact(ctx, []ovsdb.Operation{update("Open_vSwitch", sn.ovs.UUID, row)})
+}
+
+// writeBack writes the state of every wanted interface and bridge where
+// it differs from the database, and cur_cfg when a reconfiguration
+// (sn != nil) caught up with next_cfg. withStats also writes the
+// statistics of every open interface.
+func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool) error {
+	if sn == nil {
+		cur := s.snapshot()
+		sn = &cur
+	}
+	if sn.ovs == nil {
+		return nil
+	}
+	var ops []ovsdb.Operation
+	infos := s.d.portInfos()
+	for id, ir := range sn.ifaces {
+		st, ok := s.status[ir.Name]
+		if !ok {
+			continue // not on a bridge (yet)
+		}
+		row := ifaceWriteBack(ir, st, infos[ir.Name], withStats)
+		if len(row) > 0 {
+			ops = append(ops, update("Interface", id, row))
+		}
+	}
+	for id, br := range sn.bridges {
+		dp, ok := s.d.Bridge(br.Name)
+		if !ok {
+			continue
+		}
+		row := ovsdb.Row{}
+		if dpid := fmt.Sprintf("%016x", dp.DatapathID()); br.DatapathID == nil || *br.DatapathID != dpid {
+			row["datapath_id"] = dpid
+		}
+		if br.DatapathVersion != "<built-in>" {
+			row["datapath_version"] = "<built-in>"
+		}
+		if len(row) > 0 {
+			ops = append(ops, update("Bridge", id, row))
+		}
+	}
+	if !withStats && sn.ovs.CurCfg != sn.ovs.NextCfg {
+		ops = append(ops, update("Open_vSwitch", sn.ovs.UUID, ovsdb.Row{"cur_cfg": sn.ovs.NextCfg}))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return s.transact(ctx, ops)
+}
+
+// transact runs ops with the lock asserted, as every ovs-vswitchd write.
+func (s *dbSession) transact(ctx context.Context, ops []ovsdb.Operation) error {
+	lock := vswitchdLock
+	ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationAssert, Lock: &lock})
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := s.c.Transact(tctx, ops...)
+	if err != nil {
+		return fmt.Errorf("transact: %w", err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return fmt.Errorf("transact: %w", err)
+	}
+	return nil
+}
+
+// update is an "update" operation of one row by UUID.
+func update(table, uuid string, row ovsdb.Row) ovsdb.Operation {
+	return ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: table, Row: row,
+		Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}}}}
+}
+
+func stringSet(v []string) ovsdb.OvsSet {
+	s := ovsdb.OvsSet{GoSet: []any{}}
+	for _, x := range v {
+		s.GoSet = append(s.GoSet, x)
+	}
+	return s
+}
+
+// emptySet clears an optional column.
+func emptySet() ovsdb.OvsSet { return ovsdb.OvsSet{GoSet: []any{}} }
+
+// portInfos returns every running port's datapath view, by name.
+func (d *Daemon) portInfos() map[string]datapath.PortInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]datapath.PortInfo{}
+	for _, b := range d.bridges {
+		for _, pi := range b.dp.Ports() {
+			out[pi.Name] = pi
+		}
+	}
+	return out
+}
+
+// ifaceWriteBack is the Interface columns that differ from what
+// ovs-vswitchd would write for the port's status (OVSDB-APPCTL.md 2.3).
+func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, withStats bool) ovsdb.Row {
+	row := ovsdb.Row{}
+	setInt := func(col string, have *int, want int) {
+		if have == nil || *have != want {
+			row[col] = want
+		}
+	}
+	setStr := func(col string, have *string, want string) {
+		if have == nil || *have != want {
+			row[col] = want
+		}
+	}
+	clear := func(col string, have bool) {
+		if have {
+			row[col] = emptySet()
+		}
+	}
+	if st.Err != nil || pi.Name == "" {
+		// Not open: ofport -1, the error, and no state.
+		setInt("ofport", ir.OFPort, -1)
+		if st.Err != nil {
+			setStr("error", ir.Error, st.ErrorText(ir.Name))
+		}
+		clear("mac_in_use", ir.MACInUse != nil)
+		clear("mtu", ir.MTU != nil)
+		clear("ifindex", ir.Ifindex != nil)
+		clear("admin_state", ir.AdminState != nil)
+		clear("link_state", ir.LinkState != nil)
+		clear("link_resets", ir.LinkResets != nil)
+		if len(ir.Statistics) > 0 {
+			row["statistics"] = ovsdb.OvsMap{GoMap: map[any]any{}}
+		}
+		return row
+	}
+	setInt("ofport", ir.OFPort, int(pi.OFPort))
+	clear("error", ir.Error != nil)
+	tunnel := pi.Kind == datapath.KindTunnel
+	if pi.MAC != nil {
+		setStr("mac_in_use", ir.MACInUse, pi.MAC.String())
+	}
+	if !tunnel {
+		setInt("mtu", ir.MTU, pi.MTU)
+	}
+	admin, link, ifindex := "up", "up", 0
+	if !tunnel {
+		admin, link, ifindex = linkState(pi.Name)
+	}
+	setInt("ifindex", ir.Ifindex, ifindex)
+	setStr("admin_state", ir.AdminState, admin)
+	setStr("link_state", ir.LinkState, link)
+	setInt("link_resets", ir.LinkResets, 0)
+	if withStats || len(ir.Statistics) == 0 {
+		stats := interfaceStatistics(pi)
+		if !maps.Equal(stats, ir.Statistics) {
+			m := ovsdb.OvsMap{GoMap: map[any]any{}}
+			for k, v := range stats {
+				m.GoMap[k] = v
+			}
+			row["statistics"] = m
+		}
+	}
+	return row
+}
+
+// linkState reads a kernel interface's administrative and carrier state
+// and its index.
+func linkState(name string) (admin, link string, ifindex int) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return "down", "down", 0
+	}
+	admin, link = "down", "down"
+	if ifi.Flags&net.FlagUp != 0 {
+		admin = "up"
+	}
+	if ifi.Flags&net.FlagRunning != 0 {
+		link = "up"
+	}
+	return admin, link, ifi.Index
+}
+
+// interfaceStatistics is Interface.statistics as ovs-vswitchd fills it:
+// fourteen counters, four for tunnels.
+func interfaceStatistics(pi datapath.PortInfo) map[string]int {
+	s := pi.Stats
+	m := map[string]int{
+		"rx_bytes": int(s.RxBytes), "rx_packets": int(s.RxPackets),
+		"tx_bytes": int(s.TxBytes), "tx_packets": int(s.TxPackets),
+	}
+	if pi.Kind == datapath.KindTunnel {
+		return m
+	}
+	m["collisions"], m["rx_crc_err"], m["rx_frame_err"], m["rx_missed_errors"] = 0, 0, 0, 0
+	m["rx_multicast_packets"], m["rx_over_err"] = 0, 0
+	m["rx_dropped"], m["rx_errors"] = int(s.RxDropped), int(s.RxErrors)
+	m["tx_dropped"], m["tx_errors"] = int(s.TxDropped), int(s.TxErrors)
+	return m
+}
