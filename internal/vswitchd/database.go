@@ -126,13 +126,11 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 		UpdateFunc: func(string, model.Model, model.Model) { kick() },
 		DeleteFunc: func(string, model.Model) { kick() },
 	})
-	mon := c.NewMonitor(
-		client.WithTable(&ovsRow{}, columnPointers(&ovsRow{})...),
-		client.WithTable(&bridgeRow{}, columnPointers(&bridgeRow{})...),
-		client.WithTable(&portRow{}, columnPointers(&portRow{})...),
-		client.WithTable(&ifaceRow{}, columnPointers(&ifaceRow{})...),
-		client.WithTable(&controllerRow{}, columnPointers(&controllerRow{})...),
-	)
+	var tables []client.MonitorOption
+	for _, m := range []model.Model{&ovsRow{}, &bridgeRow{}, &portRow{}, &ifaceRow{}, &controllerRow{}} {
+		tables = append(tables, client.WithTable(m, columnPointers(m)...))
+	}
+	mon := c.NewMonitor(tables...)
 	if _, err := c.Monitor(cctx, mon); err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}
@@ -237,15 +235,28 @@ func (s *dbSession) reconfigure(ctx context.Context) error {
 		return nil // an empty database: nothing configured yet
 	}
 	want, invalid := s.desiredState(sn)
-	if s.applied == nil || !reflect.DeepEqual(*s.applied, want) {
+	// Our own writes of Interface.ofport change only PrevOFPort, which
+	// matters to ports not open yet: no reason to reconfigure.
+	if s.applied == nil || !reflect.DeepEqual(withoutPrevOFPort(*s.applied), withoutPrevOFPort(want)) {
 		s.d.applyOtherConfig(sn.ovs.OtherConfig)
 		res := s.d.Reconcile(want)
-		for name, err := range invalid {
-			res.Ports[name] = PortStatus{OFPort: -1, Err: err}
-		}
 		s.applied, s.status = &want, res.Ports
 	}
+	for name, err := range invalid {
+		s.status[name] = PortStatus{OFPort: -1, Err: err}
+	}
 	return s.writeBack(ctx, &sn, false)
+}
+
+// withoutPrevOFPort is a copy of st without the ports' previous numbers.
+func withoutPrevOFPort(st State) State {
+	st = st.clone()
+	for i := range st.Bridges {
+		for j := range st.Bridges[i].Ports {
+			st.Bridges[i].Ports[j].PrevOFPort = 0
+		}
+	}
+	return st
 }
 
 // desiredState reads the bridges, ports and switch options from the
