@@ -542,7 +542,7 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, withStats
 	}
 	setInt("ofport", ir.OFPort, int(pi.OFPort))
 	clear("error", ir.Error != nil)
-	tunnel := pi.Kind == datapath.KindTunnel
+	tunnel := isTunnel(pi)
 	if pi.MAC != nil {
 		setStr("mac_in_use", ir.MACInUse, pi.MAC.String())
 	}
@@ -595,7 +595,7 @@ func interfaceStatistics(pi datapath.PortInfo) map[string]int {
 		"rx_bytes": int(s.RxBytes), "rx_packets": int(s.RxPackets),
 		"tx_bytes": int(s.TxBytes), "tx_packets": int(s.TxPackets),
 	}
-	if pi.Kind == datapath.KindTunnel {
+	if isTunnel(pi) {
 		return m
 	}
 	m["collisions"], m["rx_crc_err"], m["rx_frame_err"], m["rx_missed_errors"] = 0, 0, 0, 0
@@ -603,4 +603,10 @@ func interfaceStatistics(pi datapath.PortInfo) map[string]int {
 	m["rx_dropped"], m["rx_errors"] = int(s.RxDropped), int(s.RxErrors)
 	m["tx_dropped"], m["tx_errors"] = int(s.TxDropped), int(s.TxErrors)
 	return m
+}
+
+// isTunnel tells a tunnel vport, which OVS shows without MTU or kernel
+// counters.
+func isTunnel(pi datapath.PortInfo) bool {
+	return pi.Kind == "geneve" || pi.Kind == datapath.KindTunnel
 }
