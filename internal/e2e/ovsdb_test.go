@@ -166,7 +166,10 @@ func (r *ovsdbRig) tool(name string, args ...string) (string, error) {
 // only once the switch has set cur_cfg.
 func (r *ovsdbRig) vsctl(args ...string) string {
 	r.t.Helper()
-	out, err := r.tool("ovs-vsctl", append([]string{"--db=unix:" + r.dbSock(), "--timeout=10"}, args...)...)
+	if !strings.HasPrefix(args[0], "--timeout") {
+		args = append([]string{"--timeout=10"}, args...)
+	}
+	out, err := r.tool("ovs-vsctl", append([]string{"--db=unix:" + r.dbSock()}, args...)...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -284,6 +287,12 @@ func TestOVSDBPorts(t *testing.T) {
 			t.Errorf("%s mtu %s ifindex %s; Open vSwitch: %s %s", name, h["mtu"], h["ifindex"], g["mtu"], g["ifindex"])
 		}
 	}
+	// Internal ports stay down until their user brings them up.
+	for _, col := range []string{"admin_state", "link_state", "mtu", "link_speed"} {
+		if got["antrea-gw0"][col] != golden["antrea-gw0"][col] && col != "link_speed" {
+			t.Errorf("antrea-gw0 %s = %s, Open vSwitch wrote %s", col, got["antrea-gw0"][col], golden["antrea-gw0"][col])
+		}
+	}
 	if got["antrea-gw0"]["mac_in_use"] != `"aa:bb:cc:00:00:02"` {
 		t.Errorf("antrea-gw0 mac_in_use %s, want the requested MAC", got["antrea-gw0"]["mac_in_use"])
 	}
@@ -399,6 +408,23 @@ func TestOVSDBForwarding(t *testing.T) {
 	}
 	if err := ping(); err != nil {
 		t.Errorf("ping after restart: %v", err)
+	}
+
+	// Port tags as NORMAL applies them: access ports of different VLANs
+	// do not reach each other, of the same VLAN they do.
+	if _, err := r.tool("ovs-ofctl", "del-flows", "br0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.tool("ovs-ofctl", "add-flow", "br0", "actions=NORMAL"); err != nil {
+		t.Fatal(err)
+	}
+	r.vsctl("set", "port", va.Host, "tag=10", "--", "set", "port", vb.Host, "tag=20")
+	if err := ping(); err == nil {
+		t.Errorf("ping between access ports of VLANs 10 and 20 works")
+	}
+	r.vsctl("set", "port", vb.Host, "tag=10")
+	if err := ping(); err != nil {
+		t.Errorf("ping between access ports of VLAN 10: %v", err)
 	}
 }
 

@@ -74,8 +74,9 @@ type bridge struct {
 	of         *ofproto.Bridge // nil without OpenFlow
 	log        *zap.Logger
 	ports      map[string]*runningPort
-	listeners  []*ofproto.Listener // the management socket's first
-	versions   uint32              // OpenFlow versions (Bridge.protocols)
+	listeners  []*ofproto.Listener           // the management socket's first
+	versions   uint32                        // OpenFlow versions (Bridge.protocols)
+	vlans      map[uint32]flowtable.PortVLAN // what NORMAL was last given
 	ctx        context.Context
 	cancel     context.CancelFunc
 	connCancel context.CancelFunc // the controllers and extra listeners
@@ -172,7 +173,9 @@ func (d *Daemon) openInternal(cfg PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: o.vnet}
+	// Configured from the OVSDB, internal ports stay down as OVS leaves
+	// them (admin_state down): whoever uses one brings it up.
+	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: o.vnet, LeaveDown: d.dbMode}
 	if cfg.MAC != "" {
 		mac, err := net.ParseMAC(cfg.MAC)
 		if err != nil {

@@ -129,6 +129,10 @@ func (d *Daemon) reconcile(want State) Result {
 				if err := d.stopPort(b, pn); err != nil {
 					d.Log.Warn("port stopped with an error", zap.String("port", pn), zap.Error(err))
 				}
+			} else {
+				d.mu.Lock()
+				rp.cfg.Tag, rp.cfg.Trunks, rp.cfg.VLANMode = wp.Tag, wp.Trunks, wp.VLANMode
+				d.mu.Unlock()
 			}
 		}
 	}
@@ -175,6 +179,7 @@ func (d *Daemon) reconcile(want State) Result {
 			}
 			status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(no)}
 		}
+		d.applyVLANs(b)
 	}
 	d.setFlowRestoreWait(want.FlowRestoreWait)
 	return res
@@ -361,5 +366,29 @@ func (d *Daemon) setFlowRestoreWait(on bool) {
 	d.holding = on
 	for _, b := range d.bridges {
 		b.dp.SetFlowRestoreWait(on)
+	}
+}
+
+// applyVLANs gives NORMAL the VLAN roles of the bridge's ports (Port tag,
+// trunks, vlan_mode): with a tag and no mode an access port, else a
+// trunk, as in OVS.
+func (d *Daemon) applyVLANs(b *bridge) {
+	d.mu.Lock()
+	m := map[uint32]flowtable.PortVLAN{}
+	for _, rp := range b.ports {
+		c := rp.cfg
+		switch {
+		case c.VLANMode == "access" || (c.VLANMode == "" && c.Tag != 0):
+			m[rp.ofport] = flowtable.PortVLAN{Access: true, Tag: c.Tag}
+		case len(c.Trunks) > 0:
+			m[rp.ofport] = flowtable.PortVLAN{Trunks: slices.Clone(c.Trunks)}
+		}
+	}
+	d.mu.Unlock()
+	if !maps.EqualFunc(m, b.vlans, func(a, c flowtable.PortVLAN) bool {
+		return a.Access == c.Access && a.Tag == c.Tag && slices.Equal(a.Trunks, c.Trunks)
+	}) {
+		b.dp.Pipeline().SetPortVLANs(m)
+		b.vlans = m
 	}
 }
