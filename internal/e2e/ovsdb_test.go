@@ -108,7 +108,7 @@ func (r *ovsdbRig) startGovs() {
 		r.t.Fatal(err)
 	}
 	defer f.Close()
-	args := r.ns.Command(vswitchd, "--rundir", r.dir, "--nice", "0", "unix:"+r.dbSock())
+	args := r.ns.Command(vswitchd, "--rundir", r.dir, "--nice", "0", "--log-level", "debug", "unix:"+r.dbSock())
 	r.govs = exec.Command(args[0], args[1:]...)
 	r.govs.Stdout, r.govs.Stderr = f, f
 	if err := r.govs.Start(); err != nil {
@@ -321,6 +321,21 @@ func TestOVSDBPorts(t *testing.T) {
 	if got := r.get("interface", "antrea-gw0", "ofport"); got != "32769" {
 		t.Errorf("antrea-gw0 ofport %s after another port failed", got)
 	}
+	// other_config:datapath-id sets the datapath id; a ptcp: controller
+	// target is a listener ovs-ofctl reaches.
+	r.vsctl("set", "bridge", "br-int", "other_config:datapath-id=00000000000000a2")
+	if got := r.get("bridge", "br-int", "datapath_id"); got != `"00000000000000a2"` {
+		t.Errorf("datapath_id %s after other_config:datapath-id", got)
+	}
+	if got := r.get("interface", "antrea-gw0", "ofport"); got != "32769" {
+		t.Errorf("antrea-gw0 ofport %s after the bridge was rebuilt", got)
+	}
+	r.vsctl("set-controller", "br-int", "ptcp:16653:127.0.0.1")
+	ctl := r.ns.Command("ovs-ofctl", "-O", "OpenFlow15", "show", "tcp:127.0.0.1:16653")
+	if out, err := r.tool(ctl[0], ctl[1:]...); err != nil || !strings.Contains(out, "dpid:00000000000000a2") {
+		t.Errorf("ovs-ofctl show on the ptcp controller target: %v\n%s", err, out)
+	}
+
 	// del-port and del-br take the ports and the bridge away.
 	r.vsctl("del-port", "br-int", "fx-int2")
 	if out, err := r.ns.Exec("ip", "link", "show", "fx-int2"); err == nil {
@@ -451,6 +466,13 @@ func BenchmarkOVSDB1000Ports(b *testing.B) {
 			b.StopTimer()
 			if got := r.get("interface", "bp999", "ofport"); got == "-1" || got == "[]" {
 				b.Fatalf("bp999 ofport %s", got)
+			}
+			if data, err := os.ReadFile(r.govsLog); err == nil {
+				for _, l := range strings.Split(string(data), "\n") {
+					if strings.Contains(l, "reconfigured") || strings.Contains(l, "written back") || strings.Contains(l, "database read") {
+						b.Log(l)
+					}
+				}
 			}
 		}
 	}

@@ -230,17 +230,21 @@ func (s *dbSession) snapshot() snapshot {
 // reconfigure turns the database into the desired state, reconciles when
 // it changed, and writes back the result and cur_cfg.
 func (s *dbSession) reconfigure(ctx context.Context) error {
+	t0 := time.Now()
 	sn := s.snapshot()
 	if sn.ovs == nil {
 		return nil // an empty database: nothing configured yet
 	}
 	want, invalid := s.desiredState(sn)
+	s.log.Debug("database read", zap.Duration("took", time.Since(t0)))
 	// Our own writes of Interface.ofport change only PrevOFPort, which
 	// matters to ports not open yet: no reason to reconfigure.
 	if s.applied == nil || !reflect.DeepEqual(withoutPrevOFPort(*s.applied), withoutPrevOFPort(want)) {
 		s.d.applyOtherConfig(sn.ovs.OtherConfig)
+		start := time.Now()
 		res := s.d.Reconcile(want)
 		s.applied, s.status = &want, res.Ports
+		s.log.Info("reconfigured", zap.Int("next_cfg", sn.ovs.NextCfg), zap.Duration("took", time.Since(start)))
 	}
 	for name, err := range invalid {
 		s.status[name] = PortStatus{OFPort: -1, Err: err}
@@ -423,12 +427,13 @@ func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool)
 	}
 	var ops []ovsdb.Operation
 	infos := s.d.portInfos()
+	links := kernelLinks()
 	for id, ir := range sn.ifaces {
 		st, ok := s.status[ir.Name]
 		if !ok {
 			continue // not on a bridge (yet)
 		}
-		row := ifaceWriteBack(ir, st, infos[ir.Name], withStats)
+		row := ifaceWriteBack(ir, st, infos[ir.Name], links[ir.Name], withStats)
 		if len(row) > 0 {
 			ops = append(ops, update("Interface", id, row))
 		}
@@ -455,7 +460,10 @@ func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool)
 	if len(ops) == 0 {
 		return nil
 	}
-	return s.transact(ctx, ops)
+	start := time.Now()
+	err := s.transact(ctx, ops)
+	s.log.Debug("written back", zap.Int("ops", len(ops)), zap.Duration("took", time.Since(start)), zap.Error(err))
+	return err
 }
 
 // transact runs ops with the lock asserted, as every ovs-vswitchd write.
@@ -506,7 +514,7 @@ func (d *Daemon) portInfos() map[string]datapath.PortInfo {
 
 // ifaceWriteBack is the Interface columns that differ from what
 // ovs-vswitchd would write for the port's status (OVSDB-APPCTL.md 2.3).
-func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, withStats bool) ovsdb.Row {
+func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.Interface, withStats bool) ovsdb.Row {
 	row := ovsdb.Row{}
 	setInt := func(col string, have *int, want int) {
 		if have == nil || *have != want {
@@ -549,13 +557,13 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, withStats
 	if !tunnel {
 		setInt("mtu", ir.MTU, pi.MTU)
 	}
-	admin, link, ifindex := "up", "up", 0
+	admin, carrier, ifindex := "up", "up", 0
 	if !tunnel {
-		admin, link, ifindex = linkState(pi.Name)
+		admin, carrier, ifindex = linkState(link)
 	}
 	setInt("ifindex", ir.Ifindex, ifindex)
 	setStr("admin_state", ir.AdminState, admin)
-	setStr("link_state", ir.LinkState, link)
+	setStr("link_state", ir.LinkState, carrier)
 	setInt("link_resets", ir.LinkResets, 0)
 	if withStats || len(ir.Statistics) == 0 {
 		stats := interfaceStatistics(pi)
@@ -570,21 +578,28 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, withStats
 	return row
 }
 
-// linkState reads a kernel interface's administrative and carrier state
-// and its index.
-func linkState(name string) (admin, link string, ifindex int) {
-	ifi, err := net.InterfaceByName(name)
-	if err != nil {
-		return "down", "down", 0
+// kernelLinks reads every kernel interface once (one netlink dump), by
+// name: asking per port would dump them all per port.
+func kernelLinks() map[string]net.Interface {
+	ifs, _ := net.Interfaces()
+	m := make(map[string]net.Interface, len(ifs))
+	for _, ifi := range ifs {
+		m[ifi.Name] = ifi
 	}
-	admin, link = "down", "down"
+	return m
+}
+
+// linkState is a kernel interface's administrative and carrier state and
+// its index (down, down, 0 when it is gone).
+func linkState(ifi net.Interface) (admin, carrier string, ifindex int) {
+	admin, carrier = "down", "down"
 	if ifi.Flags&net.FlagUp != 0 {
 		admin = "up"
 	}
 	if ifi.Flags&net.FlagRunning != 0 {
-		link = "up"
+		carrier = "up"
 	}
-	return admin, link, ifi.Index
+	return admin, carrier, ifi.Index
 }
 
 // interfaceStatistics is Interface.statistics as ovs-vswitchd fills it:
