@@ -217,46 +217,57 @@ func defaultDatapathID(name string) uint64 {
 // source of the configuration.
 var errDatabaseMode = errors.New("the configuration comes from the OVSDB: use ovs-vsctl")
 
+// edit runs one configuration command (govs add-br, ...): change edits a
+// copy of the desired state, the reconciler applies it, and failed says
+// whether the command failed, in which case the desired state is as
+// before (a command that fails changes nothing). Commands are refused
+// while the OVSDB is the source of the configuration.
+func (d *Daemon) edit(change func(want *State) error, failed func(Result) error) error {
+	d.reconfMu.Lock()
+	defer d.reconfMu.Unlock()
+	if d.dbMode {
+		return errDatabaseMode
+	}
+	before := d.want
+	want := d.want.clone()
+	if err := change(&want); err != nil {
+		return err
+	}
+	res := d.reconcile(want)
+	if failed != nil {
+		if err := failed(res); err != nil {
+			d.want = before
+			return err
+		}
+	}
+	return nil
+}
+
 // AddBridge creates a bridge (ovs-vsctl add-br) with its management socket.
 func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	cfg.Ports = nil
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	d.reconfMu.Lock()
-	defer d.reconfMu.Unlock()
-	if d.dbMode {
-		return errDatabaseMode
-	}
-	if d.want.Bridge(cfg.Name) != nil {
-		return fmt.Errorf("cannot create a bridge named %s because a bridge named %s already exists", cfg.Name, cfg.Name)
-	}
-	want := d.want.clone()
-	want.Bridges = append(want.Bridges, cfg)
-	res := d.reconcile(want)
-	if err := res.Bridges[cfg.Name]; err != nil {
-		want.Bridges = want.Bridges[:len(want.Bridges)-1]
-		d.want = want
-		return err
-	}
-	return nil
+	return d.edit(func(want *State) error {
+		if want.Bridge(cfg.Name) != nil {
+			return fmt.Errorf("cannot create a bridge named %s because a bridge named %s already exists", cfg.Name, cfg.Name)
+		}
+		want.Bridges = append(want.Bridges, cfg)
+		return nil
+	}, func(res Result) error { return res.Bridges[cfg.Name] })
 }
 
 // DelBridge removes a bridge, its ports and its sockets (ovs-vsctl del-br).
 func (d *Daemon) DelBridge(name string) error {
-	d.reconfMu.Lock()
-	defer d.reconfMu.Unlock()
-	if d.dbMode {
-		return errDatabaseMode
-	}
-	want := d.want.clone()
-	i := slices.IndexFunc(want.Bridges, func(b BridgeConfig) bool { return b.Name == name })
-	if i < 0 {
-		return fmt.Errorf("no bridge named %s", name)
-	}
-	want.Bridges = slices.Delete(want.Bridges, i, i+1)
-	d.reconcile(want)
-	return nil
+	return d.edit(func(want *State) error {
+		i := slices.IndexFunc(want.Bridges, func(b BridgeConfig) bool { return b.Name == name })
+		if i < 0 {
+			return fmt.Errorf("no bridge named %s", name)
+		}
+		want.Bridges = slices.Delete(want.Bridges, i, i+1)
+		return nil
+	}, nil)
 }
 
 // AddPort adds a port to a bridge (ovs-vsctl add-port).
@@ -264,58 +275,47 @@ func (d *Daemon) AddPort(br string, cfg PortConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	d.reconfMu.Lock()
-	defer d.reconfMu.Unlock()
-	if d.dbMode {
-		return errDatabaseMode
-	}
-	want := d.want.clone()
-	wb := want.Bridge(br)
-	if wb == nil {
-		return fmt.Errorf("no bridge named %s", br)
-	}
-	for _, ob := range want.Bridges {
-		if ob.Port(cfg.Name) != nil {
-			return fmt.Errorf("cannot create a port named %s because a port named %s already exists on bridge %s", cfg.Name, cfg.Name, ob.Name)
+	return d.edit(func(want *State) error {
+		wb := want.Bridge(br)
+		if wb == nil {
+			return fmt.Errorf("no bridge named %s", br)
 		}
-	}
-	wb.Ports = append(wb.Ports, cfg)
-	res := d.reconcile(want)
-	if st := res.Ports[cfg.Name]; st.Err != nil {
-		// A command that fails changes nothing.
-		wb.Ports = wb.Ports[:len(wb.Ports)-1]
-		d.want = want
-		return fmt.Errorf("port %s: %w", cfg.Name, st.Err)
-	}
-	return nil
+		for _, ob := range want.Bridges {
+			if ob.Port(cfg.Name) != nil {
+				return fmt.Errorf("cannot create a port named %s because a port named %s already exists on bridge %s", cfg.Name, cfg.Name, ob.Name)
+			}
+		}
+		wb.Ports = append(wb.Ports, cfg)
+		return nil
+	}, func(res Result) error {
+		if st := res.Ports[cfg.Name]; st.Err != nil {
+			return fmt.Errorf("port %s: %w", cfg.Name, st.Err)
+		}
+		return nil
+	})
 }
 
 // DelPort removes a port (ovs-vsctl del-port BRIDGE PORT or del-port PORT).
 func (d *Daemon) DelPort(br, name string) error {
-	d.reconfMu.Lock()
-	defer d.reconfMu.Unlock()
-	if d.dbMode {
-		return errDatabaseMode
-	}
-	want := d.want.clone()
-	for i := range want.Bridges {
-		wb := &want.Bridges[i]
-		if br != "" && wb.Name != br {
-			continue
+	return d.edit(func(want *State) error {
+		for i := range want.Bridges {
+			wb := &want.Bridges[i]
+			if br != "" && wb.Name != br {
+				continue
+			}
+			if j := slices.IndexFunc(wb.Ports, func(p PortConfig) bool { return p.Name == name }); j >= 0 {
+				wb.Ports = slices.Delete(wb.Ports, j, j+1)
+				return nil
+			}
 		}
-		if j := slices.IndexFunc(wb.Ports, func(p PortConfig) bool { return p.Name == name }); j >= 0 {
-			wb.Ports = slices.Delete(wb.Ports, j, j+1)
-			d.reconcile(want)
-			return nil
-		}
-	}
-	if br != "" {
-		if want.Bridge(br) == nil {
+		switch {
+		case br == "":
+			return fmt.Errorf("no port named %s", name)
+		case want.Bridge(br) == nil:
 			return fmt.Errorf("no bridge named %s", br)
 		}
 		return fmt.Errorf("bridge %s does not have a port %s", br, name)
-	}
-	return fmt.Errorf("no port named %s", name)
+	}, nil)
 }
 
 // startBridge creates a running bridge with its management socket and

@@ -4,7 +4,11 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/tunnel"
 )
 
@@ -78,4 +82,77 @@ func TestParsePortWordsGeneve(t *testing.T) {
 	if p.Type != "geneve" || p.OFPortRequest != 1 || !tc.Csum || tc.RemoteIP.IsValid() || tc.LocalIP.String() != "10.79.1.201" {
 		t.Errorf("port %+v config %+v", p, tc)
 	}
+}
+
+// TestGeneveFixedKeyNoLocalIP: a geneve port with options:key=7 and no
+// local_ip sends VNI 7 whatever tun_id says, from the address of the
+// kernel's route to tun_dst, and takes in only VNI 7 (tun_id 7).
+func TestGeneveFixedKeyNoLocalIP(t *testing.T) {
+	ns1, ns2 := netnstest.NewNS(t), netnstest.NewNS(t)
+	netnstest.NewVeth(t, ns1, ns2, netnstest.VethOptions{HostAddr: "10.81.0.1/24", PeerAddr: "10.81.0.2/24"})
+	var fixed, peer port.Port
+	open := func(ns *netnstest.NS, dst *port.Port, cfg PortConfig) {
+		t.Helper()
+		if err := ns.Do(func() (err error) { *dst, err = openGeneve(cfg); return err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*dst).Close() })
+	}
+	open(ns1, &fixed, PortConfig{Name: "tunk", Options: map[string]string{"remote_ip": "flow", "key": "7"}})
+	open(ns2, &peer, PortConfig{Name: "tunp", Options: map[string]string{"remote_ip": "flow", "local_ip": "10.81.0.2"}})
+	fk, ok := fixed.(fixedKeyPort)
+	if !ok {
+		t.Fatalf("key=7 opened a %T, want fixedKeyPort", fixed)
+	}
+	pp := peer.(*tunnel.Port)
+
+	frame := make([]byte, 60)
+	copy(frame, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0xb5})
+	var k flowtable.Key
+	flowtable.FieldTunDst.SetUint64(&k, 0x0a510002) // 10.81.0.2
+	flowtable.FieldTunID.SetUint64(&k, 99)
+	if n, err := fk.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+		t.Fatalf("WriteTunnel = %d, %v", n, err)
+	}
+	md := readTunnel(t, pp)
+	if md.VNI != 7 || md.Src != 0x0a510001 {
+		t.Errorf("received VNI %d from %#x, want VNI 7 from 10.81.0.1 (the route's source)", md.VNI, md.Src)
+	}
+
+	for _, vni := range []uint64{5, 7} {
+		var k2 flowtable.Key
+		flowtable.FieldTunDst.SetUint64(&k2, 0x0a510001)
+		flowtable.FieldTunID.SetUint64(&k2, vni)
+		if n, err := pp.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k2}); n != 1 || err != nil {
+			t.Fatalf("WriteTunnel = %d, %v", n, err)
+		}
+		md := readTunnel(t, fk.Port)
+		var got flowtable.Key
+		err := fk.FillKey(&md, &got)
+		switch {
+		case vni == 5 && err == nil:
+			t.Errorf("VNI 5 taken in by a key=7 port")
+		case vni == 7 && (err != nil || got.TunID() != 7):
+			t.Errorf("VNI 7: %v, tun_id %d", err, got.TunID())
+		}
+	}
+}
+
+// readTunnel reads one datagram's metadata within 5 s.
+func readTunnel(t *testing.T, p *tunnel.Port) tunnel.Metadata {
+	t.Helper()
+	b := port.NewBatch(4)
+	md := make([]tunnel.Metadata, 4)
+	end := time.Now().Add(5 * time.Second)
+	for time.Now().Before(end) {
+		n, err := p.ReadTunnelBatch(b, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return md[0]
+		}
+	}
+	t.Fatalf("nothing received on %s", p.Name())
+	return tunnel.Metadata{}
 }
