@@ -346,6 +346,22 @@ func bridgeDatapathID(oc map[string]string) string {
 // portFromRows makes the wanted port of a Port row and its Interface.
 func portFromRows(pr *portRow, ir *ifaceRow) (PortConfig, error) {
 	pc := PortConfig{Name: ir.Name, Type: ir.Type, Options: maps.Clone(ir.Options)}
+	// The schema bounds these; a server that let others through must not
+	// have them wrap around.
+	for _, v := range []struct {
+		col    string
+		p      *int
+		lo, hi int
+	}{{"ofport_request", ir.OFPortRequest, 1, 65279}, {"mtu_request", ir.MTURequest, 1, 65535}, {"tag", pr.Tag, 0, 4095}} {
+		if v.p != nil && (*v.p < v.lo || *v.p > v.hi) {
+			return pc, wordedError{fmt.Errorf("could not configure network device %s (%s %d out of range %d..%d)", ir.Name, v.col, *v.p, v.lo, v.hi)}
+		}
+	}
+	for _, t := range pr.Trunks {
+		if t < 0 || t > 4095 {
+			return pc, wordedError{fmt.Errorf("could not configure network device %s (trunks: VLAN %d out of range 0..4095)", ir.Name, t)}
+		}
+	}
 	if ir.OFPortRequest != nil {
 		pc.OFPortRequest = uint32(*ir.OFPortRequest)
 	}

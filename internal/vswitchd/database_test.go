@@ -142,3 +142,45 @@ func TestProtocolVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyOtherConfig: the Open_vSwitch other_config keys govs maps.
+func TestApplyOtherConfig(t *testing.T) {
+	for _, c := range []struct {
+		oc      map[string]string
+		tso     bool
+		pmd     datapath.PMDConfig
+		initPMD datapath.PMDConfig
+	}{
+		{map[string]string{"userspace-tso-enable": "true", "pmd-cpu-mask": "0x4"}, true, datapath.PMDConfig{Enabled: true, CPU: 2}, datapath.PMDConfig{}},
+		{map[string]string{"pmd-cpu-mask": "3"}, false, datapath.PMDConfig{Enabled: true, CPU: 0}, datapath.PMDConfig{}},
+		{map[string]string{"pmd-cpu-mask": "zz", "max-revalidator": "200"}, false, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}},
+		{map[string]string{"hw-offload": "false"}, false, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}},
+	} {
+		d := &Daemon{Log: zap.NewNop(), PMD: c.initPMD, UserspaceTSO: true}
+		d.applyOtherConfig(c.oc)
+		if d.UserspaceTSO != c.tso || d.PMD != c.pmd {
+			t.Errorf("%v: tso %v pmd %+v, want %v %+v", c.oc, d.UserspaceTSO, d.PMD, c.tso, c.pmd)
+		}
+	}
+}
+
+// FuzzPortFromRows: any Port and Interface row becomes a wanted port or
+// an error worded for Interface.error, never a panic.
+func FuzzPortFromRows(f *testing.F) {
+	f.Add("antrea-gw0", "internal", "aa:bb:cc:00:00:02", 32769, 1450, 10, "access", "key", "flow")
+	f.Add("x", "foo", "zz", 70000, -1, 5000, "dot1q-tunnel", "", "")
+	f.Fuzz(func(t *testing.T, name, typ, mac string, ofreq, mtu, tag int, mode, ok, ov string) {
+		pr := &portRow{Name: name, Tag: &tag, VLANMode: &mode, Trunks: []int{tag}}
+		ir := &ifaceRow{Name: name, Type: typ, MAC: &mac, OFPortRequest: &ofreq, MTURequest: &mtu, Options: map[string]string{ok: ov}}
+		pc, err := portFromRows(pr, ir)
+		if err != nil {
+			if got := (PortStatus{Err: err}).ErrorText(name); !strings.HasPrefix(got, "could not configure network device "+name+" (") {
+				t.Fatalf("error %q", got)
+			}
+			return
+		}
+		if pc.Name != name || pc.Type != typ || pc.Tag != uint16(tag) || tag > 4095 || pc.MTURequest != mtu || int(pc.OFPortRequest) != ofreq {
+			t.Fatalf("port %+v from %q", pc, name)
+		}
+	})
+}

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"sort"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto"
 )
@@ -268,7 +269,7 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig) (uint32, error) {
 		}
 	}
 	if kind == datapath.KindSystem || kind == datapath.KindAFXDP {
-		if err := requireDevice(cfg.Name); err != nil {
+		if err := requireDevice(cfg.Name, cfg.MTURequest); err != nil {
 			return 0, err
 		}
 	}
@@ -320,10 +321,21 @@ func openError(name string, err error) error {
 }
 
 // requireDevice checks that a system interface exists, so that a missing
-// one gets OVS's error text.
-func requireDevice(name string) error {
-	if _, err := net.InterfaceByName(name); err != nil {
+// one gets OVS's error text, and sets its MTU to mtu_request (0: leave
+// it), as OVS does for every interface type.
+func requireDevice(name string, mtu int) error {
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return openError(name, err)
+	}
+	defer unix.Close(fd)
+	if _, err := ifioctl.Index(fd, name); err != nil {
 		return openError(name, errNoDevice)
+	}
+	if mtu != 0 {
+		if err := ifioctl.SetMTU(fd, name, mtu); err != nil {
+			return wordedError{fmt.Errorf("could not set MTU %d on network device %s (%w)", mtu, name, err)}
+		}
 	}
 	return nil
 }
