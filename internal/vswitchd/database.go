@@ -93,6 +93,9 @@ type dbSession struct {
 	changed chan struct{}
 	applied *State // the desired state last reconciled, nil before the first
 	status  map[string]PortStatus
+	// cfg is the next_cfg the running configuration reflects, written to
+	// cur_cfg (again by later passes if a write failed); -1: none yet.
+	cfg int
 }
 
 func (d *Daemon) dbSession(ctx context.Context, remote string) error {
@@ -111,7 +114,7 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer c.Close()
-	s := &dbSession{d: d, c: c, log: d.Log.With(zap.String("remote", remote)), changed: make(chan struct{}, 1)}
+	s := &dbSession{d: d, c: c, log: d.Log.With(zap.String("remote", remote)), changed: make(chan struct{}, 1), cfg: -1}
 	if err := s.lock(cctx); err != nil {
 		return err
 	}
@@ -249,6 +252,7 @@ func (s *dbSession) reconfigure(ctx context.Context) error {
 	for name, err := range invalid {
 		s.status[name] = PortStatus{OFPort: -1, Err: err}
 	}
+	s.cfg = sn.ovs.NextCfg
 	return s.writeBack(ctx, &sn, false)
 }
 
@@ -430,8 +434,8 @@ func (s *dbSession) writeTypes(ctx context.Context) error {
 }
 
 // writeBack writes the state of every wanted interface and bridge where
-// it differs from the database, and cur_cfg when a reconfiguration
-// (sn != nil) caught up with next_cfg. withStats also writes the
+// it differs from the database (sn, or the cache when nil), and cur_cfg
+// when it is behind the configuration applied. withStats also writes the
 // statistics of every open interface.
 func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool) error {
 	if sn == nil {
@@ -470,8 +474,8 @@ func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool)
 			ops = append(ops, update("Bridge", id, row))
 		}
 	}
-	if !withStats && sn.ovs.CurCfg != sn.ovs.NextCfg {
-		ops = append(ops, update("Open_vSwitch", sn.ovs.UUID, ovsdb.Row{"cur_cfg": sn.ovs.NextCfg}))
+	if s.cfg >= 0 && sn.ovs.CurCfg != s.cfg {
+		ops = append(ops, update("Open_vSwitch", sn.ovs.UUID, ovsdb.Row{"cur_cfg": s.cfg}))
 	}
 	if len(ops) == 0 {
 		return nil
