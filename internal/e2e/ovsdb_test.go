@@ -102,19 +102,27 @@ func (r *ovsdbRig) stopServer() {
 // as its argument.
 func (r *ovsdbRig) startGovs() {
 	r.t.Helper()
+	r.govs = r.startGovsAt(r.ns, r.dir, r.govsLog)
+}
+
+// startGovsAt runs a govs-vswitchd on the rig's database from namespace
+// ns with rundir dir.
+func (r *ovsdbRig) startGovsAt(ns *netnstest.NS, dir, logPath string) *exec.Cmd {
+	r.t.Helper()
 	_, vswitchd := binaries(r.t)
-	f, err := os.OpenFile(r.govsLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	defer f.Close()
-	args := r.ns.Command(vswitchd, "--rundir", r.dir, "--nice", "0", "unix:"+r.dbSock())
-	r.govs = exec.Command(args[0], args[1:]...)
-	r.govs.Stdout, r.govs.Stderr = f, f
-	if err := r.govs.Start(); err != nil {
+	args := ns.Command(vswitchd, "--rundir", dir, "--nice", "0", "unix:"+r.dbSock())
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("govs-vswitchd: %v", err)
 	}
-	waitPath(r.t, filepath.Join(r.dir, "govs-vswitchd.ctl"))
+	waitPath(r.t, filepath.Join(dir, "govs-vswitchd.ctl"))
+	return cmd
 }
 
 func (r *ovsdbRig) stopGovs() {
@@ -350,6 +358,20 @@ func TestOVSDBPorts(t *testing.T) {
 	govs, _ := binaries(t)
 	if out, err := exec.Command(govs, "add-br", "--rundir", r.dir, "br9").CombinedOutput(); err == nil || !strings.Contains(string(out), "the configuration comes from the OVSDB") {
 		t.Errorf("govs add-br in database mode: %v %s", err, out)
+	}
+
+	// A second daemon on the same database does nothing while the first
+	// holds the ovs_vswitchd lock, as with two ovs-vswitchd.
+	dir2, log2 := t.TempDir(), filepath.Join(t.TempDir(), "second.log")
+	second := r.startGovsAt(netnstest.NewNS(t), dir2, log2)
+	defer func() { second.Process.Kill(); second.Wait() }()
+	r.vsctl("set", "bridge", "br-int", "other_config:second=1")
+	time.Sleep(500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(dir2, "br-int.mgmt")); err == nil {
+		t.Errorf("the second daemon created br-int without the lock")
+	}
+	if data, _ := os.ReadFile(log2); !strings.Contains(string(data), "holds the database lock") {
+		t.Errorf("the second daemon does not say it waits for the lock:\n%s", data)
 	}
 
 	// del-port and del-br take the ports and the bridge away.

@@ -96,6 +96,9 @@ type dbSession struct {
 	// cfg is the next_cfg the running configuration reflects, written to
 	// cur_cfg (again by later passes if a write failed); -1: none yet.
 	cfg int
+	// locked: the server granted the ovs_vswitchd lock.
+	locked       bool
+	typesWritten bool // datapath_types, iface_types, dpdk_version
 }
 
 func (d *Daemon) dbSession(ctx context.Context, remote string) error {
@@ -138,9 +141,6 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 		return fmt.Errorf("monitor: %w", err)
 	}
 	s.log.Info("connected to the database")
-	if err := s.writeTypes(ctx); err != nil {
-		return err
-	}
 	kick()
 	stats := time.NewTicker(statsInterval)
 	defer stats.Stop()
@@ -151,10 +151,17 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 		case <-c.DisconnectNotify():
 			return errors.New("disconnected")
 		case <-s.changed:
+			if !s.haveLock(ctx) {
+				continue
+			}
 			if err := s.reconfigure(ctx); err != nil {
 				s.log.Warn("reconfiguration write-back failed", zap.Error(err))
 			}
 		case <-stats.C:
+			if !s.haveLock(ctx) {
+				kick() // configure as soon as the lock comes
+				continue
+			}
 			if err := s.writeBack(ctx, nil, true); err != nil {
 				s.log.Warn("statistics write-back failed", zap.Error(err))
 			}
@@ -165,9 +172,8 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 // lock asks for the ovs_vswitchd lock on the session's connection, as
 // ovs-vswitchd does before it monitors. libovsdb v0.7.0 has no call for
 // the OVSDB "lock" method (RFC 7047 4.1.8), so it is sent on the client's
-// JSON-RPC connection directly. When another holder has it the server
-// grants it later; until then every write fails its lock assertion and
-// is retried with the next change.
+// JSON-RPC connection directly. When another process holds it the server
+// grants it later (haveLock finds out).
 func (s *dbSession) lock(ctx context.Context) error {
 	rc := rpcClientOf(s.c)
 	if rc == nil {
@@ -179,10 +185,26 @@ func (s *dbSession) lock(ctx context.Context) error {
 	if err := rc.CallWithContext(ctx, "lock", []any{vswitchdLock}, &reply); err != nil {
 		return fmt.Errorf("lock %s: %w", vswitchdLock, err)
 	}
+	s.locked = reply.Locked
 	if !reply.Locked {
-		s.log.Warn("another process holds the database lock; waiting for it", zap.String("lock", vswitchdLock))
+		s.log.Warn("another ovs-vswitchd process holds the database lock; this one does nothing until it goes away", zap.String("lock", vswitchdLock))
 	}
 	return nil
+}
+
+// haveLock tells whether the session holds the lock. Like ovs-vswitchd,
+// govs neither configures bridges nor writes while another process holds
+// it; whether the server granted it since is asked with a transaction of
+// just the lock assertion.
+func (s *dbSession) haveLock(ctx context.Context) bool {
+	if s.locked {
+		return true
+	}
+	if s.transact(ctx, nil) == nil {
+		s.locked = true
+		s.log.Info("got the database lock", zap.String("lock", vswitchdLock))
+	}
+	return s.locked
 }
 
 // rpcClientOf returns the JSON-RPC connection inside a libovsdb client
@@ -237,6 +259,12 @@ func (s *dbSession) reconfigure(ctx context.Context) error {
 	sn := s.snapshot()
 	if sn.ovs == nil {
 		return nil // an empty database: nothing configured yet
+	}
+	if !s.typesWritten {
+		if err := s.writeTypes(ctx); err != nil {
+			return err
+		}
+		s.typesWritten = true
 	}
 	want, invalid := s.desiredState(sn)
 	s.log.Debug("database read", zap.Duration("took", time.Since(t0)))
