@@ -335,6 +335,7 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
+	dp.SetFlowRestoreWait(d.holding)
 	if cfg.FailMode == "standalone" {
 		// Standalone: behave as a learning switch until a controller says otherwise.
 		f := &flowtable.Flow{Priority: 0, Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortNormal}}}

@@ -137,6 +137,8 @@ func (d *Daemon) reconcile(want State) Result {
 			}
 		}
 	}
+	// Before any port opens, so that nothing is forwarded meanwhile.
+	d.setFlowRestoreWait(want.FlowRestoreWait)
 	seen := map[string]string{} // port name -> bridge
 	for i := range want.Bridges {
 		wb := &want.Bridges[i]
@@ -155,12 +157,31 @@ func (d *Daemon) reconcile(want State) Result {
 			}
 			continue
 		}
-		// Ports that ask for a number (or had one) first, so that ports
-		// numbered automatically do not take theirs.
+		// Ports that ask for a number first, then those that had one, so
+		// that ports numbered automatically do not take theirs.
 		ports := slices.Clone(wb.Ports)
-		sort.SliceStable(ports, func(i, j int) bool {
-			return ports[i].wantedOFPort(wb.Name) != 0 && ports[j].wantedOFPort(wb.Name) == 0
-		})
+		rank := func(p *PortConfig) int {
+			switch {
+			case p.Name == wb.Name || p.OFPortRequest != 0:
+				return 2
+			case p.PrevOFPort != 0:
+				return 1
+			}
+			return 0
+		}
+		sort.SliceStable(ports, func(i, j int) bool { return rank(&ports[i]) > rank(&ports[j]) })
+		// A port whose number is taken gets the lowest free one, as in
+		// OVS, once the others have theirs.
+		var busy []PortConfig
+		start := func(p PortConfig, no uint32) {
+			got, err := d.startPort(b, p, no)
+			if err != nil {
+				d.Log.Warn("port not opened", zap.String("bridge", wb.Name), zap.String("port", p.Name), zap.Error(err))
+				status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: -1, Err: err}
+				return
+			}
+			status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(got)}
+		}
 		for _, p := range ports {
 			if other, dup := seen[p.Name]; dup {
 				err := fmt.Errorf("port %s is already on bridge %s", p.Name, other)
@@ -172,17 +193,20 @@ func (d *Daemon) reconcile(want State) Result {
 				status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(rp.ofport)}
 				continue
 			}
-			no, err := d.startPort(b, p)
-			if err != nil {
-				d.Log.Warn("port not opened", zap.String("bridge", wb.Name), zap.String("port", p.Name), zap.Error(err))
-				status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: -1, Err: err}
+			no := p.wantedOFPort(wb.Name)
+			if _, used := b.dp.Port(no); used && no != 0 && no != flowtable.PortLocal {
+				busy = append(busy, p)
 				continue
 			}
-			status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(no)}
+			start(p, no)
+		}
+		for _, p := range busy {
+			d.Log.Warn("requested OpenFlow port number in use, picking another",
+				zap.String("port", p.Name), zap.Uint32("ofport", p.wantedOFPort(wb.Name)))
+			start(p, 0)
 		}
 		d.applyVLANs(b)
 	}
-	d.setFlowRestoreWait(want.FlowRestoreWait)
 	return res
 }
 
@@ -244,15 +268,13 @@ func (d *Daemon) runningBridge(name string) *bridge {
 	return d.bridges[name]
 }
 
-// startPort opens a wanted port and attaches it to b. A busy number (an
-// ofport_request another port holds) is not an error: like OVS, the port
-// gets the lowest free number instead.
-func (d *Daemon) startPort(b *bridge, cfg PortConfig) (uint32, error) {
+// startPort opens a wanted port and attaches it to b as number no (0:
+// the lowest free one).
+func (d *Daemon) startPort(b *bridge, cfg PortConfig, no uint32) (uint32, error) {
 	kind := cfg.Type
 	if kind == "" {
 		kind = datapath.KindSystem
 	}
-	no := cfg.wantedOFPort(b.cfg.Name)
 	if no == flowtable.PortLocal {
 		// The LOCAL port is always the bridge's internal port.
 		kind, cfg.Type = datapath.KindInternal, datapath.KindInternal
@@ -260,13 +282,6 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig) (uint32, error) {
 	open := d.Openers[cfg.Type]
 	if open == nil {
 		return 0, openError(cfg.Name, errAFNoSupport)
-	}
-	if no != 0 && no != flowtable.PortLocal {
-		if _, used := b.dp.Port(no); used {
-			d.Log.Warn("requested OpenFlow port number in use, picking another",
-				zap.String("port", cfg.Name), zap.Uint32("ofport_request", no))
-			no = 0
-		}
 	}
 	if kind == datapath.KindSystem || kind == datapath.KindAFXDP {
 		if err := requireDevice(cfg.Name, cfg.MTURequest); err != nil {
