@@ -1,13 +1,16 @@
 package vswitchd
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
 	"net"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +24,10 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
 )
 
 // The OVSDB session, as ovs-vswitchd runs it against ovsdb-server
@@ -98,7 +103,8 @@ type dbSession struct {
 	cfg int
 	// locked: the server granted the ovs_vswitchd lock.
 	locked       bool
-	typesWritten bool // datapath_types, iface_types, dpdk_version
+	devs         map[string]devInfo // by name/ifindex (device)
+	typesWritten bool               // datapath_types, iface_types, dpdk_version
 }
 
 func (d *Daemon) dbSession(ctx context.Context, remote string) error {
@@ -481,7 +487,12 @@ func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool)
 		if !ok {
 			continue // not on a bridge (yet)
 		}
-		row := ifaceWriteBack(ir, st, infos[ir.Name], links[ir.Name], withStats)
+		pi := infos[ir.Name]
+		var dev devInfo
+		if pi.Name != "" && !isTunnel(pi) {
+			dev = s.device(links[ir.Name])
+		}
+		row := ifaceWriteBack(ir, st, pi, links[ir.Name], dev, withStats)
 		if len(row) > 0 {
 			ops = append(ops, update("Interface", id, row))
 		}
@@ -562,7 +573,7 @@ func (d *Daemon) portInfos() map[string]datapath.PortInfo {
 
 // ifaceWriteBack is the Interface columns that differ from what
 // ovs-vswitchd would write for the port's status (OVSDB-APPCTL.md 2.3).
-func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.Interface, withStats bool) ovsdb.Row {
+func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.Interface, dev devInfo, withStats bool) ovsdb.Row {
 	row := ovsdb.Row{}
 	setInt := func(col string, have *int, want int) {
 		if have == nil || *have != want {
@@ -591,8 +602,13 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.
 		clear("admin_state", ir.AdminState != nil)
 		clear("link_state", ir.LinkState != nil)
 		clear("link_resets", ir.LinkResets != nil)
+		clear("link_speed", ir.LinkSpeed != nil)
+		clear("duplex", ir.Duplex != nil)
 		if len(ir.Statistics) > 0 {
 			row["statistics"] = ovsdb.OvsMap{GoMap: map[any]any{}}
+		}
+		if len(ir.Status) > 0 {
+			row["status"] = ovsdb.OvsMap{GoMap: map[any]any{}}
 		}
 		return row
 	}
@@ -613,6 +629,19 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.
 	setStr("admin_state", ir.AdminState, admin)
 	setStr("link_state", ir.LinkState, carrier)
 	setInt("link_resets", ir.LinkResets, 0)
+	if dev.speed > 0 {
+		setInt("link_speed", ir.LinkSpeed, dev.speed)
+	}
+	if dev.duplex != "" {
+		setStr("duplex", ir.Duplex, dev.duplex)
+	}
+	if dev.status != nil && !maps.Equal(dev.status, ir.Status) {
+		m := ovsdb.OvsMap{GoMap: map[any]any{}}
+		for k, v := range dev.status {
+			m.GoMap[k] = v
+		}
+		row["status"] = m
+	}
 	if withStats || len(ir.Statistics) == 0 {
 		stats := interfaceStatistics(pi)
 		if !maps.Equal(stats, ir.Statistics) {
@@ -648,6 +677,92 @@ func linkState(ifi net.Interface) (admin, carrier string, ifindex int) {
 		carrier = "up"
 	}
 	return admin, carrier, ifi.Index
+}
+
+// devInfo is what ovs-vswitchd shows of a kernel interface's device:
+// its driver (Interface.status) and link speed and duplex.
+type devInfo struct {
+	status map[string]string
+	speed  int // bit/s; 0 unknown
+	duplex string
+}
+
+// device returns the device facts of a kernel interface, read once per
+// interface index.
+func (s *dbSession) device(ifi net.Interface) devInfo {
+	if ifi.Name == "" {
+		return devInfo{}
+	}
+	key := ifi.Name + "/" + strconv.Itoa(ifi.Index)
+	if dev, ok := s.devs[key]; ok {
+		return dev
+	}
+	dev := readDevice(ifi.Name)
+	if s.devs == nil {
+		s.devs = map[string]devInfo{}
+	}
+	s.devs[key] = dev
+	return dev
+}
+
+// readDevice asks the driver (ETHTOOL_GDRVINFO) and sysfs.
+func readDevice(name string) devInfo {
+	var dev devInfo
+	if fd, err := ifioctl.ControlSocket(); err == nil {
+		if di, err := unix.IoctlGetEthtoolDrvinfo(fd, name); err == nil {
+			dev.status = map[string]string{"driver_name": cString(di.Driver[:]),
+				"driver_version": cString(di.Version[:]), "firmware_version": cString(di.Fw_version[:])}
+		}
+		unix.Close(fd)
+	}
+	dev.speed, dev.duplex = linkSettings(name)
+	return dev
+}
+
+// linkSettings asks the driver for the link speed (bit/s) and duplex
+// (ETHTOOL_GSET, which answers for interfaces that are down too, as
+// ovs-vswitchd's netdev_get_features does).
+func linkSettings(name string) (speed int, duplex string) {
+	const ethtoolGSet = 0x1
+	if len(name) >= 16 {
+		return 0, ""
+	}
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return 0, ""
+	}
+	defer unix.Close(fd)
+	// struct ethtool_cmd: cmd, supported, advertising (u32), speed (u16),
+	// duplex (u8), ..., speed_hi (u16) at offset 28; 44 bytes. On the
+	// heap, which does not move, since ifreq holds its address.
+	cmd := new([44]byte)
+	binary.NativeEndian.PutUint32(cmd[0:], ethtoolGSet)
+	var ifr [40]byte // struct ifreq: the name, then the command's address
+	copy(ifr[:], name)
+	*(*uintptr)(unsafe.Pointer(&ifr[16])) = uintptr(unsafe.Pointer(cmd))
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr[0])))
+	runtime.KeepAlive(cmd)
+	if errno != 0 {
+		return 0, ""
+	}
+	mbps := uint32(binary.NativeEndian.Uint16(cmd[12:])) | uint32(binary.NativeEndian.Uint16(cmd[28:]))<<16
+	if mbps != 0 && mbps != 0xffffffff {
+		speed = int(mbps) * 1_000_000
+	}
+	switch cmd[14] {
+	case 0:
+		duplex = "half"
+	case 1:
+		duplex = "full"
+	}
+	return speed, duplex
+}
+
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
 }
 
 // interfaceStatistics is Interface.statistics as ovs-vswitchd fills it:

@@ -84,7 +84,7 @@ func TestDesiredState(t *testing.T) {
 // failed one, and nothing when the row already says it all.
 func TestIfaceWriteBack(t *testing.T) {
 	tun := datapath.PortInfo{OFPort: 32768, Name: "antrea-tun0", Kind: "geneve", Stats: port.Stats{RxPackets: 3, RxBytes: 300}}
-	row := ifaceWriteBack(&ifaceRow{Name: "antrea-tun0"}, PortStatus{OFPort: 32768}, tun, net.Interface{}, false)
+	row := ifaceWriteBack(&ifaceRow{Name: "antrea-tun0"}, PortStatus{OFPort: 32768}, tun, net.Interface{}, devInfo{}, false)
 	want := map[string]any{"ofport": 32768, "ifindex": 0, "admin_state": "up", "link_state": "up", "link_resets": 0}
 	for k, v := range want {
 		if row[k] != v {
@@ -99,20 +99,20 @@ func TestIfaceWriteBack(t *testing.T) {
 		t.Errorf("tunnel statistics %v, want the 4 counters", stats.GoMap)
 	}
 
-	failed := ifaceWriteBack(&ifaceRow{Name: "fx-bad0"}, PortStatus{OFPort: -1, Err: openError("fx-bad0", errAFNoSupport)}, datapath.PortInfo{}, net.Interface{}, false)
+	failed := ifaceWriteBack(&ifaceRow{Name: "fx-bad0"}, PortStatus{OFPort: -1, Err: openError("fx-bad0", errAFNoSupport)}, datapath.PortInfo{}, net.Interface{}, devInfo{}, false)
 	if len(failed) != 2 || failed["ofport"] != -1 || failed["error"] != "could not open network device fx-bad0 (Address family not supported by protocol)" {
 		t.Errorf("failed port row %v", failed)
 	}
 	// A port that failed after being open loses its state columns.
 	was := &ifaceRow{Name: "p", OFPort: ptr(3), MTU: ptr(1500), MACInUse: ptr("aa:bb:cc:00:00:02"), Statistics: map[string]int{"rx_bytes": 1}}
-	failed = ifaceWriteBack(was, PortStatus{OFPort: -1, Err: errors.New("gone")}, datapath.PortInfo{}, net.Interface{}, false)
+	failed = ifaceWriteBack(was, PortStatus{OFPort: -1, Err: errors.New("gone")}, datapath.PortInfo{}, net.Interface{}, devInfo{}, false)
 	if failed["error"] != "could not open network device p (gone)" || failed["mtu"] == nil || failed["mac_in_use"] == nil || failed["statistics"] == nil {
 		t.Errorf("port failed after being open: %v", failed)
 	}
 	// Written already: nothing to write.
 	same := &ifaceRow{Name: "antrea-tun0", OFPort: ptr(32768), Ifindex: ptr(0), AdminState: ptr("up"), LinkState: ptr("up"), LinkResets: ptr(0),
 		Statistics: interfaceStatistics(tun)}
-	if row := ifaceWriteBack(same, PortStatus{OFPort: 32768}, tun, net.Interface{}, true); len(row) != 0 {
+	if row := ifaceWriteBack(same, PortStatus{OFPort: 32768}, tun, net.Interface{}, devInfo{}, true); len(row) != 0 {
 		t.Errorf("unchanged row rewritten: %v", row)
 	}
 }

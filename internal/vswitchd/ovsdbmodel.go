@@ -59,15 +59,18 @@ type ifaceRow struct {
 	MAC           *string           `ovsdb:"mac"`
 	MTURequest    *int              `ovsdb:"mtu_request"`
 
-	OFPort     *int           `ovsdb:"ofport"`
-	Error      *string        `ovsdb:"error"`
-	MACInUse   *string        `ovsdb:"mac_in_use"`
-	MTU        *int           `ovsdb:"mtu"`
-	Ifindex    *int           `ovsdb:"ifindex"`
-	AdminState *string        `ovsdb:"admin_state"`
-	LinkState  *string        `ovsdb:"link_state"`
-	LinkResets *int           `ovsdb:"link_resets"`
-	Statistics map[string]int `ovsdb:"statistics"`
+	OFPort     *int              `ovsdb:"ofport"`
+	Error      *string           `ovsdb:"error"`
+	MACInUse   *string           `ovsdb:"mac_in_use"`
+	MTU        *int              `ovsdb:"mtu"`
+	Ifindex    *int              `ovsdb:"ifindex"`
+	AdminState *string           `ovsdb:"admin_state"`
+	LinkState  *string           `ovsdb:"link_state"`
+	LinkResets *int              `ovsdb:"link_resets"`
+	Statistics map[string]int    `ovsdb:"statistics"`
+	LinkSpeed  *int              `ovsdb:"link_speed"`
+	Duplex     *string           `ovsdb:"duplex"`
+	Status     map[string]string `ovsdb:"status"`
 }
 
 // controllerRow is a Controller row.
