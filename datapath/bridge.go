@@ -109,6 +109,10 @@ type Bridge struct {
 	ports  atomic.Pointer[portSet]
 	closed bool
 
+	// restoreWait is other_config:flow-restore-wait=true: received frames
+	// are dropped unprocessed (SetFlowRestoreWait).
+	restoreWait atomic.Bool
+
 	// poMu guards poLoop, the loop state PacketOut uses.
 	poMu   sync.Mutex
 	poLoop *loop
@@ -191,6 +195,15 @@ func (b *Bridge) DatapathID() uint64 { return b.dpid }
 
 // Pipeline is the bridge's OpenFlow state.
 func (b *Bridge) Pipeline() *flowtable.Pipeline { return b.pipeline }
+
+// SetFlowRestoreWait sets or clears OVS's flow-restore-wait: while set, the
+// bridge takes in no frames (they are dropped, as OVS leaves them to the
+// datapath), so nothing is forwarded by a flow table still being
+// restored and nothing learned; controllers may load flows meanwhile.
+func (b *Bridge) SetFlowRestoreWait(on bool) { b.restoreWait.Store(on) }
+
+// FlowRestoreWait tells whether flow-restore-wait is in force.
+func (b *Bridge) FlowRestoreWait() bool { return b.restoreWait.Load() }
 
 // PortNumbers implements flowtable.PortLister: every port's OpenFlow
 // number, ascending. The slice is shared and must not be modified.

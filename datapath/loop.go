@@ -104,7 +104,7 @@ func (l *loop) process(frames [][]byte) {
 	in := l.in
 	l.ports = l.b.ports.Load()
 	defer in.processed.Add(uint64(len(frames)))
-	if in.config.Load()&(PortConfigDown|PortConfigNoRecv) != 0 {
+	if in.config.Load()&(PortConfigDown|PortConfigNoRecv) != 0 || l.b.restoreWait.Load() {
 		in.rxConfigDrops.Add(uint64(len(frames)))
 		return
 	}

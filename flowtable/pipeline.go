@@ -586,16 +586,25 @@ func (x *xlate) normal() {
 	x.orMask(FieldEthSrc)
 	x.orMask(FieldEthDst)
 	x.orMask(FieldVlanTCI)
-	vlan := k.VlanTCI() & VlanVIDMask
+	in := k.InPort()
+	vid := k.VlanTCI() & VlanVIDMask
+	vlan, ok := x.normalInput(in, vid)
+	if !ok {
+		return
+	}
+	dst := k.EthDst()
+	if reservedMulticast(dst) {
+		x.note("NORMAL: packet has reserved destination MAC %x, dropping", dst)
+		return
+	}
 	now := x.p.Now()
 	// The generation before the table is read: any later change makes
 	// the recorded decision stale.
 	gen := x.p.MACs.Gen()
-	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: k.InPort()}
+	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: in}
 	if !x.dry {
 		x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
 	}
-	dst := k.EthDst()
 	var expires time.Time
 	defer func() {
 		if x.r != nil {
@@ -606,17 +615,26 @@ func (x *xlate) normal() {
 		port, exp, ok := x.p.MACs.LookupExpiry(vlan, dst, now)
 		if ok {
 			expires = exp
-			if port == k.InPort() {
+			if port == in {
 				x.note("NORMAL: learned port of %x is the input port, dropping", dst)
 				return
 			}
 			x.note("NORMAL: forwarding to learned port %d", port)
-			x.emit(port)
+			x.normalOutput(port, vlan, vid)
 			return
 		}
 	}
 	x.note("NORMAL: no learned MAC for destination, flooding")
-	x.flood(PortFlood)
+	ps := x.ports()
+	if ps == nil {
+		x.emit(PortFlood) // no port list: the sink sees the reserved port
+		return
+	}
+	for _, p := range ps {
+		if p != in && x.portVLAN(p).carries(vlan) {
+			x.normalOutput(p, vlan, vid)
+		}
+	}
 }
 
 func (x *xlate) group(id uint32) {

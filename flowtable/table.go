@@ -57,6 +57,9 @@ type Pipeline struct {
 	Conntrack Conntrack  // nil: ct() marks packets +trk+inv
 	MACs      *MACTable  // for NORMAL
 	Ports     PortLister // for NORMAL/FLOOD/ALL; nil: outputs name the reserved port
+	// vlans are the ports' VLAN roles for NORMAL (SetPortVLANs); nil:
+	// every port a trunk of every VLAN.
+	vlans atomic.Pointer[map[uint32]PortVLAN]
 	// MaxResubmitDepth bounds resubmit/goto nesting (OVS: 64).
 	MaxResubmitDepth int
 	// Now returns the time (tests use a fake clock).

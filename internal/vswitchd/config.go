@@ -33,6 +33,7 @@ type BridgeConfig struct {
 	FailMode    string       `yaml:"fail_mode"`   // secure (default) or standalone
 	Controllers []string     `yaml:"controllers"` // tcp:IP:PORT, unix:PATH
 	Listeners   []string     `yaml:"listeners"`   // ptcp:PORT[:IP], punix:PATH (the .mgmt socket is always there)
+	Protocols   []string     `yaml:"protocols"`   // OpenFlow10, OpenFlow13, OpenFlow15; none: all
 	Ports       []PortConfig `yaml:"ports"`
 }
 
@@ -44,6 +45,15 @@ type PortConfig struct {
 	MAC           string            `yaml:"mac"`
 	MTURequest    int               `yaml:"mtu_request"`
 	Options       map[string]string `yaml:"options"`
+	// Tag, Trunks and VLANMode are the Port columns NORMAL honours:
+	// an access port's VLAN, a trunk's VLANs (none: all) and the mode
+	// (access, trunk; default: access with a tag, else trunk).
+	Tag      uint16   `yaml:"tag"`
+	Trunks   []uint16 `yaml:"trunks"`
+	VLANMode string   `yaml:"vlan_mode"`
+	// PrevOFPort is the number the port had before (the OVSDB's
+	// Interface.ofport), which it gets back when nothing asks for another.
+	PrevOFPort uint32 `yaml:"-"`
 }
 
 // LoadConfig reads and validates a YAML configuration file.
@@ -105,6 +115,12 @@ func (p *PortConfig) Validate() error {
 	default:
 		return fmt.Errorf("port %s: type %q: govs supports system, afxdp, internal and geneve", p.Name, p.Type)
 	}
+	return p.check()
+}
+
+// check checks the port's values but its name and type (the OVSDB path
+// takes any name and type and reports what cannot be opened).
+func (p *PortConfig) check() error {
 	if p.OFPortRequest >= 0xff00 {
 		return fmt.Errorf("port %s: ofport_request %d out of range 1..65279", p.Name, p.OFPortRequest)
 	}
@@ -115,6 +131,19 @@ func (p *PortConfig) Validate() error {
 	}
 	if p.MTURequest < 0 || p.MTURequest > 65535 {
 		return fmt.Errorf("port %s: mtu_request %d out of range", p.Name, p.MTURequest)
+	}
+	if p.Tag > 4095 {
+		return fmt.Errorf("port %s: tag %d out of range 0..4095", p.Name, p.Tag)
+	}
+	for _, v := range p.Trunks {
+		if v > 4095 {
+			return fmt.Errorf("port %s: trunks: VLAN %d out of range 0..4095", p.Name, v)
+		}
+	}
+	switch p.VLANMode {
+	case "", "access", "trunk":
+	default:
+		return fmt.Errorf("port %s: vlan_mode %q: govs supports access and trunk", p.Name, p.VLANMode)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,19 +53,34 @@ type Daemon struct {
 	cancel    context.CancelFunc
 	tracker   *conntrack.Tracker
 	stopSweep func()
-	mu        sync.Mutex
-	bridges   map[string]*bridge
+
+	// reconfMu serializes reconfigurations (Reconcile and the commands
+	// that edit want); it is held while ports open, which can be slow.
+	reconfMu sync.Mutex
+	want     State // the desired state last reconciled
+	dbMode   bool  // the OVSDB is the source of the configuration
+	holding  bool  // flow-restore-wait is in force
+
+	// mu guards bridges and each bridge's ports map, for readers that
+	// must not wait for a reconfiguration.
+	mu      sync.Mutex
+	bridges map[string]*bridge
 }
 
+// bridge is a running bridge.
 type bridge struct {
-	cfg       BridgeConfig
-	dp        *datapath.Bridge
-	ports     map[string]uint32 // name -> ofport
-	kinds     map[string]string
-	options   map[string]map[string]string // options:* by port name (dpif/show)
-	listeners []*ofproto.Listener
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	cfg        BridgeConfig // without ports
+	dp         *datapath.Bridge
+	of         *ofproto.Bridge // nil without OpenFlow
+	log        *zap.Logger
+	ports      map[string]*runningPort
+	listeners  []*ofproto.Listener           // the management socket's first
+	versions   uint32                        // OpenFlow versions (Bridge.protocols)
+	vlans      map[uint32]flowtable.PortVLAN // what NORMAL was last given
+	ctx        context.Context
+	cancel     context.CancelFunc
+	connCancel context.CancelFunc // the controllers and extra listeners
+	wg         sync.WaitGroup
 }
 
 // New returns a daemon with no bridges.
@@ -157,7 +173,9 @@ func (d *Daemon) openInternal(cfg PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: o.vnet}
+	// Configured from the OVSDB, internal ports stay down as OVS leaves
+	// them (admin_state down): whoever uses one brings it up.
+	tc := tap.Config{Name: cfg.Name, MTU: cfg.MTURequest, VnetHdr: o.vnet, LeaveDown: d.dbMode}
 	if cfg.MAC != "" {
 		mac, err := net.ParseMAC(cfg.MAC)
 		if err != nil {
@@ -195,84 +213,252 @@ func defaultDatapathID(name string) uint64 {
 	return h.Sum64() & 0x0000ffffffffffff
 }
 
+// errDatabaseMode refuses configuration commands while the OVSDB is the
+// source of the configuration.
+var errDatabaseMode = errors.New("the configuration comes from the OVSDB: use ovs-vsctl")
+
+// edit runs one configuration command (govs add-br, ...): change edits a
+// copy of the desired state, the reconciler applies it, and failed says
+// whether the command failed, in which case the desired state is as
+// before (a command that fails changes nothing). Commands are refused
+// while the OVSDB is the source of the configuration.
+func (d *Daemon) edit(change func(want *State) error, failed func(Result) error) error {
+	d.reconfMu.Lock()
+	defer d.reconfMu.Unlock()
+	if d.dbMode {
+		return errDatabaseMode
+	}
+	before := d.want
+	want := d.want.clone()
+	if err := change(&want); err != nil {
+		return err
+	}
+	res := d.reconcile(want)
+	if failed != nil {
+		if err := failed(res); err != nil {
+			d.want = before
+			return err
+		}
+	}
+	return nil
+}
+
 // AddBridge creates a bridge (ovs-vsctl add-br) with its management socket.
 func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	cfg.Ports = nil
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.bridges[cfg.Name]; ok {
-		return fmt.Errorf("cannot create a bridge named %s because a bridge named %s already exists", cfg.Name, cfg.Name)
+	return d.edit(func(want *State) error {
+		if want.Bridge(cfg.Name) != nil {
+			return fmt.Errorf("cannot create a bridge named %s because a bridge named %s already exists", cfg.Name, cfg.Name)
+		}
+		want.Bridges = append(want.Bridges, cfg)
+		return nil
+	}, func(res Result) error { return res.Bridges[cfg.Name] })
+}
+
+// DelBridge removes a bridge, its ports and its sockets (ovs-vsctl del-br).
+func (d *Daemon) DelBridge(name string) error {
+	return d.edit(func(want *State) error {
+		i := slices.IndexFunc(want.Bridges, func(b BridgeConfig) bool { return b.Name == name })
+		if i < 0 {
+			return fmt.Errorf("no bridge named %s", name)
+		}
+		want.Bridges = slices.Delete(want.Bridges, i, i+1)
+		return nil
+	}, nil)
+}
+
+// AddPort adds a port to a bridge (ovs-vsctl add-port).
+func (d *Daemon) AddPort(br string, cfg PortConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
+	return d.edit(func(want *State) error {
+		wb := want.Bridge(br)
+		if wb == nil {
+			return fmt.Errorf("no bridge named %s", br)
+		}
+		for _, ob := range want.Bridges {
+			if ob.Port(cfg.Name) != nil {
+				return fmt.Errorf("cannot create a port named %s because a port named %s already exists on bridge %s", cfg.Name, cfg.Name, ob.Name)
+			}
+		}
+		wb.Ports = append(wb.Ports, cfg)
+		return nil
+	}, func(res Result) error {
+		if st := res.Ports[cfg.Name]; st.Err != nil {
+			return fmt.Errorf("port %s: %w", cfg.Name, st.Err)
+		}
+		return nil
+	})
+}
+
+// DelPort removes a port (ovs-vsctl del-port BRIDGE PORT or del-port PORT).
+func (d *Daemon) DelPort(br, name string) error {
+	return d.edit(func(want *State) error {
+		for i := range want.Bridges {
+			wb := &want.Bridges[i]
+			if br != "" && wb.Name != br {
+				continue
+			}
+			if j := slices.IndexFunc(wb.Ports, func(p PortConfig) bool { return p.Name == name }); j >= 0 {
+				wb.Ports = slices.Delete(wb.Ports, j, j+1)
+				return nil
+			}
+		}
+		switch {
+		case br == "":
+			return fmt.Errorf("no port named %s", name)
+		case want.Bridge(br) == nil:
+			return fmt.Errorf("no bridge named %s", br)
+		}
+		return fmt.Errorf("bridge %s does not have a port %s", br, name)
+	}, nil)
+}
+
+// startBridge creates a running bridge with its management socket and
+// OpenFlow connections.
+func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
+	cfg.Ports = nil
 	dpid := defaultDatapathID(cfg.Name)
 	if cfg.DatapathID != "" {
-		dpid, _ = ParseDatapathID(cfg.DatapathID)
+		v, err := ParseDatapathID(cfg.DatapathID)
+		if err != nil {
+			return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
+		}
+		dpid = v
 	}
 	p := flowtable.NewPipeline()
 	p.Conntrack = ctadapter.Wrap(d.tracker)
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
+	dp.SetFlowRestoreWait(d.holding)
 	if cfg.FailMode == "standalone" {
 		// Standalone: behave as a learning switch until a controller says otherwise.
 		f := &flowtable.Flow{Priority: 0, Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortNormal}}}
 		if err := p.AddFlow(f); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	b := &bridge{cfg: cfg, dp: dp, ports: map[string]uint32{}, kinds: map[string]string{}, options: map[string]map[string]string{}}
+	versions, err := protocolVersions(cfg.Protocols)
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
+	}
+	b := &bridge{cfg: cfg, dp: dp, ports: map[string]*runningPort{}, log: log, versions: versions}
 	ctx, cancel := context.WithCancel(d.ctx)
-	b.cancel = cancel
+	b.ctx, b.cancel = ctx, cancel
 	if d.OpenFlow != nil {
-		ob := d.OpenFlow(dp, log)
-		mk := ob.Handlers()
+		b.of = d.OpenFlow(dp, log)
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			ob.Run(ctx) // flow expiry
+			b.of.Run(ctx) // flow expiry
 		}()
-		targets := append([]string{"punix:" + d.MgmtSocket(cfg.Name)}, cfg.Listeners...)
-		for _, ts := range targets {
-			t, err := ofproto.ParseTarget(ts)
-			if err == nil {
-				var ln *ofproto.Listener
-				ln, err = ofproto.Listen(t)
-				if err == nil {
-					b.listeners = append(b.listeners, ln)
-					b.wg.Add(1)
-					go func() {
-						defer b.wg.Done()
-						if err := ln.Serve(ctx, mk, ofproto.ConnOptions{Logger: log}); err != nil {
-							log.Warn("listener stopped", zap.Error(err))
-						}
-					}()
-				}
-			}
-			if err != nil {
-				cancel()
-				b.closeListeners()
-				return fmt.Errorf("bridge %s: %w", cfg.Name, err)
-			}
+		t, err := ofproto.ParseTarget("punix:" + d.MgmtSocket(cfg.Name))
+		if err == nil {
+			err = b.listen(ctx, t)
 		}
-		for _, cs := range cfg.Controllers {
-			t, err := ofproto.ParseTarget(cs)
-			if err != nil || t.Passive {
-				cancel()
-				b.closeListeners()
-				return fmt.Errorf("bridge %s: controller %q: must be tcp:IP[:PORT] or unix:PATH", cfg.Name, cs)
-			}
-			ctl := &ofproto.Controller{Target: t}
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				ctl.Run(ctx, mk, ofproto.ConnOptions{Logger: log, ProbeInterval: 5e9})
-			}()
+		if err == nil {
+			err = b.connect(ctx, cfg)
+		}
+		if err != nil {
+			cancel()
+			b.closeListeners()
+			b.wg.Wait()
+			return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
 		}
 	}
+	d.mu.Lock()
 	d.bridges[cfg.Name] = b
+	d.mu.Unlock()
 	log.Info("bridge added", zap.String("datapath_id", fmt.Sprintf("%016x", dpid)), zap.String("mgmt", d.MgmtSocket(cfg.Name)))
+	return b, nil
+}
+
+// listen serves OpenFlow on a passive target until ctx ends.
+func (b *bridge) listen(ctx context.Context, t ofproto.Target) error {
+	ln, err := ofproto.Listen(t)
+	if err != nil {
+		return err
+	}
+	b.listeners = append(b.listeners, ln)
+	mk := b.of.Handlers()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := ln.Serve(ctx, mk, ofproto.ConnOptions{Logger: b.log, Versions: b.versions}); err != nil {
+			b.log.Warn("listener stopped", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+// connect starts the bridge's controller connections and extra listeners
+// (Bridge.controller) under their own context, so that a change of them
+// restarts them without touching the bridge.
+func (b *bridge) connect(parent context.Context, cfg BridgeConfig) error {
+	ctx, cancel := context.WithCancel(parent)
+	b.connCancel = cancel
+	versions := b.versions
+	for _, ls := range cfg.Listeners {
+		t, err := ofproto.ParseTarget(ls)
+		if err == nil && !t.Passive {
+			err = fmt.Errorf("listener %q: must be ptcp:PORT[:IP] or punix:PATH", ls)
+		}
+		if err == nil {
+			err = b.listen(ctx, t)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	mk := b.of.Handlers()
+	for _, cs := range cfg.Controllers {
+		t, err := ofproto.ParseTarget(cs)
+		if err != nil || t.Passive {
+			return fmt.Errorf("controller %q: must be tcp:IP[:PORT] or unix:PATH", cs)
+		}
+		ctl := &ofproto.Controller{Target: t}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			ctl.Run(ctx, mk, ofproto.ConnOptions{Logger: b.log, ProbeInterval: 5e9, Versions: versions})
+		}()
+	}
+	return nil
+}
+
+// updateBridge applies a wanted bridge's settings that can change while it
+// runs: its controllers, listeners and OpenFlow versions.
+func (d *Daemon) updateBridge(b *bridge, cfg BridgeConfig) error {
+	cfg.Ports = nil
+	if slices.Equal(b.cfg.Controllers, cfg.Controllers) && slices.Equal(b.cfg.Listeners, cfg.Listeners) &&
+		slices.Equal(b.cfg.Protocols, cfg.Protocols) {
+		b.cfg = cfg
+		return nil
+	}
+	if b.of == nil {
+		b.cfg = cfg
+		return nil
+	}
+	b.connCancel()
+	// The management listener is the first; the others belong to the
+	// connections just stopped.
+	for _, ln := range b.listeners[1:] {
+		ln.Close()
+	}
+	b.listeners = b.listeners[:1]
+	versions, err := protocolVersions(cfg.Protocols)
+	if err != nil {
+		return fmt.Errorf("bridge %s: %w", cfg.Name, err)
+	}
+	b.cfg, b.versions = cfg, versions
+	if err := b.connect(b.ctx, cfg); err != nil {
+		return fmt.Errorf("bridge %s: %w", cfg.Name, err)
+	}
 	return nil
 }
 
@@ -282,8 +468,8 @@ func (b *bridge) closeListeners() {
 	}
 }
 
-// DelBridge removes a bridge, its ports and its sockets (ovs-vsctl del-br).
-func (d *Daemon) DelBridge(name string) error {
+// stopBridge removes a running bridge, its ports and its sockets.
+func (d *Daemon) stopBridge(name string) error {
 	d.mu.Lock()
 	b, ok := d.bridges[name]
 	if ok {
@@ -298,67 +484,6 @@ func (d *Daemon) DelBridge(name string) error {
 	err := b.dp.Close()
 	b.wg.Wait()
 	return err
-}
-
-// AddPort adds a port to a bridge (ovs-vsctl add-port).
-func (d *Daemon) AddPort(br string, cfg PortConfig) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b, ok := d.bridges[br]
-	if !ok {
-		return fmt.Errorf("no bridge named %s", br)
-	}
-	for _, ob := range d.bridges {
-		if _, dup := ob.ports[cfg.Name]; dup {
-			return fmt.Errorf("cannot create a port named %s because a port named %s already exists on bridge %s", cfg.Name, cfg.Name, ob.cfg.Name)
-		}
-	}
-	open := d.Openers[cfg.Type]
-	if open == nil {
-		return fmt.Errorf("port %s: type %q is not available in this daemon", cfg.Name, cfg.Type)
-	}
-	p, err := open(cfg)
-	if err != nil {
-		return fmt.Errorf("port %s: %w", cfg.Name, err)
-	}
-	kind := cfg.Type
-	if kind == "" {
-		kind = "system"
-	}
-	no, err := b.dp.AddPort(cfg.OFPortRequest, p, kind)
-	if err != nil {
-		p.Close()
-		return fmt.Errorf("port %s: %w", cfg.Name, err)
-	}
-	b.ports[cfg.Name] = no
-	b.kinds[cfg.Name] = kind
-	b.options[cfg.Name] = cfg.Options
-	d.Log.Info("port added", zap.String("bridge", br), zap.String("port", cfg.Name), zap.Uint32("ofport", no), zap.String("type", kind))
-	return nil
-}
-
-// DelPort removes a port (ovs-vsctl del-port BRIDGE PORT or del-port PORT).
-func (d *Daemon) DelPort(br, name string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for bn, b := range d.bridges {
-		if br != "" && bn != br {
-			continue
-		}
-		if no, ok := b.ports[name]; ok {
-			delete(b.ports, name)
-			delete(b.kinds, name)
-			delete(b.options, name)
-			return b.dp.DelPort(no)
-		}
-	}
-	if br != "" {
-		return fmt.Errorf("bridge %s does not have a port %s", br, name)
-	}
-	return fmt.Errorf("no port named %s", name)
 }
 
 // Bridge returns a bridge's datapath (tests, benchmarks).
@@ -410,16 +535,13 @@ func (d *Daemon) Show() string {
 
 // Close removes every bridge.
 func (d *Daemon) Close() error {
-	d.mu.Lock()
-	var names []string
-	for n := range d.bridges {
-		names = append(names, n)
-	}
-	d.mu.Unlock()
+	d.reconfMu.Lock()
 	var errs []error
-	for _, n := range names {
-		errs = append(errs, d.DelBridge(n))
+	for _, n := range d.bridgeNames() {
+		errs = append(errs, d.stopBridge(n))
 	}
+	d.want = State{}
+	d.reconfMu.Unlock()
 	d.cancel()
 	d.stopSweep()
 	return errors.Join(errs...)

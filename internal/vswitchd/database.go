@@ -1,15 +1,790 @@
 package vswitchd
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"net"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cenkalti/rpc2"
+	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
 )
 
-// ServeDatabase configures the daemon from the OVSDB server at remote
-// (unix:PATH or tcp:IP:PORT) until ctx ends.
-//
-// Placeholder: the OVSDB client lands from another branch; this one only
-// keeps the seam so govs-vswitchd builds and retries it.
+// The OVSDB session, as ovs-vswitchd runs it against ovsdb-server
+// (OVSDB-APPCTL.md section 2): take the "ovs_vswitchd" lock, monitor the
+// columns it reads, turn the database into the desired State on every
+// change, reconcile, and write back only the columns ovs-vswitchd owns
+// (Interface.ofport, error, state and statistics, Bridge.datapath_id,
+// Open_vSwitch.cur_cfg, ...), every transaction asserting the lock.
+
+// vswitchdLock is the OVSDB lock ovs-vswitchd holds while it writes.
+const vswitchdLock = "ovs_vswitchd"
+
+// statsInterval is how often Interface.statistics and the link state are
+// written back (OVS: every 5 s).
+const statsInterval = 5 * time.Second
+
+// Reconnection backoff after the database is lost (OVS: 1 s doubling to 8 s).
+const (
+	minReconnect = time.Second
+	maxReconnect = 8 * time.Second
+)
+
+// govsDatapathTypes and govsIfaceTypes are written to Open_vSwitch
+// datapath_types and iface_types: what govs accepts in Bridge.datapath_type
+// and Interface.type.
+var (
+	govsDatapathTypes = []string{"netdev", "system"}
+	govsIfaceTypes    = []string{"afxdp", "geneve", "internal", "system"}
+)
+
+// ServeDatabase makes the OVSDB server at remote ("unix:PATH" or
+// "tcp:IP:PORT") the source of the daemon's configuration and runs the
+// session until ctx is done. Losing the database leaves the bridges
+// forwarding as they are; the session reconnects and picks up where the
+// database is then.
 func (d *Daemon) ServeDatabase(ctx context.Context, remote string) error {
-	return errors.New("OVSDB support not built")
+	if !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") {
+		return fmt.Errorf("database %q: want unix:PATH or tcp:IP:PORT", remote)
+	}
+	d.reconfMu.Lock()
+	d.dbMode = true
+	d.reconfMu.Unlock()
+	wait := minReconnect
+	for {
+		start := time.Now()
+		err := d.dbSession(ctx, remote)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) > maxReconnect {
+			wait = minReconnect
+		}
+		d.Log.Warn("database connection lost, reconnecting", zap.String("remote", remote), zap.Error(err), zap.Duration("in", wait))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxReconnect)
+	}
+}
+
+// dbSession is one connection to the database.
+type dbSession struct {
+	d       *Daemon
+	c       client.Client
+	log     *zap.Logger
+	changed chan struct{}
+	applied *State // the desired state last reconciled, nil before the first
+	status  map[string]PortStatus
+	// cfg is the next_cfg the running configuration reflects, written to
+	// cur_cfg (again by later passes if a write failed); -1: none yet.
+	cfg int
+	// locked: the server granted the ovs_vswitchd lock.
+	locked       bool
+	devs         map[string]devInfo // by name/ifindex (device)
+	typesWritten bool               // datapath_types, iface_types, dpdk_version
+}
+
+func (d *Daemon) dbSession(ctx context.Context, remote string) error {
+	dbModel, err := vswitchModel()
+	if err != nil {
+		return err
+	}
+	discard := logr.Discard()
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(remote), client.WithLogger(&discard))
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.Connect(cctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer c.Close()
+	s := &dbSession{d: d, c: c, log: d.Log.With(zap.String("remote", remote)), changed: make(chan struct{}, 1), cfg: -1}
+	if err := s.lock(cctx); err != nil {
+		return err
+	}
+	kick := func() {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, model.Model) { kick() },
+		UpdateFunc: func(string, model.Model, model.Model) { kick() },
+		DeleteFunc: func(string, model.Model) { kick() },
+	})
+	var tables []client.MonitorOption
+	for _, m := range []model.Model{&ovsRow{}, &bridgeRow{}, &portRow{}, &ifaceRow{}, &controllerRow{}} {
+		tables = append(tables, client.WithTable(m, columnPointers(m)...))
+	}
+	mon := c.NewMonitor(tables...)
+	if _, err := c.Monitor(cctx, mon); err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	s.log.Info("connected to the database")
+	kick()
+	stats := time.NewTicker(statsInterval)
+	defer stats.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.DisconnectNotify():
+			return errors.New("disconnected")
+		case <-s.changed:
+			if !s.haveLock(ctx) {
+				continue
+			}
+			if err := s.reconfigure(ctx); err != nil {
+				s.log.Warn("reconfiguration write-back failed", zap.Error(err))
+			}
+		case <-stats.C:
+			if !s.haveLock(ctx) {
+				kick() // configure as soon as the lock comes
+				continue
+			}
+			if err := s.writeBack(ctx, nil, true); err != nil {
+				s.log.Warn("statistics write-back failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// lock asks for the ovs_vswitchd lock on the session's connection, as
+// ovs-vswitchd does before it monitors. libovsdb v0.7.0 has no call for
+// the OVSDB "lock" method (RFC 7047 4.1.8), so it is sent on the client's
+// JSON-RPC connection directly. When another process holds it the server
+// grants it later (haveLock finds out).
+func (s *dbSession) lock(ctx context.Context) error {
+	rc := rpcClientOf(s.c)
+	if rc == nil {
+		return errors.New("lock: no JSON-RPC connection")
+	}
+	var reply struct {
+		Locked bool `json:"locked"`
+	}
+	if err := rc.CallWithContext(ctx, "lock", []any{vswitchdLock}, &reply); err != nil {
+		return fmt.Errorf("lock %s: %w", vswitchdLock, err)
+	}
+	s.locked = reply.Locked
+	if !reply.Locked {
+		s.log.Warn("another ovs-vswitchd process holds the database lock; this one does nothing until it goes away", zap.String("lock", vswitchdLock))
+	}
+	return nil
+}
+
+// haveLock tells whether the session holds the lock. Like ovs-vswitchd,
+// govs neither configures bridges nor writes while another process holds
+// it; whether the server granted it since is asked with a transaction of
+// just the lock assertion.
+func (s *dbSession) haveLock(ctx context.Context) bool {
+	if s.locked {
+		return true
+	}
+	if s.transact(ctx, nil) == nil {
+		s.locked = true
+		s.log.Info("got the database lock", zap.String("lock", vswitchdLock))
+	}
+	return s.locked
+}
+
+// rpcClientOf returns the JSON-RPC connection inside a libovsdb client
+// (its unexported rpcClient field; the go.mod pins the version).
+func rpcClientOf(c client.Client) *rpc2.Client {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("rpcClient")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*rpc2.Client]() {
+		return nil
+	}
+	return *(**rpc2.Client)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// snapshot is the database as the cache holds it.
+type snapshot struct {
+	ovs         *ovsRow
+	bridges     map[string]*bridgeRow
+	ports       map[string]*portRow
+	ifaces      map[string]*ifaceRow
+	controllers map[string]*controllerRow
+}
+
+func (s *dbSession) snapshot() snapshot {
+	tc := s.c.Cache()
+	sn := snapshot{bridges: map[string]*bridgeRow{}, ports: map[string]*portRow{},
+		ifaces: map[string]*ifaceRow{}, controllers: map[string]*controllerRow{}}
+	for _, m := range tc.Table("Open_vSwitch").RowsShallow() {
+		sn.ovs = m.(*ovsRow)
+	}
+	for id, m := range tc.Table("Bridge").RowsShallow() {
+		sn.bridges[id] = m.(*bridgeRow)
+	}
+	for id, m := range tc.Table("Port").RowsShallow() {
+		sn.ports[id] = m.(*portRow)
+	}
+	for id, m := range tc.Table("Interface").RowsShallow() {
+		sn.ifaces[id] = m.(*ifaceRow)
+	}
+	for id, m := range tc.Table("Controller").RowsShallow() {
+		sn.controllers[id] = m.(*controllerRow)
+	}
+	return sn
+}
+
+// reconfigure turns the database into the desired state, reconciles when
+// it changed, and writes back the result and cur_cfg.
+func (s *dbSession) reconfigure(ctx context.Context) error {
+	t0 := time.Now()
+	sn := s.snapshot()
+	if sn.ovs == nil {
+		return nil // an empty database: nothing configured yet
+	}
+	if !s.typesWritten {
+		if err := s.writeTypes(ctx); err != nil {
+			return err
+		}
+		s.typesWritten = true
+	}
+	want, invalid := s.desiredState(sn)
+	s.log.Debug("database read", zap.Duration("took", time.Since(t0)))
+	// Our own writes of Interface.ofport change only PrevOFPort, which
+	// matters to ports not open yet: no reason to reconfigure.
+	if s.applied == nil || !reflect.DeepEqual(withoutPrevOFPort(*s.applied), withoutPrevOFPort(want)) {
+		s.d.applyOtherConfig(sn.ovs.OtherConfig)
+		start := time.Now()
+		res := s.d.Reconcile(want)
+		s.applied, s.status = &want, res.Ports
+		s.log.Info("reconfigured", zap.Int("next_cfg", sn.ovs.NextCfg), zap.Duration("took", time.Since(start)))
+	}
+	for name, err := range invalid {
+		s.status[name] = PortStatus{OFPort: -1, Err: err}
+	}
+	s.cfg = sn.ovs.NextCfg
+	return s.writeBack(ctx, &sn, false)
+}
+
+// withoutPrevOFPort is a copy of st without the ports' previous numbers.
+func withoutPrevOFPort(st State) State {
+	st = st.clone()
+	for i := range st.Bridges {
+		for j := range st.Bridges[i].Ports {
+			st.Bridges[i].Ports[j].PrevOFPort = 0
+		}
+	}
+	return st
+}
+
+// desiredState reads the bridges, ports and switch options from the
+// database. Ports whose rows govs cannot take as they are come back in
+// invalid, with the error for Interface.error.
+func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
+	invalid := map[string]error{}
+	st := State{FlowRestoreWait: sn.ovs.OtherConfig["flow-restore-wait"] == "true"}
+	for _, bid := range sn.ovs.Bridges {
+		br := sn.bridges[bid]
+		if br == nil {
+			continue
+		}
+		switch br.DatapathType {
+		case "", "netdev", "system":
+		default:
+			s.log.Warn("bridge has a datapath type govs does not have; not created", zap.String("bridge", br.Name), zap.String("datapath_type", br.DatapathType))
+			continue
+		}
+		bc := BridgeConfig{Name: br.Name, FailMode: "standalone", Protocols: slices.Sorted(slices.Values(br.Protocols))}
+		if br.FailMode != nil {
+			bc.FailMode = *br.FailMode
+		}
+		bc.DatapathID = bridgeDatapathID(br.OtherConfig)
+		for _, cid := range br.Controller {
+			if c := sn.controllers[cid]; c != nil {
+				if strings.HasPrefix(c.Target, "p") {
+					bc.Listeners = append(bc.Listeners, c.Target)
+				} else {
+					bc.Controllers = append(bc.Controllers, c.Target)
+				}
+			}
+		}
+		slices.Sort(bc.Listeners)
+		slices.Sort(bc.Controllers)
+		for _, pid := range br.Ports {
+			pr := sn.ports[pid]
+			if pr == nil {
+				continue
+			}
+			for _, iid := range pr.Interfaces {
+				ir := sn.ifaces[iid]
+				if ir == nil {
+					continue
+				}
+				if len(pr.Interfaces) != 1 {
+					invalid[ir.Name] = fmt.Errorf("port %s has %d interfaces: govs has no bonds", pr.Name, len(pr.Interfaces))
+					continue
+				}
+				pc, err := portFromRows(pr, ir)
+				if err != nil {
+					invalid[ir.Name] = err
+					continue
+				}
+				if pc.Name == bc.Name && pc.MAC == "" {
+					pc.MAC = br.OtherConfig["hwaddr"]
+				}
+				bc.Ports = append(bc.Ports, pc)
+			}
+		}
+		slices.SortFunc(bc.Ports, func(a, b PortConfig) int { return strings.Compare(a.Name, b.Name) })
+		st.Bridges = append(st.Bridges, bc)
+	}
+	slices.SortFunc(st.Bridges, func(a, b BridgeConfig) int { return strings.Compare(a.Name, b.Name) })
+	return st, invalid
+}
+
+// bridgeDatapathID is other_config:datapath-id, or one made from
+// other_config:hwaddr as OVS does, or "" (govs derives one from the name,
+// so that a restart keeps it).
+func bridgeDatapathID(oc map[string]string) string {
+	if v := oc["datapath-id"]; v != "" {
+		if _, err := ParseDatapathID(v); err == nil && len(strings.TrimPrefix(v, "0x")) == 16 {
+			return strings.TrimPrefix(v, "0x")
+		}
+	}
+	if mac, err := net.ParseMAC(oc["hwaddr"]); err == nil && len(mac) == 6 {
+		return fmt.Sprintf("0000%x", []byte(mac))
+	}
+	return ""
+}
+
+// portFromRows makes the wanted port of a Port row and its Interface.
+func portFromRows(pr *portRow, ir *ifaceRow) (PortConfig, error) {
+	pc := PortConfig{Name: ir.Name, Type: ir.Type, Options: maps.Clone(ir.Options)}
+	// The schema bounds these; a server that let others through must not
+	// have them wrap around.
+	for _, v := range []struct {
+		col    string
+		p      *int
+		lo, hi int
+	}{{"ofport_request", ir.OFPortRequest, 1, 65279}, {"mtu_request", ir.MTURequest, 1, 65535}, {"tag", pr.Tag, 0, 4095}} {
+		if v.p != nil && (*v.p < v.lo || *v.p > v.hi) {
+			return pc, wordedError{fmt.Errorf("could not configure network device %s (%s %d out of range %d..%d)", ir.Name, v.col, *v.p, v.lo, v.hi)}
+		}
+	}
+	for _, t := range pr.Trunks {
+		if t < 0 || t > 4095 {
+			return pc, wordedError{fmt.Errorf("could not configure network device %s (trunks: VLAN %d out of range 0..4095)", ir.Name, t)}
+		}
+	}
+	if ir.OFPortRequest != nil {
+		pc.OFPortRequest = uint32(*ir.OFPortRequest)
+	}
+	if ir.MAC != nil {
+		pc.MAC = *ir.MAC
+	}
+	if ir.MTURequest != nil {
+		pc.MTURequest = *ir.MTURequest
+	}
+	if ir.OFPort != nil && *ir.OFPort > 0 && *ir.OFPort < 0xff00 {
+		pc.PrevOFPort = uint32(*ir.OFPort)
+	}
+	if pr.Tag != nil {
+		pc.Tag = uint16(*pr.Tag)
+	}
+	for _, t := range pr.Trunks {
+		pc.Trunks = append(pc.Trunks, uint16(t))
+	}
+	slices.Sort(pc.Trunks)
+	if pr.VLANMode != nil {
+		pc.VLANMode = *pr.VLANMode
+	}
+	if err := pc.check(); err != nil {
+		return pc, wordedError{fmt.Errorf("could not configure network device %s (%w)", ir.Name, err)}
+	}
+	return pc, nil
+}
+
+// applyOtherConfig maps the Open_vSwitch other_config keys govs has
+// options for; the others are ignored, as OVS ignores keys it does not
+// know. Both apply to ports and bridges created from then on.
+func (d *Daemon) applyOtherConfig(oc map[string]string) {
+	d.UserspaceTSO = oc["userspace-tso-enable"] == "true"
+	if mask, ok := oc["pmd-cpu-mask"]; ok {
+		m, err := strconv.ParseUint(strings.TrimPrefix(mask, "0x"), 16, 64)
+		if err != nil || m == 0 {
+			d.Log.Warn("other_config:pmd-cpu-mask is not a hexadecimal CPU mask; ignored", zap.String("pmd-cpu-mask", mask))
+			return
+		}
+		// One poll-mode thread per bridge, on the mask's first CPU.
+		d.PMD = datapath.PMDConfig{Enabled: true, CPU: bits.TrailingZeros64(m)}
+	}
+}
+
+// writeTypes writes what ovs-vswitchd writes once connected: the datapath
+// and interface types it has, and that it has no DPDK.
+func (s *dbSession) writeTypes(ctx context.Context) error {
+	sn := s.snapshot()
+	if sn.ovs == nil {
+		return nil
+	}
+	row := ovsdb.Row{}
+	if !slices.Equal(slices.Sorted(slices.Values(sn.ovs.DatapathTypes)), govsDatapathTypes) {
+		row["datapath_types"] = stringSet(govsDatapathTypes)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(sn.ovs.IfaceTypes)), govsIfaceTypes) {
+		row["iface_types"] = stringSet(govsIfaceTypes)
+	}
+	if sn.ovs.DpdkVersion == nil || *sn.ovs.DpdkVersion != "none" {
+		row["dpdk_version"] = "none"
+	}
+	if len(row) == 0 {
+		return nil
+	}
+	return s.transact(ctx, []ovsdb.Operation{update("Open_vSwitch", sn.ovs.UUID, row)})
+}
+
+// writeBack writes the state of every wanted interface and bridge where
+// it differs from the database (sn, or the cache when nil), and cur_cfg
+// when it is behind the configuration applied. withStats also writes the
+// statistics of every open interface.
+func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool) error {
+	if sn == nil {
+		cur := s.snapshot()
+		sn = &cur
+	}
+	if sn.ovs == nil {
+		return nil
+	}
+	var ops []ovsdb.Operation
+	infos := s.d.portInfos()
+	links := kernelLinks()
+	for id, ir := range sn.ifaces {
+		st, ok := s.status[ir.Name]
+		if !ok {
+			continue // not on a bridge (yet)
+		}
+		pi := infos[ir.Name]
+		var dev devInfo
+		if pi.Name != "" && !isTunnel(pi) {
+			dev = s.device(links[ir.Name])
+		}
+		row := ifaceWriteBack(ir, st, pi, links[ir.Name], dev, withStats)
+		if len(row) > 0 {
+			ops = append(ops, update("Interface", id, row))
+		}
+	}
+	for id, br := range sn.bridges {
+		dp, ok := s.d.Bridge(br.Name)
+		if !ok {
+			continue
+		}
+		row := ovsdb.Row{}
+		if dpid := fmt.Sprintf("%016x", dp.DatapathID()); br.DatapathID == nil || *br.DatapathID != dpid {
+			row["datapath_id"] = dpid
+		}
+		if br.DatapathVersion != "<built-in>" {
+			row["datapath_version"] = "<built-in>"
+		}
+		if len(row) > 0 {
+			ops = append(ops, update("Bridge", id, row))
+		}
+	}
+	if s.cfg >= 0 && sn.ovs.CurCfg != s.cfg {
+		ops = append(ops, update("Open_vSwitch", sn.ovs.UUID, ovsdb.Row{"cur_cfg": s.cfg}))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := s.transact(ctx, ops)
+	s.log.Debug("written back", zap.Int("ops", len(ops)), zap.Duration("took", time.Since(start)), zap.Error(err))
+	return err
+}
+
+// transact runs ops with the lock asserted, as every ovs-vswitchd write.
+func (s *dbSession) transact(ctx context.Context, ops []ovsdb.Operation) error {
+	lock := vswitchdLock
+	ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationAssert, Lock: &lock})
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := s.c.Transact(tctx, ops...)
+	if err != nil {
+		return fmt.Errorf("transact: %w", err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return fmt.Errorf("transact: %w", err)
+	}
+	return nil
+}
+
+// update is an "update" operation of one row by UUID.
+func update(table, uuid string, row ovsdb.Row) ovsdb.Operation {
+	return ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: table, Row: row,
+		Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: uuid}}}}
+}
+
+func stringSet(v []string) ovsdb.OvsSet {
+	s := ovsdb.OvsSet{GoSet: []any{}}
+	for _, x := range v {
+		s.GoSet = append(s.GoSet, x)
+	}
+	return s
+}
+
+// emptySet clears an optional column.
+func emptySet() ovsdb.OvsSet { return ovsdb.OvsSet{GoSet: []any{}} }
+
+// portInfos returns every running port's datapath view, by name.
+func (d *Daemon) portInfos() map[string]datapath.PortInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]datapath.PortInfo{}
+	for _, b := range d.bridges {
+		for _, pi := range b.dp.Ports() {
+			out[pi.Name] = pi
+		}
+	}
+	return out
+}
+
+// ifaceWriteBack is the Interface columns that differ from what
+// ovs-vswitchd would write for the port's status (OVSDB-APPCTL.md 2.3).
+func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.Interface, dev devInfo, withStats bool) ovsdb.Row {
+	row := ovsdb.Row{}
+	setInt := func(col string, have *int, want int) {
+		if have == nil || *have != want {
+			row[col] = want
+		}
+	}
+	setStr := func(col string, have *string, want string) {
+		if have == nil || *have != want {
+			row[col] = want
+		}
+	}
+	clear := func(col string, have bool) {
+		if have {
+			row[col] = emptySet()
+		}
+	}
+	if st.Err != nil || pi.Name == "" {
+		// Not open: ofport -1, the error, and no state.
+		setInt("ofport", ir.OFPort, -1)
+		if st.Err != nil {
+			setStr("error", ir.Error, st.ErrorText(ir.Name))
+		}
+		clear("mac_in_use", ir.MACInUse != nil)
+		clear("mtu", ir.MTU != nil)
+		clear("ifindex", ir.Ifindex != nil)
+		clear("admin_state", ir.AdminState != nil)
+		clear("link_state", ir.LinkState != nil)
+		clear("link_resets", ir.LinkResets != nil)
+		clear("link_speed", ir.LinkSpeed != nil)
+		clear("duplex", ir.Duplex != nil)
+		if len(ir.Statistics) > 0 {
+			row["statistics"] = ovsdb.OvsMap{GoMap: map[any]any{}}
+		}
+		if len(ir.Status) > 0 {
+			row["status"] = ovsdb.OvsMap{GoMap: map[any]any{}}
+		}
+		return row
+	}
+	setInt("ofport", ir.OFPort, int(pi.OFPort))
+	clear("error", ir.Error != nil)
+	tunnel := isTunnel(pi)
+	if pi.MAC != nil {
+		setStr("mac_in_use", ir.MACInUse, pi.MAC.String())
+	}
+	if !tunnel {
+		setInt("mtu", ir.MTU, pi.MTU)
+	}
+	admin, carrier, ifindex := "up", "up", 0
+	if !tunnel {
+		admin, carrier, ifindex = linkState(link)
+	}
+	setInt("ifindex", ir.Ifindex, ifindex)
+	setStr("admin_state", ir.AdminState, admin)
+	setStr("link_state", ir.LinkState, carrier)
+	setInt("link_resets", ir.LinkResets, 0)
+	if dev.speed > 0 {
+		setInt("link_speed", ir.LinkSpeed, dev.speed)
+	}
+	if dev.duplex != "" {
+		setStr("duplex", ir.Duplex, dev.duplex)
+	}
+	if dev.status != nil && !maps.Equal(dev.status, ir.Status) {
+		m := ovsdb.OvsMap{GoMap: map[any]any{}}
+		for k, v := range dev.status {
+			m.GoMap[k] = v
+		}
+		row["status"] = m
+	}
+	if withStats || len(ir.Statistics) == 0 {
+		stats := interfaceStatistics(pi)
+		if !maps.Equal(stats, ir.Statistics) {
+			m := ovsdb.OvsMap{GoMap: map[any]any{}}
+			for k, v := range stats {
+				m.GoMap[k] = v
+			}
+			row["statistics"] = m
+		}
+	}
+	return row
+}
+
+// kernelLinks reads every kernel interface once (one netlink dump), by
+// name: asking per port would dump them all per port.
+func kernelLinks() map[string]net.Interface {
+	ifs, _ := net.Interfaces()
+	m := make(map[string]net.Interface, len(ifs))
+	for _, ifi := range ifs {
+		m[ifi.Name] = ifi
+	}
+	return m
+}
+
+// linkState is a kernel interface's administrative and carrier state and
+// its index (down, down, 0 when it is gone).
+func linkState(ifi net.Interface) (admin, carrier string, ifindex int) {
+	admin, carrier = "down", "down"
+	if ifi.Flags&net.FlagUp != 0 {
+		admin = "up"
+	}
+	if ifi.Flags&net.FlagRunning != 0 {
+		carrier = "up"
+	}
+	return admin, carrier, ifi.Index
+}
+
+// devInfo is what ovs-vswitchd shows of a kernel interface's device:
+// its driver (Interface.status) and link speed and duplex.
+type devInfo struct {
+	status map[string]string
+	speed  int // bit/s; 0 unknown
+	duplex string
+}
+
+// device returns the device facts of a kernel interface, read once per
+// interface index.
+func (s *dbSession) device(ifi net.Interface) devInfo {
+	if ifi.Name == "" {
+		return devInfo{}
+	}
+	key := ifi.Name + "/" + strconv.Itoa(ifi.Index)
+	if dev, ok := s.devs[key]; ok {
+		return dev
+	}
+	dev := readDevice(ifi.Name)
+	if s.devs == nil {
+		s.devs = map[string]devInfo{}
+	}
+	s.devs[key] = dev
+	return dev
+}
+
+// readDevice asks the driver (ETHTOOL_GDRVINFO) and sysfs.
+func readDevice(name string) devInfo {
+	var dev devInfo
+	if fd, err := ifioctl.ControlSocket(); err == nil {
+		if di, err := unix.IoctlGetEthtoolDrvinfo(fd, name); err == nil {
+			dev.status = map[string]string{"driver_name": cString(di.Driver[:]),
+				"driver_version": cString(di.Version[:]), "firmware_version": cString(di.Fw_version[:])}
+		}
+		unix.Close(fd)
+	}
+	dev.speed, dev.duplex = linkSettings(name)
+	return dev
+}
+
+// linkSettings asks the driver for the link speed (bit/s) and duplex
+// (ETHTOOL_GSET, which answers for interfaces that are down too, as
+// ovs-vswitchd's netdev_get_features does).
+func linkSettings(name string) (speed int, duplex string) {
+	const ethtoolGSet = 0x1
+	if len(name) >= 16 {
+		return 0, ""
+	}
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return 0, ""
+	}
+	defer unix.Close(fd)
+	// struct ethtool_cmd: cmd, supported, advertising (u32), speed (u16),
+	// duplex (u8), ..., speed_hi (u16) at offset 28; 44 bytes. On the
+	// heap, which does not move, since ifreq holds its address.
+	cmd := new([44]byte)
+	binary.NativeEndian.PutUint32(cmd[0:], ethtoolGSet)
+	var ifr [40]byte // struct ifreq: the name, then the command's address
+	copy(ifr[:], name)
+	*(*uintptr)(unsafe.Pointer(&ifr[16])) = uintptr(unsafe.Pointer(cmd))
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr[0])))
+	runtime.KeepAlive(cmd)
+	if errno != 0 {
+		return 0, ""
+	}
+	mbps := uint32(binary.NativeEndian.Uint16(cmd[12:])) | uint32(binary.NativeEndian.Uint16(cmd[28:]))<<16
+	if mbps != 0 && mbps != 0xffffffff {
+		speed = int(mbps) * 1_000_000
+	}
+	switch cmd[14] {
+	case 0:
+		duplex = "half"
+	case 1:
+		duplex = "full"
+	}
+	return speed, duplex
+}
+
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// interfaceStatistics is Interface.statistics as ovs-vswitchd fills it:
+// fourteen counters, four for tunnels.
+func interfaceStatistics(pi datapath.PortInfo) map[string]int {
+	s := pi.Stats
+	m := map[string]int{
+		"rx_bytes": int(s.RxBytes), "rx_packets": int(s.RxPackets),
+		"tx_bytes": int(s.TxBytes), "tx_packets": int(s.TxPackets),
+	}
+	if isTunnel(pi) {
+		return m
+	}
+	m["collisions"], m["rx_crc_err"], m["rx_frame_err"], m["rx_missed_errors"] = 0, 0, 0, 0
+	m["rx_multicast_packets"], m["rx_over_err"] = 0, 0
+	m["rx_dropped"], m["rx_errors"] = int(s.RxDropped), int(s.RxErrors)
+	m["tx_dropped"], m["tx_errors"] = int(s.TxDropped), int(s.TxErrors)
+	return m
+}
+
+// isTunnel tells a tunnel vport, which OVS shows without MTU or kernel
+// counters.
+func isTunnel(pi datapath.PortInfo) bool {
+	return pi.Kind == "geneve" || pi.Kind == datapath.KindTunnel
 }

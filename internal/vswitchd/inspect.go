@@ -35,7 +35,11 @@ func (d *Daemon) PortOptions(bridge, port string) map[string]string {
 	if !ok {
 		return nil
 	}
-	return b.options[port]
+	rp, ok := b.ports[port]
+	if !ok {
+		return nil
+	}
+	return rp.cfg.Options
 }
 
 // BridgeDatapaths returns every bridge's datapath, by name.

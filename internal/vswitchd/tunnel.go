@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -10,14 +11,16 @@ import (
 
 	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
 )
 
 // GeneveOptions documents the Interface options of type=geneve that govs
 // understands, with the meaning ovs-vswitchd.conf.db(5) gives them.
 var GeneveOptions = map[string]string{
 	"remote_ip": "flow (tun_dst set by the flows) or the peer's IPv4 address; required",
-	"local_ip":  "this node's underlay IPv4 address, which the port sends from and listens on; required",
-	"key":       "flow (VNI from tun_id) or 0; other fixed VNIs are not supported yet",
+	"local_ip":  "this node's underlay IPv4 address, which the port sends from and listens on; default: listen on every address and send from the address of the kernel's route to each tun_dst, as OVS does",
+	"key":       "flow (VNI from tun_id, the default) or a fixed VNI N (sent on every packet; only packets with VNI N are received, with tun_id N)",
 	"csum":      "true: compute outer UDP checksums (default false, as OVS)",
 	"dst_port":  "UDP port to listen on and send to (default 6081)",
 	"ttl":       "TTL of the outer IPv4 header, 1..255 (default 64)",
@@ -53,20 +56,15 @@ func geneveConfig(cfg PortConfig) (geneve.Config, error) {
 		}
 		tc.RemoteIP = ip
 	}
-	v, ok := o["local_ip"]
-	if !ok || v == "" {
-		return tc, fmt.Errorf("geneve needs options:local_ip (this node's underlay IPv4 address; govs sends from and listens on it)")
+	if v, ok := o["local_ip"]; ok && v != "" {
+		ip, err := parseIPv4(v)
+		if err != nil {
+			return tc, fmt.Errorf("options:local_ip=%s: %w", v, err)
+		}
+		tc.LocalIP = ip
 	}
-	ip, err := parseIPv4(v)
-	if err != nil {
-		return tc, fmt.Errorf("options:local_ip=%s: %w", v, err)
-	}
-	tc.LocalIP = ip
-	switch v := o["key"]; v {
-	case "", "0", "flow":
-		// The VNI comes from tun_id; Antrea uses 0 throughout.
-	default:
-		return tc, fmt.Errorf("options:key=%s: only key=flow or key=0 is supported", v)
+	if _, _, err := geneveKey(o); err != nil {
+		return tc, err
 	}
 	switch v := o["csum"]; v {
 	case "", "false":
@@ -112,6 +110,47 @@ func supportedGeneveOptions() string {
 	return strings.Join(names, ", ")
 }
 
+// geneveKey reads options:key: flow (or absent) takes the VNI from
+// tun_id; a number is a fixed VNI.
+func geneveKey(o map[string]string) (vni uint32, fixed bool, err error) {
+	switch v := o["key"]; v {
+	case "", "flow":
+		return 0, false, nil
+	default:
+		n, err := strconv.ParseUint(v, 0, 32)
+		if err != nil || n >= 1<<24 {
+			return 0, false, fmt.Errorf("options:key=%s: want flow or a VNI from 0 to 16777215", v)
+		}
+		return uint32(n), true, nil
+	}
+}
+
+// fixedKeyPort is a Geneve vport with options:key=N: every packet leaves
+// with VNI N whatever its tun_id, and only packets with VNI N come in
+// (tun_id N), as OVS's in_key/out_key.
+type fixedKeyPort struct {
+	*geneve.Port
+	vni uint32
+}
+
+// FillKey drops packets with another VNI.
+func (p fixedKeyPort) FillKey(md *tunnel.Metadata, k *flowtable.Key) error {
+	if md.VNI != p.vni {
+		return errOtherVNI
+	}
+	return p.Port.FillKey(md, k)
+}
+
+// WriteTunnel sends with the fixed VNI; the keys are the caller's copies.
+func (p fixedKeyPort) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) {
+	for _, k := range keys {
+		flowtable.FieldTunID.SetUint64(k, uint64(p.vni))
+	}
+	return p.Port.WriteTunnel(frames, keys)
+}
+
+var errOtherVNI = errors.New("geneve packet for another VNI")
+
 // openGeneve opens a Geneve vport (ovs-vsctl add-port BR NAME -- set
 // Interface NAME type=geneve options:remote_ip=flow options:key=flow
 // options:local_ip=IP). The bridge sees it as a datapath.TunnelPort.
@@ -123,6 +162,9 @@ func openGeneve(cfg PortConfig) (port.Port, error) {
 	p, err := geneve.Open(tc)
 	if err != nil {
 		return nil, fmt.Errorf("open geneve vport: %w", err)
+	}
+	if vni, fixed, _ := geneveKey(cfg.Options); fixed {
+		return fixedKeyPort{Port: p, vni: vni}, nil
 	}
 	return p, nil
 }

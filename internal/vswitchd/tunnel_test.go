@@ -4,8 +4,13 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govs-project/govs/datapath/geneve"
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
 )
 
 // TestGeneveConfig: the geneve port options map onto the tunnel
@@ -26,11 +31,13 @@ func TestGeneveConfig(t *testing.T) {
 		{"csum=false", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "csum": "false"},
 			geneve.Config{LocalIP: local}, ""},
 		{"no remote_ip", map[string]string{"local_ip": "10.79.1.201"}, geneve.Config{}, "needs options:remote_ip"},
-		{"no local_ip", map[string]string{"remote_ip": "flow"}, geneve.Config{}, "needs options:local_ip"},
+		{"no local_ip: the kernel's route picks the source", map[string]string{"remote_ip": "flow"}, geneve.Config{}, ""},
 		{"bad local_ip", map[string]string{"remote_ip": "flow", "local_ip": "node1"}, geneve.Config{}, "options:local_ip=node1: not an IP address"},
 		{"IPv6 local_ip", map[string]string{"remote_ip": "flow", "local_ip": "fd00::1"}, geneve.Config{}, "options:local_ip=fd00::1: want a unicast IPv4"},
 		{"bad remote_ip", map[string]string{"remote_ip": "0.0.0.0", "local_ip": "10.79.1.201"}, geneve.Config{}, "options:remote_ip=0.0.0.0: want a unicast IPv4"},
-		{"fixed key", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "key": "5"}, geneve.Config{}, "options:key=5: only key=flow or key=0"},
+		{"fixed key", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "key": "5"}, geneve.Config{LocalIP: local}, ""},
+		{"key too big", map[string]string{"remote_ip": "flow", "key": "16777216"}, geneve.Config{}, "options:key=16777216: want flow or a VNI"},
+		{"bad key", map[string]string{"remote_ip": "flow", "key": "five"}, geneve.Config{}, "options:key=five"},
 		{"bad csum", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "csum": "yes"}, geneve.Config{}, "options:csum=yes: must be true or false"},
 		{"bad dst_port", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "dst_port": "70000"}, geneve.Config{}, "options:dst_port=70000"},
 		{"zero dst_port", map[string]string{"remote_ip": "flow", "local_ip": "10.79.1.201", "dst_port": "0"}, geneve.Config{}, "options:dst_port=0"},
@@ -76,4 +83,77 @@ func TestParsePortWordsGeneve(t *testing.T) {
 	if p.Type != "geneve" || p.OFPortRequest != 1 || !tc.Csum || tc.RemoteIP.IsValid() || tc.LocalIP.String() != "10.79.1.201" {
 		t.Errorf("port %+v config %+v", p, tc)
 	}
+}
+
+// TestGeneveFixedKeyNoLocalIP: a geneve port with options:key=7 and no
+// local_ip sends VNI 7 whatever tun_id says, from the address of the
+// kernel's route to tun_dst, and takes in only VNI 7 (tun_id 7).
+func TestGeneveFixedKeyNoLocalIP(t *testing.T) {
+	ns1, ns2 := netnstest.NewNS(t), netnstest.NewNS(t)
+	netnstest.NewVeth(t, ns1, ns2, netnstest.VethOptions{HostAddr: "10.81.0.1/24", PeerAddr: "10.81.0.2/24"})
+	var fixed, peer port.Port
+	open := func(ns *netnstest.NS, dst *port.Port, cfg PortConfig) {
+		t.Helper()
+		if err := ns.Do(func() (err error) { *dst, err = openGeneve(cfg); return err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*dst).Close() })
+	}
+	open(ns1, &fixed, PortConfig{Name: "tunk", Options: map[string]string{"remote_ip": "flow", "key": "7"}})
+	open(ns2, &peer, PortConfig{Name: "tunp", Options: map[string]string{"remote_ip": "flow", "local_ip": "10.81.0.2"}})
+	fk, ok := fixed.(fixedKeyPort)
+	if !ok {
+		t.Fatalf("key=7 opened a %T, want fixedKeyPort", fixed)
+	}
+	pp := peer.(*geneve.Port)
+
+	frame := make([]byte, 60)
+	copy(frame, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0xb5})
+	var k flowtable.Key
+	flowtable.FieldTunDst.SetUint64(&k, 0x0a510002) // 10.81.0.2
+	flowtable.FieldTunID.SetUint64(&k, 99)
+	if n, err := fk.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+		t.Fatalf("WriteTunnel = %d, %v", n, err)
+	}
+	md := readTunnel(t, pp)
+	if md.VNI != 7 || md.Src != 0x0a510001 {
+		t.Errorf("received VNI %d from %#x, want VNI 7 from 10.81.0.1 (the route's source)", md.VNI, md.Src)
+	}
+
+	for _, vni := range []uint64{5, 7} {
+		var k2 flowtable.Key
+		flowtable.FieldTunDst.SetUint64(&k2, 0x0a510001)
+		flowtable.FieldTunID.SetUint64(&k2, vni)
+		if n, err := pp.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k2}); n != 1 || err != nil {
+			t.Fatalf("WriteTunnel = %d, %v", n, err)
+		}
+		md := readTunnel(t, fk.Port)
+		var got flowtable.Key
+		err := fk.FillKey(&md, &got)
+		switch {
+		case vni == 5 && err == nil:
+			t.Errorf("VNI 5 taken in by a key=7 port")
+		case vni == 7 && (err != nil || got.TunID() != 7):
+			t.Errorf("VNI 7: %v, tun_id %d", err, got.TunID())
+		}
+	}
+}
+
+// readTunnel reads one datagram's metadata within 5 s.
+func readTunnel(t *testing.T, p *geneve.Port) tunnel.Metadata {
+	t.Helper()
+	b := port.NewBatch(4)
+	md := make([]tunnel.Metadata, 4)
+	end := time.Now().Add(5 * time.Second)
+	for time.Now().Before(end) {
+		n, err := p.ReadTunnelBatch(b, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return md[0]
+		}
+	}
+	t.Fatalf("nothing received on %s", p.Name())
+	return tunnel.Metadata{}
 }

@@ -1,0 +1,105 @@
+package vswitchd
+
+import (
+	"reflect"
+
+	"github.com/ovn-org/libovsdb/model"
+)
+
+// The vswitch schema's tables as far as govs reads or writes them
+// (vswitch.ovsschema, ovs-vswitchd.conf.db(5)). Columns not listed are
+// neither monitored nor written: the rest of every row stays as others
+// wrote it. Optional columns (min 0, max 1) are pointers.
+
+// ovsRow is the Open_vSwitch table's single row.
+type ovsRow struct {
+	UUID            string            `ovsdb:"_uuid"`
+	Bridges         []string          `ovsdb:"bridges"`
+	CurCfg          int               `ovsdb:"cur_cfg"`
+	NextCfg         int               `ovsdb:"next_cfg"`
+	OtherConfig     map[string]string `ovsdb:"other_config"`
+	DatapathTypes   []string          `ovsdb:"datapath_types"`
+	IfaceTypes      []string          `ovsdb:"iface_types"`
+	DpdkVersion     *string           `ovsdb:"dpdk_version"`
+	DpdkInitialized bool              `ovsdb:"dpdk_initialized"`
+}
+
+// bridgeRow is a Bridge row.
+type bridgeRow struct {
+	UUID            string            `ovsdb:"_uuid"`
+	Name            string            `ovsdb:"name"`
+	Ports           []string          `ovsdb:"ports"`
+	Controller      []string          `ovsdb:"controller"`
+	DatapathType    string            `ovsdb:"datapath_type"`
+	DatapathID      *string           `ovsdb:"datapath_id"`
+	DatapathVersion string            `ovsdb:"datapath_version"`
+	FailMode        *string           `ovsdb:"fail_mode"`
+	Protocols       []string          `ovsdb:"protocols"`
+	OtherConfig     map[string]string `ovsdb:"other_config"`
+}
+
+// portRow is a Port row.
+type portRow struct {
+	UUID       string   `ovsdb:"_uuid"`
+	Name       string   `ovsdb:"name"`
+	Interfaces []string `ovsdb:"interfaces"`
+	Tag        *int     `ovsdb:"tag"`
+	Trunks     []int    `ovsdb:"trunks"`
+	VLANMode   *string  `ovsdb:"vlan_mode"`
+}
+
+// ifaceRow is an Interface row: the configuration ovs-vsctl writes and
+// the state ovs-vswitchd writes back.
+type ifaceRow struct {
+	UUID          string            `ovsdb:"_uuid"`
+	Name          string            `ovsdb:"name"`
+	Type          string            `ovsdb:"type"`
+	Options       map[string]string `ovsdb:"options"`
+	OFPortRequest *int              `ovsdb:"ofport_request"`
+	MAC           *string           `ovsdb:"mac"`
+	MTURequest    *int              `ovsdb:"mtu_request"`
+
+	OFPort     *int              `ovsdb:"ofport"`
+	Error      *string           `ovsdb:"error"`
+	MACInUse   *string           `ovsdb:"mac_in_use"`
+	MTU        *int              `ovsdb:"mtu"`
+	Ifindex    *int              `ovsdb:"ifindex"`
+	AdminState *string           `ovsdb:"admin_state"`
+	LinkState  *string           `ovsdb:"link_state"`
+	LinkResets *int              `ovsdb:"link_resets"`
+	Statistics map[string]int    `ovsdb:"statistics"`
+	LinkSpeed  *int              `ovsdb:"link_speed"`
+	Duplex     *string           `ovsdb:"duplex"`
+	Status     map[string]string `ovsdb:"status"`
+}
+
+// controllerRow is a Controller row.
+type controllerRow struct {
+	UUID           string  `ovsdb:"_uuid"`
+	Target         string  `ovsdb:"target"`
+	ConnectionMode *string `ovsdb:"connection_mode"`
+}
+
+// vswitchModel is the client model of the Open_vSwitch database.
+func vswitchModel() (model.ClientDBModel, error) {
+	return model.NewClientDBModel("Open_vSwitch", map[string]model.Model{
+		"Open_vSwitch": &ovsRow{},
+		"Bridge":       &bridgeRow{},
+		"Port":         &portRow{},
+		"Interface":    &ifaceRow{},
+		"Controller":   &controllerRow{},
+	})
+}
+
+// columnPointers returns pointers to every column field of m but _uuid:
+// the fields a monitor of exactly the modelled columns names.
+func columnPointers(m model.Model) []any {
+	v := reflect.ValueOf(m).Elem()
+	var out []any
+	for i := 0; i < v.NumField(); i++ {
+		if v.Type().Field(i).Tag.Get("ovsdb") != "_uuid" {
+			out = append(out, v.Field(i).Addr().Interface())
+		}
+	}
+	return out
+}
