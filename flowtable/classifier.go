@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"math/bits"
 	"sort"
 )
 
@@ -9,6 +10,9 @@ type Rule struct {
 	*Flow
 	Stats RuleStats
 	seq   uint64 // insertion order, for a stable tie-break among equal priorities
+	// conj are the clauses of a conjunctive flow, sorted by conjunction id
+	// (set while the rule is in a table's soft classifier).
+	conj []conjClause
 }
 
 // classifier is a tuple-space-search classifier (OVS lib/classifier.c in
@@ -27,6 +31,10 @@ type classifier struct {
 	// rule: taking them from a shared chunk costs one allocation per
 	// bucketChunk flows instead of one per flow.
 	spare []*Rule
+	// soft: the classifier of a table's conjunctive flows; repeated counts
+	// its flows that are two clauses of one conjunction.
+	soft     bool
+	repeated int
 }
 
 const bucketChunk = 64
@@ -59,10 +67,16 @@ func (st *subtable) hash(k *Key) uint64 {
 	h := uint64(0x9e3779b97f4a7c15)
 	for _, w := range st.words {
 		x := k.Word(int(w)) & st.mask.Word(int(w))
-		h ^= x
-		h *= 0xff51afd7ed558ccd
-		h ^= h >> 32
+		h = bits.RotateLeft64((h^x)*0xff51afd7ed558ccd, 29)
 	}
+	// Finish with murmur3's fmix64: the index is the low bits, and a
+	// multiply only carries variation upwards (addresses differ in the high
+	// bytes of their word), so every input bit must reach them.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
 	return h
 }
 
@@ -76,6 +90,12 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 }
 
 func (c *classifier) insert(r *Rule) {
+	if c.soft {
+		r.conj = conjClauses(r.Actions)
+		if repeatsID(r.conj) {
+			c.repeated++
+		}
+	}
 	st := c.subtableFor(&r.Match.Mask)
 	if st == nil {
 		st = newSubtable(&r.Match.Mask)
@@ -134,6 +154,9 @@ func (c *classifier) remove(r *Rule) {
 	st := c.subtableFor(&r.Match.Mask)
 	if st == nil {
 		return
+	}
+	if c.soft && repeatsID(r.conj) {
+		c.repeated--
 	}
 	h := st.hash(&r.Match.Value)
 	b := st.buckets.get(h)
@@ -204,26 +227,6 @@ func (c *classifier) lookup(k *Key, wc *Key) *Rule {
 		}
 	}
 	return best
-}
-
-// lookupAll appends every rule matching k with priority above minPriority.
-func (c *classifier) lookupAll(k *Key, minPriority int, wc *Key, out []*Rule) []*Rule {
-	for _, st := range c.subtables {
-		if st.maxPriority <= minPriority {
-			break
-		}
-		if wc != nil {
-			for _, w := range st.words {
-				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
-			}
-		}
-		for _, r := range st.buckets.get(st.hash(k)) {
-			if int(r.Priority) > minPriority && st.equal(k, r) {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
 }
 
 // find returns the rule with exactly this match and priority.

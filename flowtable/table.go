@@ -27,7 +27,11 @@ type table struct {
 	hard, soft *classifier
 }
 
-func newTable() *table { return &table{hard: newClassifier(), soft: newClassifier()} }
+func newTable() *table {
+	t := &table{hard: newClassifier(), soft: newClassifier()}
+	t.soft.soft = true
+	return t
+}
 
 func (t *table) cls(r *Rule) *classifier {
 	if r.IsConjunctive() {
