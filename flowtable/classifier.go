@@ -5,16 +5,6 @@ import (
 	"sort"
 )
 
-// Rule is a flow installed in a table, with its counters.
-type Rule struct {
-	*Flow
-	Stats RuleStats
-	seq   uint64 // insertion order, for a stable tie-break among equal priorities
-	// conj are the clauses of a conjunctive flow, sorted by conjunction id
-	// (set while the rule is in a table's soft classifier).
-	conj []conjClause
-}
-
 // classifier is a tuple-space-search classifier (OVS lib/classifier.c in
 // spirit): rules are grouped by mask into subtables, each a hash table over
 // the masked key; subtables are visited in order of their highest priority,
@@ -41,7 +31,8 @@ const bucketChunk = 64
 
 type subtable struct {
 	mask        Key
-	words       []uint8 // indexes of the nonzero words of mask
+	words       []uint8  // indexes of the nonzero words of mask
+	maskw       []uint64 // those words of mask
 	buckets     hindex
 	maxPriority int
 	n           int
@@ -56,22 +47,39 @@ func newSubtable(mask *Key) *subtable {
 	for i := 0; i < KeyWords; i++ {
 		if mask.Word(i) != 0 {
 			st.words = append(st.words, uint8(i))
+			st.maskw = append(st.maskw, mask.Word(i))
 		}
 	}
 	return st
 }
 
-// hash mixes the masked words of k (k may be a key or an already masked
-// match value).
+// hash mixes the masked words of k.
 func (st *subtable) hash(k *Key) uint64 {
-	h := uint64(0x9e3779b97f4a7c15)
-	for _, w := range st.words {
-		x := k.Word(int(w)) & st.mask.Word(int(w))
-		h = bits.RotateLeft64((h^x)*0xff51afd7ed558ccd, 29)
+	h := hashStart
+	for i, w := range st.words {
+		h = hashWord(h, k.Word(int(w))&st.maskw[i])
 	}
-	// Finish with murmur3's fmix64: the index is the low bits, and a
-	// multiply only carries variation upwards (addresses differ in the high
-	// bytes of their word), so every input bit must reach them.
+	return hashFinish(h)
+}
+
+// hashValues is hash of a rule's sparse match values (already masked,
+// in the order of st.words).
+func hashValues(vals []uint64) uint64 {
+	h := hashStart
+	for _, v := range vals {
+		h = hashWord(h, v)
+	}
+	return hashFinish(h)
+}
+
+const hashStart = uint64(0x9e3779b97f4a7c15)
+
+func hashWord(h, x uint64) uint64 { return bits.RotateLeft64((h^x)*0xff51afd7ed558ccd, 29) }
+
+// hashFinish is murmur3's fmix64: the index is the low bits, and a
+// multiply only carries variation upwards (addresses differ in the high
+// bytes of their word), so every input bit must reach them.
+func hashFinish(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -80,9 +88,11 @@ func (st *subtable) hash(k *Key) uint64 {
 	return h
 }
 
+// equal reports whether k matches r (a rule of st).
 func (st *subtable) equal(k *Key, r *Rule) bool {
-	for _, w := range st.words {
-		if k.Word(int(w))&st.mask.Word(int(w)) != r.Match.Value.Word(int(w)) {
+	vals := r.match.values()
+	for i, w := range st.words {
+		if k.Word(int(w))&st.maskw[i] != vals[i] {
 			return false
 		}
 	}
@@ -96,13 +106,14 @@ func (c *classifier) insert(r *Rule) {
 			c.repeated++
 		}
 	}
-	st := c.subtableFor(&r.Match.Mask)
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
 	if st == nil {
-		st = newSubtable(&r.Match.Mask)
-		c.byMask[r.Match.Mask] = st
+		st = newSubtable(&mask)
+		c.byMask[mask] = st
 		c.subtables = append(c.subtables, st)
 	}
-	h := st.hash(&r.Match.Value)
+	h := hashValues(r.match.values())
 	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
@@ -151,14 +162,15 @@ func (c *classifier) subtableFor(mask *Key) *subtable {
 }
 
 func (c *classifier) remove(r *Rule) {
-	st := c.subtableFor(&r.Match.Mask)
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
 	if st == nil {
 		return
 	}
 	if c.soft && repeatsID(r.conj) {
 		c.repeated--
 	}
-	h := st.hash(&r.Match.Value)
+	h := hashValues(r.match.values())
 	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
@@ -239,7 +251,7 @@ func (c *classifier) find(m *Match, priority uint16) *Rule {
 		return nil
 	}
 	for _, r := range st.buckets.get(st.hash(&m.Value)) {
-		if r.Priority == priority && r.Match.Value == m.Value {
+		if r.Priority == priority && st.equal(&m.Value, r) {
 			return r
 		}
 	}

@@ -100,7 +100,7 @@ func randomTestKey(r *rand.Rand) Key {
 func bruteLookup(rules []*Rule, k *Key) *Rule {
 	var best *Rule
 	for _, r := range rules {
-		if !r.Match.Matches(k) {
+		if !ruleMatches(r, k) {
 			continue
 		}
 		if best == nil || r.Priority > best.Priority || r.Priority == best.Priority && r.seq < best.seq {
@@ -171,7 +171,7 @@ func TestClassifierMatchesBruteForce(t *testing.T) {
 				f := &Flow{Priority: uint16(r.IntN(tc.priorities))}
 				testTemplates[r.IntN(len(testTemplates))](&f.Match, r)
 				seq++
-				rl := &Rule{Flow: f, seq: seq}
+				rl := testRule(f, seq)
 				c.insert(rl)
 				live = append(live, rl)
 			}
@@ -215,7 +215,7 @@ func TestClassifierDuplicateMatch(t *testing.T) {
 	mk := func(seq uint64, prio uint16) *Rule {
 		f := &Flow{Priority: prio}
 		f.Match.SetUint64(FieldInPort, 7)
-		return &Rule{Flow: f, seq: seq}
+		return testRule(f, seq)
 	}
 	a, b, hi := mk(1, 10), mk(2, 10), mk(3, 20)
 	var k Key
@@ -301,7 +301,7 @@ func TestSubtableHashSpreads(t *testing.T) {
 			fl := &Flow{Priority: 200}
 			ipv4(&fl.Match)
 			fl.Match.SetUint64(f, uint64(0x0a400000+i))
-			c.insert(&Rule{Flow: fl})
+			c.insert(testRule(fl, 0))
 		}
 		st := c.subtables[0]
 		mask := uint64(len(st.buckets.slots) - 1)
@@ -317,3 +317,12 @@ func TestSubtableHashSpreads(t *testing.T) {
 		}
 	}
 }
+
+// testRule makes the rule of f with insertion number seq.
+func testRule(f *Flow, seq uint64) *Rule {
+	r := newRule(f)
+	r.seq = seq
+	return r
+}
+
+func ruleMatches(r *Rule, k *Key) bool { return r.match.matches(k) }

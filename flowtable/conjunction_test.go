@@ -24,7 +24,7 @@ func bruteConjLookup(hard, soft []*Rule, k *Key) *Rule {
 	}
 	levels := map[uint16]map[cid]uint64{}
 	for _, r := range soft {
-		if int(r.Priority) <= minPri || !r.Match.Matches(k) {
+		if int(r.Priority) <= minPri || !ruleMatches(r, k) {
 			continue
 		}
 		if levels[r.Priority] == nil {
@@ -98,7 +98,7 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 					f.Match.SetUint64(FieldInPort, pick(r, testPorts))
 				}
 				seq++
-				rl := &Rule{Flow: f, seq: seq}
+				rl := testRule(f, seq)
 				tb.hard.insert(rl)
 				hard = append(hard, rl)
 			}
@@ -109,7 +109,7 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 					continue
 				}
 				seq++
-				rl := &Rule{Flow: f, seq: seq}
+				rl := testRule(f, seq)
 				tb.hard.insert(rl)
 				hard = append(hard, rl)
 			}
@@ -132,14 +132,14 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 						}
 					}
 					if c != nil {
-						old.Flow.Actions = append(old.Flow.Actions, c)
+						old.Actions = append(old.Actions, c)
 					}
 					tb.soft.insert(old)
 					continue
 				}
 				f.Actions = []Action{c}
 				seq++
-				rl := &Rule{Flow: f, seq: seq}
+				rl := testRule(f, seq)
 				tb.soft.insert(rl)
 				soft = append(soft, rl)
 				byKey[key] = rl

@@ -167,7 +167,7 @@ func (p *Pipeline) addLocked(f *Flow, now time.Time) (r, old *Rule) {
 	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
 		old = o
 	}
-	r = &Rule{Flow: f}
+	r = newRule(f)
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {
@@ -197,7 +197,7 @@ func (p *Pipeline) overlapsLocked(f *Flow) bool {
 	}
 	over := false
 	check := func(r *Rule) bool {
-		if r.Priority == f.Priority && matchesOverlap(&r.Match, &f.Match) && !r.Match.Equal(&f.Match) {
+		if r.Priority == f.Priority && matchesOverlap(r.match, &f.Match) && !r.match.equal(&f.Match) {
 			over = true
 			return false
 		}
@@ -211,10 +211,11 @@ func (p *Pipeline) overlapsLocked(f *Flow) bool {
 }
 
 // matchesOverlap reports whether some packet could match both.
-func matchesOverlap(a, b *Match) bool {
+func matchesOverlap(a sparseMatch, b *Match) bool {
 	for i := 0; i < KeyWords; i++ {
-		common := a.Mask.Word(i) & b.Mask.Word(i)
-		if a.Value.Word(i)&common != b.Value.Word(i)&common {
+		av, am := a.word(i)
+		common := am & b.Mask.Word(i)
+		if av&common != b.Value.Word(i)&common {
 			return false
 		}
 	}
@@ -245,10 +246,10 @@ func (ff *FlowFilter) selects(r *Rule) bool {
 		return false
 	}
 	if ff.Strict {
-		if r.Priority != ff.Priority || !r.Match.Equal(&ff.Match) {
+		if r.Priority != ff.Priority || !r.match.equal(&ff.Match) {
 			return false
 		}
-	} else if !isLooseMatch(&r.Match, &ff.Match) {
+	} else if !isLooseMatch(r.match, &ff.Match) {
 		return false
 	}
 	if ff.OutPort != PortNone && !outputsTo(r.Actions, ff.OutPort) {
@@ -262,10 +263,14 @@ func (ff *FlowFilter) selects(r *Rule) bool {
 
 // isLooseMatch reports whether rule match r is at least as specific as
 // criteria c (OVS cls_rule_is_loose_match).
-func isLooseMatch(r, c *Match) bool {
+func isLooseMatch(r sparseMatch, c *Match) bool {
 	for i := 0; i < KeyWords; i++ {
 		cm := c.Mask.Word(i)
-		if r.Mask.Word(i)&cm != cm || r.Value.Word(i)&cm != c.Value.Word(i) {
+		if cm == 0 {
+			continue
+		}
+		rv, rm := r.word(i)
+		if rm&cm != cm || rv&cm != c.Value.Word(i) {
 			return false
 		}
 	}
