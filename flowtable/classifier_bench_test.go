@@ -204,7 +204,7 @@ func benchClassifier(nRules, nMasks int, r *rand.Rand) (*classifier, []*Rule) {
 	for i := 0; i < nRules; i++ {
 		f := &Flow{Priority: uint16(r.IntN(0x10000))}
 		benchTemplates[i%nMasks].set(&f.Match, r)
-		rl := testRule(f, uint64(i + 1))
+		rl := testRule(f, uint64(i+1))
 		c.insert(rl)
 		rules = append(rules, rl)
 	}
