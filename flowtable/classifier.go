@@ -35,6 +35,7 @@ type subtable struct {
 	maskw       []uint64 // those words of mask
 	buckets     hindex
 	maxPriority int
+	nMax        int // rules at maxPriority: the maximum is searched again only when the last goes
 	n           int
 }
 
@@ -132,9 +133,12 @@ func (c *classifier) insert(r *Rule) {
 	st.buckets.set(h, b)
 	st.n++
 	c.n++
-	if int(r.Priority) > st.maxPriority {
-		st.maxPriority = int(r.Priority)
+	switch {
+	case int(r.Priority) > st.maxPriority:
+		st.maxPriority, st.nMax = int(r.Priority), 1
 		c.sortSubtables()
+	case int(r.Priority) == st.maxPriority:
+		st.nMax++
 	}
 }
 
@@ -197,10 +201,21 @@ func (c *classifier) remove(r *Rule) {
 		return
 	}
 	if int(r.Priority) == st.maxPriority {
+		if st.nMax--; st.nMax > 0 {
+			return
+		}
 		st.maxPriority = -1
 		st.buckets.each(func(b []*Rule) bool {
-			if p := int(b[0].Priority); p > st.maxPriority {
-				st.maxPriority = p
+			switch p := int(b[0].Priority); {
+			case p > st.maxPriority:
+				st.maxPriority, st.nMax = p, 0
+				fallthrough
+			case p == st.maxPriority:
+				for _, x := range b {
+					if int(x.Priority) == p {
+						st.nMax++
+					}
+				}
 			}
 			return true
 		})

@@ -3,9 +3,11 @@ package flowtable_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/govs-project/govs/bench/antreagen"
 	"github.com/govs-project/govs/flowtable"
@@ -253,4 +255,132 @@ func BenchmarkScaleWalk(b *testing.B) {
 			b.ReportMetric(float64(len(pkts)), "conns")
 		})
 	}
+}
+
+// churnOps returns, for n flows of the node's pod and policy tables, the
+// strict delete and the add that put each back: what an agent sends when
+// a pod goes and comes back, or a policy's peers change.
+func churnOps(n *scaleNode, count int) [][]flowtable.FlowOp {
+	all := flowtable.AllFlows()
+	var pool []*flowtable.Rule
+	for _, r := range n.p.Flows(&all) {
+		switch r.Table {
+		case antreagen.TableSpoofGuard, antreagen.TableL2ForwardingCalc, antreagen.TableL3Forwarding,
+			antreagen.TableAntreaPolicyIngress, antreagen.TableIngressRule, antreagen.TableEgressRule:
+			if r.Priority != 0 {
+				pool = append(pool, r)
+			}
+		}
+	}
+	var ops [][]flowtable.FlowOp
+	for i := 0; i < count; i++ {
+		f := pool[(i*7919)%len(pool)].Flow()
+		ff := flowtable.FlowFilter{Table: f.Table, Match: f.Match, Priority: f.Priority, Strict: true,
+			OutPort: flowtable.PortNone, OutGroup: 0xffffffff}
+		ops = append(ops, []flowtable.FlowOp{{Kind: flowtable.OpDeleteStrict, Filter: &ff}}, []flowtable.FlowOp{{Kind: flowtable.OpAdd, Flow: f}})
+	}
+	return ops
+}
+
+// latencies walks packets for d and returns each walk's wall time.
+func latencies(w *scaleWalker, pkts []scalePacket, d time.Duration, out []time.Duration) []time.Duration {
+	end := time.Now().Add(d)
+	for i := 0; ; i++ {
+		t0 := time.Now()
+		if t0.After(end) {
+			return out
+		}
+		w.walk(&pkts[i%len(pkts)])
+		out = append(out, time.Since(t0))
+	}
+}
+
+func percentile(ds []time.Duration, q float64) time.Duration {
+	slices.Sort(ds)
+	return ds[int(q*float64(len(ds)-1))]
+}
+
+// BenchmarkScaleChurn forwards new connections through the big node for
+// 2 s while another goroutine applies 1,000 flow-mods per second (strict
+// deletes and adds, one per Apply, as an agent reacting to pod churn), and
+// reports the per-packet latency percentiles and the worst stall, next to
+// the same walk without churn in the same run (the machine's own noise).
+//
+//	go test -run '^$' -bench ScaleChurn -benchtime 1x ./flowtable/
+func BenchmarkScaleChurn(b *testing.B) {
+	n := loadScale(b, antreagen.Default())
+	pkts := scalePackets(b, n, "pod-to-pod")
+	ops := churnOps(n, 2000)
+	w := newScaleWalker(n, flowtable.CtStateNew)
+	buf := make([]time.Duration, 0, 4<<20)
+	for i := 0; i < b.N; i++ {
+		quiet := latencies(w, pkts, 2*time.Second, buf[:0])
+		b.ReportMetric(float64(percentile(quiet, 0.99).Nanoseconds()), "quiet-p99-ns")
+		b.ReportMetric(float64(quiet[len(quiet)-1].Nanoseconds()), "quiet-max-ns")
+
+		stop := make(chan struct{})
+		done := make(chan int)
+		var modTimes []time.Duration // each Apply: how long it holds the write lock, at most
+		go func() {
+			// Paced by the clock, so that a goroutine the scheduler
+			// delays catches up: 1,000 flow-mods per second on average.
+			// It stops after a delete's add, leaving the table whole.
+			start := time.Now()
+			applied := 0
+			for {
+				select {
+				case <-stop:
+					if applied%2 == 0 {
+						done <- applied
+						return
+					}
+				default:
+				}
+				if due := int(time.Since(start) / time.Millisecond); applied >= due {
+					time.Sleep(200 * time.Microsecond)
+					continue
+				}
+				t0 := time.Now()
+				if _, err := n.p.Apply(ops[applied%len(ops)]); err != nil {
+					panic(err)
+				}
+				modTimes = append(modTimes, time.Since(t0))
+				applied++
+			}
+		}()
+		busy := latencies(w, pkts, 2*time.Second, buf[len(quiet):len(quiet)])
+		close(stop)
+		applied := <-done
+		b.ReportMetric(float64(applied)/2, "flowmods/s") // over the 2 s of walking
+		b.ReportMetric(float64(percentile(modTimes, 0.5).Nanoseconds()), "flowmod-p50-ns")
+		b.ReportMetric(float64(modTimes[len(modTimes)-1].Nanoseconds()), "flowmod-max-ns")
+		b.ReportMetric(float64(percentile(busy, 0.5).Nanoseconds()), "churn-p50-ns")
+		b.ReportMetric(float64(percentile(busy, 0.99).Nanoseconds()), "churn-p99-ns")
+		b.ReportMetric(float64(percentile(busy, 0.9999).Nanoseconds()), "churn-p9999-ns")
+		b.ReportMetric(float64(busy[len(busy)-1].Nanoseconds()), "churn-max-ns")
+		if got := n.p.NumFlows(); got != n.gen.NumFlows {
+			b.Fatalf("after churn the node holds %d flows, want %d", got, n.gen.NumFlows)
+		}
+	}
+}
+
+// BenchmarkScaleFlowMod is the cost of one flow-mod (a strict delete or
+// the add that puts the flow back) in the big node.
+func BenchmarkScaleFlowMod(b *testing.B) {
+	n := loadScale(b, antreagen.Default())
+	ops := churnOps(n, 2000)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	i := 0
+	for b.Loop() {
+		if _, err := n.p.Apply(ops[i%len(ops)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	for ; i%2 != 0; i++ {
+		n.p.Apply(ops[i%len(ops)])
+	}
+	b.ReportMetric(float64(threadCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }

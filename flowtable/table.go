@@ -328,6 +328,18 @@ func (p *Pipeline) forEachSelected(ff *FlowFilter, fn func(t *table, r *Rule)) {
 		if t == nil {
 			continue
 		}
+		if ff.Strict {
+			// One match and priority: the classifier finds the flow
+			// without a scan (agents delete and modify strictly, flow by
+			// flow, and a scan per flow-mod stalls packets at scale).
+			for _, c := range []*classifier{t.hard, t.soft} {
+				if r := c.find(&ff.Match, ff.Priority); r != nil && ff.selects(r) {
+					sel = append(sel, r)
+					tabs = append(tabs, t)
+				}
+			}
+			continue
+		}
 		collect := func(r *Rule) bool {
 			if ff.selects(r) {
 				sel = append(sel, r)
