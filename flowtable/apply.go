@@ -200,6 +200,11 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	p.Generation.Add(1)
+	n := len(ops)
+	for i := range results {
+		n += len(results[i].Removed)
+	}
+	p.noteBulk(n)
 	return results, nil
 }
 

@@ -57,5 +57,6 @@ func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
 	if len(out) > 0 {
 		p.Generation.Add(1)
 	}
+	p.noteBulk(len(out))
 	return out
 }

@@ -65,6 +65,8 @@ type Pipeline struct {
 	MaxResubmitDepth int
 	// Now returns the time (tests use a fake clock).
 	Now func() time.Time
+
+	trimmer trimmer // memory given back after bulk changes
 }
 
 // PortLister lists the bridge's ports, for flooding.
@@ -133,6 +135,7 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 	for _, f := range fs {
 		p.addLocked(f, now)
 	}
+	p.noteBulk(len(fs))
 	return nil
 }
 
@@ -383,6 +386,7 @@ func (p *Pipeline) Flows(ff *FlowFilter) []*Rule {
 	defer p.mu.RUnlock()
 	var out []*Rule
 	p.forEachSelected(ff, func(t *table, r *Rule) { out = append(out, r) })
+	p.noteBulk(len(out)) // a dump: its reply is garbage soon
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Table != b.Table {

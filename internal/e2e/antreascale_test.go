@@ -96,8 +96,8 @@ func bothSwitches(b *testing.B) []memorySwitch {
 
 // measureMemory loads groups (may be "") and flows with
 // `ovs-ofctl --bundle add-flows` into each switch, dumps three times and
-// deletes every flow, reporting the load time and the RSS after each step
-// for both, and govs's ratios to Open vSwitch.
+// deletes every flow, reporting the load time and the RSS 2-3 s after each
+// step (steady state) for both, and govs's ratios to Open vSwitch.
 func measureMemory(b *testing.B, groups, flows string, nFlows int) {
 	dir := b.TempDir()
 	gf, ff := filepath.Join(dir, "groups"), filepath.Join(dir, "flows")
@@ -127,6 +127,7 @@ func measureMemory(b *testing.B, groups, flows string, nFlows int) {
 			if got := strings.Count(out, "\n"); got != nFlows {
 				b.Fatalf("%s: dump %d has %d flows, want %d", sw.name, i, got, nFlows)
 			}
+			time.Sleep(2 * time.Second)
 			m[fmt.Sprintf("rss-dump%d-MB", i)] = rssMB(b, sw.pid)
 		}
 		if out, err := ofctl(sw.target, "-O", v, "del-flows"); err != nil {
