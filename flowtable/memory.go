@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -9,26 +10,32 @@ import (
 // Giving memory back after bulk changes.
 //
 // Loading, dumping or deleting a whole pipeline leaves hundreds of
-// megabytes of freed heap (parsed flow-mods, replies, deleted rules) that
-// Go's background scavenger returns to the OS only slowly, and no
+// megabytes of freed heap (parsed flow-mods, dump replies, deleted rules)
+// that Go's background scavenger returns to the OS only slowly, and no
 // allocation follows to start a collection. Open vSwitch's RSS follows its
 // flow count; so that govs's does too, an operation that touched at least
-// bulkFlows flows schedules one forced collection and scavenge
-// (debug.FreeOSMemory) once the pipeline has been quiet for trimDelay. It
-// runs outside the pipeline lock; its stop-the-world pauses are those of
-// an ordinary collection.
+// bulkFlows flows starts a trim: once the pipeline has been quiet for
+// trimDelay, a forced collection and scavenge (debug.FreeOSMemory), again
+// every trimDelay while the last one still gave back at least trimMin
+// bytes (a dump's reply is built and sent after the pipeline handed out
+// its rules). It runs outside the pipeline lock; its stop-the-world pauses
+// are those of an ordinary collection.
 
 const (
 	bulkFlows = 10000
 	trimDelay = time.Second
+	trimMin   = 8 << 20
+	trimMax   = 30 // trims per bulk change, at most
 )
 
 // trimmer debounces the memory trims of one pipeline.
 type trimmer struct {
-	mu    sync.Mutex
-	timer *time.Timer
-	// trim gives memory back (debug.FreeOSMemory; tests count calls).
-	trim func()
+	mu      sync.Mutex
+	timer   *time.Timer
+	pending int // trims left in the current round
+	// trim gives memory back and returns how many bytes it released
+	// (freeOSMemory; tests count calls).
+	trim func() uint64
 }
 
 // noteBulk records an operation over n flows.
@@ -40,11 +47,35 @@ func (p *Pipeline) noteBulk(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.trim == nil {
-		t.trim = debug.FreeOSMemory
+		t.trim = freeOSMemory
 	}
+	t.pending = trimMax
 	if t.timer == nil {
-		t.timer = time.AfterFunc(trimDelay, func() { t.trim() })
+		t.timer = time.AfterFunc(trimDelay, t.run)
 		return
 	}
 	t.timer.Reset(trimDelay)
+}
+
+// run trims once and goes on while trims are worth it.
+func (t *trimmer) run() {
+	released := t.trim()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending--
+	if released >= trimMin && t.pending > 0 {
+		t.timer.Reset(trimDelay)
+	}
+}
+
+// freeOSMemory returns freed heap to the OS and how much it released.
+func freeOSMemory() uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	debug.FreeOSMemory()
+	runtime.ReadMemStats(&after)
+	if after.HeapReleased < before.HeapReleased {
+		return 0
+	}
+	return after.HeapReleased - before.HeapReleased
 }

@@ -7,12 +7,14 @@ import (
 )
 
 // TestBulkChangesTrimMemory: loading, dumping and deleting 10,000 flows
-// each schedule one memory trim once the pipeline is quiet (several in a
-// row give one trim); changes of a few flows give none.
+// each schedule a memory trim once the pipeline is quiet (several in a
+// row give one trim), repeated while it gives back much; changes of a few
+// flows give none.
 func TestBulkChangesTrimMemory(t *testing.T) {
 	p := NewPipeline()
 	var trims atomic.Int32
-	p.trimmer.trim = func() { trims.Add(1) }
+	var release atomic.Uint64 // what the next trim gives back
+	p.trimmer.trim = func() uint64 { trims.Add(1); return release.Swap(0) }
 	flows := func(n int) []*Flow {
 		var fs []*Flow
 		for i := 0; i < n; i++ {
@@ -48,5 +50,15 @@ func TestBulkChangesTrimMemory(t *testing.T) {
 	time.Sleep(trimDelay + 300*time.Millisecond)
 	if n := trims.Load(); n != 2 {
 		t.Fatalf("after the bulk delete: %d trims, want 2", n)
+	}
+	// A trim that gives back much is followed by another one.
+	release.Store(trimMin)
+	p.DeleteFlows(&all)
+	if err := p.AddFlows(flows(bulkFlows)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*trimDelay + 300*time.Millisecond)
+	if n := trims.Load(); n != 4 {
+		t.Fatalf("after a trim that released %d bytes: %d trims in all, want 4", trimMin, n)
 	}
 }
