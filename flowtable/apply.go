@@ -135,7 +135,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				step := undoStep{kind: OpModify, t: t, r: r, oldActions: r.Actions, oldCookie: r.Cookie,
 					packets: r.Stats.Packets.Load(), bytes: r.Stats.Bytes.Load()}
 				t.cls(r).remove(r)
-				r.Actions = op.Flow.Actions
+				r.Actions = detachActions(op.Flow.Actions)
 				if op.SetCookie {
 					r.Cookie = op.Flow.Cookie
 				}

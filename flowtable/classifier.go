@@ -1,7 +1,6 @@
 package flowtable
 
 import (
-	"math/bits"
 	"sort"
 )
 
@@ -54,13 +53,14 @@ func newSubtable(mask *Key) *subtable {
 	return st
 }
 
-// hash mixes the masked words of k.
+// hash mixes the masked words of k. It is multiplicative: the top bits
+// depend on every input bit, and the hash index uses them.
 func (st *subtable) hash(k *Key) uint64 {
 	h := hashStart
 	for i, w := range st.words {
 		h = hashWord(h, k.Word(int(w))&st.maskw[i])
 	}
-	return hashFinish(h)
+	return h
 }
 
 // hashValues is hash of a rule's sparse match values (already masked,
@@ -70,24 +70,12 @@ func hashValues(vals []uint64) uint64 {
 	for _, v := range vals {
 		h = hashWord(h, v)
 	}
-	return hashFinish(h)
+	return h
 }
 
 const hashStart = uint64(0x9e3779b97f4a7c15)
 
-func hashWord(h, x uint64) uint64 { return bits.RotateLeft64((h^x)*0xff51afd7ed558ccd, 29) }
-
-// hashFinish is murmur3's fmix64: the index is the low bits, and a
-// multiply only carries variation upwards (addresses differ in the high
-// bytes of their word), so every input bit must reach them.
-func hashFinish(h uint64) uint64 {
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
-}
+func hashWord(h, x uint64) uint64 { return (h ^ x) * 0xff51afd7ed558ccd }
 
 // equal reports whether k matches r (a rule of st).
 func (st *subtable) equal(k *Key, r *Rule) bool {

@@ -17,8 +17,8 @@ import (
 // bulkFlows flows starts a trim: once the pipeline has been quiet for
 // trimDelay, a forced collection and scavenge (debug.FreeOSMemory), again
 // every trimDelay while the last one still gave back at least trimMin
-// bytes (a dump's reply is built and sent after the pipeline handed out
-// its rules). It runs outside the pipeline lock; its stop-the-world pauses
+// bytes or found the heap grown or shrunk by as much (a dump's reply is
+// built and sent for seconds after the pipeline handed out its rules). It runs outside the pipeline lock; its stop-the-world pauses
 // are those of an ordinary collection.
 
 const (
@@ -32,10 +32,11 @@ const (
 type trimmer struct {
 	mu      sync.Mutex
 	timer   *time.Timer
-	pending int // trims left in the current round
-	// trim gives memory back and returns how many bytes it released
-	// (freeOSMemory; tests count calls).
-	trim func() uint64
+	pending int    // trims left in the current round
+	inuse   uint64 // heap in use after the last trim
+	// trim gives memory back and returns how many bytes it released and
+	// the heap in use after it (freeOSMemory; tests count calls).
+	trim func() (released, inuse uint64)
 }
 
 // noteBulk records an operation over n flows.
@@ -59,23 +60,26 @@ func (p *Pipeline) noteBulk(n int) {
 
 // run trims once and goes on while trims are worth it.
 func (t *trimmer) run() {
-	released := t.trim()
+	released, inuse := t.trim()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pending--
-	if released >= trimMin && t.pending > 0 {
+	changed := max(inuse, t.inuse)-min(inuse, t.inuse) >= trimMin
+	t.inuse = inuse
+	if (released >= trimMin || changed) && t.pending > 0 {
 		t.timer.Reset(trimDelay)
 	}
 }
 
-// freeOSMemory returns freed heap to the OS and how much it released.
-func freeOSMemory() uint64 {
+// freeOSMemory returns freed heap to the OS; it reports how much it
+// released and the heap in use after.
+func freeOSMemory() (released, inuse uint64) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&after)
-	if after.HeapReleased < before.HeapReleased {
-		return 0
+	if after.HeapReleased > before.HeapReleased {
+		released = after.HeapReleased - before.HeapReleased
 	}
-	return after.HeapReleased - before.HeapReleased
+	return released, after.HeapInuse
 }

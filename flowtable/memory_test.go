@@ -14,7 +14,7 @@ func TestBulkChangesTrimMemory(t *testing.T) {
 	p := NewPipeline()
 	var trims atomic.Int32
 	var release atomic.Uint64 // what the next trim gives back
-	p.trimmer.trim = func() uint64 { trims.Add(1); return release.Swap(0) }
+	p.trimmer.trim = func() (uint64, uint64) { trims.Add(1); return release.Swap(0), 0 }
 	flows := func(n int) []*Flow {
 		var fs []*Flow
 		for i := 0; i < n; i++ {
@@ -60,5 +60,34 @@ func TestBulkChangesTrimMemory(t *testing.T) {
 	time.Sleep(2*trimDelay + 300*time.Millisecond)
 	if n := trims.Load(); n != 4 {
 		t.Fatalf("after a trim that released %d bytes: %d trims in all, want 4", trimMin, n)
+	}
+}
+
+// TestRuleDetachesActions: a rule keeps no slice of the flow-mod's
+// buffers (action list, set-field bytes, ct exec list): changing them
+// after the add leaves the rule as it was.
+func TestRuleDetachesActions(t *testing.T) {
+	buf := []byte{0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff}
+	list := []Action{
+		&SetField{Field: FieldReg[1], Value: buf[:4], Mask: buf[4:]},
+		&CT{Commit: true, Table: TableNone, Exec: []Action{&SetField{Field: FieldCtMark, Value: buf[:4], Mask: buf[4:]}}},
+		&Note{Data: buf[:2]},
+	}
+	f := &Flow{Table: 3, Priority: 10, Actions: list}
+	r := newRule(f)
+	for i := range buf {
+		buf[i] = 0xaa
+	}
+	list[0] = &Output{Port: 9}
+	sf, ok := r.Actions[0].(*SetField)
+	if !ok || sf.Value[3] != 7 || sf.Mask[0] != 0xff {
+		t.Fatalf("rule's set_field changed with the flow-mod's buffer: %#v", r.Actions[0])
+	}
+	exec := r.Actions[1].(*CT).Exec[0].(*SetField)
+	if exec.Value[3] != 7 {
+		t.Errorf("rule's ct exec set_field changed with the flow-mod's buffer: %v", exec.Value)
+	}
+	if n := r.Actions[2].(*Note); n.Data[0] != 0 {
+		t.Errorf("rule's note changed with the flow-mod's buffer: %v", n.Data)
 	}
 }

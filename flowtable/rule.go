@@ -27,7 +27,7 @@ type Rule struct {
 // newRule returns the rule of flow f (f itself is not kept).
 func newRule(f *Flow) *Rule {
 	return &Rule{Table: f.Table, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
-		Importance: f.Importance, Flags: f.Flags, Cookie: f.Cookie, Actions: f.Actions, match: newSparseMatch(&f.Match)}
+		Importance: f.Importance, Flags: f.Flags, Cookie: f.Cookie, Actions: detachActions(f.Actions), match: newSparseMatch(&f.Match)}
 }
 
 // Match returns the rule's match.
@@ -170,4 +170,40 @@ func (s sparseMatch) matches(k *Key) bool {
 		}
 	}
 	return true
+}
+
+// detachActions returns a copy of acts that shares no memory with the
+// caller's buffers: translating a flow-mod carves action lists and
+// set-field bytes from arrays inside the message's struct, and a rule that
+// kept them would keep the whole message (over a kilobyte) alive. Action
+// structs without such slices are shared.
+func detachActions(acts []Action) []Action {
+	if len(acts) == 0 {
+		return nil
+	}
+	out := make([]Action, len(acts))
+	for i, a := range acts {
+		switch a := a.(type) {
+		case *SetField:
+			b := make([]byte, len(a.Value)+len(a.Mask))
+			n := copy(b, a.Value)
+			copy(b[n:], a.Mask)
+			c := *a
+			c.Value, c.Mask = b[:n:n], b[n:]
+			out[i] = &c
+		case *Note:
+			c := *a
+			c.Data = append([]byte(nil), a.Data...)
+			out[i] = &c
+		case *CT:
+			c := *a
+			c.Exec = detachActions(a.Exec)
+			out[i] = &c
+		case *WriteActions:
+			out[i] = &WriteActions{Actions: detachActions(a.Actions)}
+		default:
+			out[i] = a
+		}
+	}
+	return out
 }
