@@ -365,9 +365,21 @@ func measureRR(ctx context.Context, e *env, t *topology) (map[string]float64, er
 }
 
 func measureCRR(ctx context.Context, e *env, t *topology) (map[string]float64, error) {
+	var ca, cb cacheStats
+	if t.cacheStats != nil {
+		var err error
+		if ca, err = t.cacheStats(); err != nil {
+			return nil, fmt.Errorf("megaflow cache counters: %w", err)
+		}
+	}
 	res, a, b, err := runWorkers(ctx, e, t, "crr", e.crrConcurrency)
 	if err != nil {
 		return nil, err
+	}
+	if t.cacheStats != nil {
+		if cb, err = t.cacheStats(); err != nil {
+			return nil, fmt.Errorf("megaflow cache counters: %w", err)
+		}
 	}
 	if res.Count == 0 {
 		return nil, fmt.Errorf("crr: no connection completed (%d errors, first: %s)", res.Errors, res.FirstError)
@@ -375,6 +387,15 @@ func measureCRR(ctx context.Context, e *env, t *topology) (map[string]float64, e
 	m := map[string]float64{
 		"crr_cps":    float64(res.Count) / res.Seconds,
 		"crr_errors": float64(res.Errors),
+	}
+	if res.P50ns > 0 {
+		// The connect time: the SYN and the SYN-ACK, a connection's first
+		// packet each way, through the switch's slow path.
+		m["crr_connect_p50_us"] = float64(res.P50ns) / 1e3
+		m["crr_connect_p99_us"] = float64(res.P99ns) / 1e3
+	}
+	if t.cacheStats != nil {
+		reportCache(m, "crr", ca, cb)
 	}
 	switchCost(m, "crr", t, a, b)
 	if len(t.switchPIDs) > 0 {

@@ -84,6 +84,10 @@ var metricInfo = []struct {
 	{"crr_switch_us_per_conn", "TCP conn switch CPU/conn", "µs"},
 	{"crr_switch_ns_per_pkt", "TCP conn switch CPU/pkt", "ns"},
 	{"crr_errors", "TCP conn failures", "count"},
+	{"crr_connect_p50_us", "TCP connect p50", "µs"},
+	{"crr_connect_p99_us", "TCP connect p99", "µs"},
+	{"crr_megaflows", "Megaflows after the conns", "count"},
+	{"crr_hit_rate", "Megaflow hit rate", "fraction"},
 }
 
 // metricScale converts the stored unit into the table's (pps -> kpps).

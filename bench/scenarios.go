@@ -32,6 +32,14 @@ type podSpec struct {
 	ip     string
 	mac    string
 	ofport int
+	prefix int // prefix length of the pod subnet; 0: podPrefixLen
+}
+
+func (p podSpec) cidr() string {
+	if p.prefix == 0 {
+		return fmt.Sprintf("%s/%d", p.ip, podPrefixLen)
+	}
+	return fmt.Sprintf("%s/%d", p.ip, p.prefix)
 }
 
 // Ports the measurements use. The seed policy lets the frontend open TCP
@@ -98,6 +106,8 @@ var Scenarios = []Scenario{
 	{Name: "govs-antrea-xdp-generic", Description: "govs-vswitchd, pod ports type=afxdp options:xdp-mode=generic (XDP on the skb, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, xdpMode: "generic"})},
 	{Name: "govs-antrea-xdp-nice0", Description: "govs-vswitchd --nice 0 (the other rows run every switch at niceness -10), pod ports type=afxdp, seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, niceZero: true})},
 	{Name: "govs-antrea-xdp-pmd", Description: "govs-vswitchd --pmd-cpu, pod ports type=afxdp, seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{afxdp: true, pmd: true})},
+	{Name: "ovs-antrea-scale", Description: "Open vSwitch userspace (netdev) datapath, a generated Antrea v1.15 node at scale (bench/antreagen: 1,000 pods, 2,000 policies, 500 Services, 100 remote nodes; ~119k flows, 500 groups)", Userspace: true, setup: setupOVSWith(scalePipeline, false)},
+	{Name: "govs-antrea-scale", Description: "govs-vswitchd, a generated Antrea v1.15 node at scale (bench/antreagen: 1,000 pods, 2,000 policies, 500 Services, 100 remote nodes; ~119k flows, 500 groups)", Userspace: true, setup: setupGovsWith(scalePipeline, govsMode{})},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
 }
@@ -129,6 +139,9 @@ type topology struct {
 	switchPIDs []int
 	switchCmd  string
 	version    string // switch version, for the report
+	// cacheStats reads the switch's megaflow cache counters (nil: no
+	// cache to report).
+	cacheStats func() (cacheStats, error)
 }
 
 // pods creates the two pod namespaces.
@@ -150,7 +163,7 @@ func attachPod(p podSpec, podNS, sw netns, offloads bool) (podIface, string, err
 	if err != nil {
 		return podIface{}, "", err
 	}
-	if err := setupIface(podNS, podEnd, p.mac, fmt.Sprintf("%s/%d", p.ip, podPrefixLen), offloads); err != nil {
+	if err := setupIface(podNS, podEnd, p.mac, p.cidr(), offloads); err != nil {
 		return podIface{}, "", err
 	}
 	if err := setupIface(sw, swEnd, "", "", offloads); err != nil {
@@ -164,11 +177,16 @@ func attachPod(p podSpec, podNS, sw netns, offloads bool) (podIface, string, err
 // t.server, and hands each pod's spec and switch end to plug, which adds it
 // to the switch.
 func attachPods(t *topology, cns, sns, sw netns, offloads bool, plug func(spec podSpec, swEnd string) error) error {
+	return attachPodPair(t, clientPod, serverPod, cns, sns, sw, offloads, plug)
+}
+
+// attachPodPair is attachPods with the two pods' specs.
+func attachPodPair(t *topology, client, server podSpec, cns, sns, sw netns, offloads bool, plug func(spec podSpec, swEnd string) error) error {
 	for _, p := range []struct {
 		spec podSpec
 		ns   netns
 		dst  *podIface
-	}{{clientPod, cns, &t.client}, {serverPod, sns, &t.server}} {
+	}{{client, cns, &t.client}, {server, sns, &t.server}} {
 		i, swEnd, err := attachPod(p.spec, p.ns, sw, offloads)
 		if err != nil {
 			return err
@@ -298,9 +316,33 @@ func loadPipeline(target, dir, flows string, tlv bool) error {
 	return nil
 }
 
+// benchPipeline is what a one-node scenario loads into the switch and
+// the two pods it connects.
+type benchPipeline struct {
+	client, server podSpec
+	load           func(target, dir string) error
+}
+
+// seedPipeline is seed worker 1's pipeline (antrea) or actions=NORMAL,
+// between the seed's frontend and backend1.
+func seedPipeline(antrea bool) func() (*benchPipeline, error) {
+	return func() (*benchPipeline, error) {
+		return &benchPipeline{client: clientPod, server: serverPod,
+			load: func(target, dir string) error { return loadFlows(target, dir, antrea) }}, nil
+	}
+}
+
 func setupOVS(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	return setupOVSWith(seedPipeline(antrea), tso)
+}
+
+func setupOVSWith(pipeline func() (*benchPipeline, error), tso bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 		if err := ovsMissing(); err != nil {
+			return nil, err
+		}
+		pl, err := pipeline()
+		if err != nil {
 			return nil, err
 		}
 		cns, sns, err := pods(cs)
@@ -317,14 +359,14 @@ func setupOVS(antrea, tso bool) func(e *env, cs *cleanupStack, offloads bool) (*
 		}
 		cs.push(stop)
 		sw := netns(o.Netns())
-		t := &topology{switchCmd: "ovs-vswitchd"}
-		err = attachPods(t, cns, sns, sw, offloads, func(spec podSpec, swEnd string) error {
+		t := &topology{switchCmd: "ovs-vswitchd", cacheStats: ovsCacheStats(o)}
+		err = attachPodPair(t, pl.client, pl.server, cns, sns, sw, offloads, func(spec podSpec, swEnd string) error {
 			return o.AddPort(ovstest.Port{Name: swEnd, OFPort: spec.ofport})
 		})
 		if err != nil {
 			return nil, err
 		}
-		if err := loadFlows(o.Target(), o.Rundir(), antrea); err != nil {
+		if err := pl.load(o.Target(), o.Rundir()); err != nil {
 			return nil, err
 		}
 		pid, err := ovsVswitchdPID(o)
@@ -480,8 +522,16 @@ func pmdCPU(e *env) (int, error) {
 }
 
 func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	return setupGovsWith(seedPipeline(antrea), mode)
+}
+
+func setupGovsWith(pipeline func() (*benchPipeline, error), mode govsMode) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 		if err := ofctlMissing(); err != nil {
+			return nil, err
+		}
+		pl, err := pipeline()
+		if err != nil {
 			return nil, err
 		}
 		cns, sns, err := pods(cs)
@@ -510,8 +560,8 @@ func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloa
 		if err != nil {
 			return nil, err
 		}
-		t := &topology{switchPIDs: []int{g.proc.pid()}, switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree)"}
-		err = attachPods(t, cns, sns, node, offloads, func(spec podSpec, swEnd string) error {
+		t := &topology{switchPIDs: []int{g.proc.pid()}, switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree)", cacheStats: g.cacheStats}
+		err = attachPodPair(t, pl.client, pl.server, cns, sns, node, offloads, func(spec podSpec, swEnd string) error {
 			args := []string{"add-port", "br-int", swEnd, fmt.Sprintf("ofport_request=%d", spec.ofport)}
 			if mode.afxdp {
 				args = append(args, "type=afxdp")
@@ -528,7 +578,7 @@ func setupGovs(antrea bool, mode govsMode) func(e *env, cs *cleanupStack, offloa
 		if err != nil {
 			return nil, err
 		}
-		if err := loadFlows(target, g.rundir, antrea); err != nil {
+		if err := pl.load(target, g.rundir); err != nil {
 			return nil, err
 		}
 		return t, finishPods(t)

@@ -269,35 +269,49 @@ func crrClient(addr string, duration time.Duration, concurrency int) (workerResu
 	start := time.Now()
 	end := start.Add(duration)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var samples []int64 // connect times
 	for range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			d := net.Dialer{Timeout: 2 * time.Second}
 			b := make([]byte, 1)
+			mine := make([]int64, 0, 1<<16)
 			for time.Now().Before(end) {
-				if err := crrOnce(&d, addr, b); err != nil {
+				connect, err := crrOnce(&d, addr, b)
+				if err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
+				if len(mine) < cap(mine) {
+					mine = append(mine, int64(connect))
+				}
 				count.Add(1)
 			}
+			mu.Lock()
+			samples = append(samples, mine...)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	res := workerResult{Count: count.Load(), Errors: errs.Load(), Seconds: time.Since(start).Seconds()}
+	res.P50ns, res.P99ns = percentile(samples, 50), percentile(samples, 99)
 	if s, ok := firstErr.Load().(string); ok {
 		res.FirstError = s
 	}
 	return res, nil
 }
 
-func crrOnce(d *net.Dialer, addr string, b []byte) error {
+// crrOnce makes one connection and returns how long the connect took.
+func crrOnce(d *net.Dialer, addr string, b []byte) (time.Duration, error) {
+	t0 := time.Now()
 	c, err := d.Dial("tcp4", addr)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	connect := time.Since(t0)
 	tc := c.(*net.TCPConn)
 	defer func() {
 		tc.SetLinger(0)
@@ -306,8 +320,8 @@ func crrOnce(d *net.Dialer, addr string, b []byte) error {
 	tc.SetDeadline(time.Now().Add(2 * time.Second))
 	b[0] = 'c'
 	if _, err := tc.Write(b); err != nil {
-		return err
+		return 0, err
 	}
 	_, err = io.ReadFull(tc, b)
-	return err
+	return connect, err
 }

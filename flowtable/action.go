@@ -323,14 +323,4 @@ const DefaultPriority = 0x8000
 
 // IsConjunctive reports whether the flow's actions are conjunction()
 // clauses only (such a flow never matches by itself).
-func (f *Flow) IsConjunctive() bool {
-	if len(f.Actions) == 0 {
-		return false
-	}
-	for _, a := range f.Actions {
-		if _, ok := a.(*Conjunction); !ok {
-			return false
-		}
-	}
-	return true
-}
+func (f *Flow) IsConjunctive() bool { return conjunctiveActions(f.Actions) }

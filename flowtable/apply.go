@@ -69,8 +69,10 @@ type undoStep struct {
 	r    *Rule // the rule added, modified or removed
 	// old is the rule an add replaced (nil if none).
 	old *Rule
-	// oldFlow, packets and bytes are a modified rule's state before.
-	oldFlow        *Flow
+	// oldActions, oldCookie, packets and bytes are a modified rule's
+	// state before.
+	oldActions     []Action
+	oldCookie      uint64
 	packets, bytes uint64
 	// group is the group an OpGroupAdd added (to remove), or the one an
 	// OpGroupModify replaced or an OpGroupDelete removed (to put back).
@@ -130,15 +132,13 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpModifyStrict
 			p.forEachSelected(&ff, func(t *table, r *Rule) {
-				step := undoStep{kind: OpModify, t: t, r: r, oldFlow: r.Flow,
+				step := undoStep{kind: OpModify, t: t, r: r, oldActions: r.Actions, oldCookie: r.Cookie,
 					packets: r.Stats.Packets.Load(), bytes: r.Stats.Bytes.Load()}
-				nf := *r.Flow
-				nf.Actions = op.Flow.Actions
-				if op.SetCookie {
-					nf.Cookie = op.Flow.Cookie
-				}
 				t.cls(r).remove(r)
-				r.Flow = &nf
+				r.Actions = detachActions(op.Flow.Actions)
+				if op.SetCookie {
+					r.Cookie = op.Flow.Cookie
+				}
 				t.cls(r).insert(r)
 				if op.ResetCounts {
 					r.Stats.Packets.Store(0)
@@ -200,6 +200,11 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	p.Generation.Add(1)
+	n := len(ops)
+	for i := range results {
+		n += len(results[i].Removed)
+	}
+	p.noteBulk(n)
 	return results, nil
 }
 
@@ -215,7 +220,7 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 		}
 	case OpModify:
 		u.t.cls(u.r).remove(u.r)
-		u.r.Flow = u.oldFlow
+		u.r.Actions, u.r.Cookie = u.oldActions, u.oldCookie
 		u.t.cls(u.r).insert(u.r)
 		u.r.Stats.Packets.Store(u.packets)
 		u.r.Stats.Bytes.Store(u.bytes)

@@ -4,13 +4,6 @@ import (
 	"sort"
 )
 
-// Rule is a flow installed in a table, with its counters.
-type Rule struct {
-	*Flow
-	Stats RuleStats
-	seq   uint64 // insertion order, for a stable tie-break among equal priorities
-}
-
 // classifier is a tuple-space-search classifier (OVS lib/classifier.c in
 // spirit): rules are grouped by mask into subtables, each a hash table over
 // the masked key; subtables are visited in order of their highest priority,
@@ -27,15 +20,21 @@ type classifier struct {
 	// rule: taking them from a shared chunk costs one allocation per
 	// bucketChunk flows instead of one per flow.
 	spare []*Rule
+	// soft: the classifier of a table's conjunctive flows; repeated counts
+	// its flows that are two clauses of one conjunction.
+	soft     bool
+	repeated int
 }
 
 const bucketChunk = 64
 
 type subtable struct {
 	mask        Key
-	words       []uint8 // indexes of the nonzero words of mask
+	words       []uint8  // indexes of the nonzero words of mask
+	maskw       []uint64 // those words of mask
 	buckets     hindex
 	maxPriority int
+	nMax        int // rules at maxPriority: the maximum is searched again only when the last goes
 	n           int
 }
 
@@ -48,27 +47,41 @@ func newSubtable(mask *Key) *subtable {
 	for i := 0; i < KeyWords; i++ {
 		if mask.Word(i) != 0 {
 			st.words = append(st.words, uint8(i))
+			st.maskw = append(st.maskw, mask.Word(i))
 		}
 	}
 	return st
 }
 
-// hash mixes the masked words of k (k may be a key or an already masked
-// match value).
+// hash mixes the masked words of k. It is multiplicative: the top bits
+// depend on every input bit, and the hash index uses them.
 func (st *subtable) hash(k *Key) uint64 {
-	h := uint64(0x9e3779b97f4a7c15)
-	for _, w := range st.words {
-		x := k.Word(int(w)) & st.mask.Word(int(w))
-		h ^= x
-		h *= 0xff51afd7ed558ccd
-		h ^= h >> 32
+	h := hashStart
+	for i, w := range st.words {
+		h = hashWord(h, k.Word(int(w))&st.maskw[i])
 	}
 	return h
 }
 
+// hashValues is hash of a rule's sparse match values (already masked,
+// in the order of st.words).
+func hashValues(vals []uint64) uint64 {
+	h := hashStart
+	for _, v := range vals {
+		h = hashWord(h, v)
+	}
+	return h
+}
+
+const hashStart = uint64(0x9e3779b97f4a7c15)
+
+func hashWord(h, x uint64) uint64 { return (h ^ x) * 0xff51afd7ed558ccd }
+
+// equal reports whether k matches r (a rule of st).
 func (st *subtable) equal(k *Key, r *Rule) bool {
-	for _, w := range st.words {
-		if k.Word(int(w))&st.mask.Word(int(w)) != r.Match.Value.Word(int(w)) {
+	vals := r.match.values()
+	for i, w := range st.words {
+		if k.Word(int(w))&st.maskw[i] != vals[i] {
 			return false
 		}
 	}
@@ -76,13 +89,20 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 }
 
 func (c *classifier) insert(r *Rule) {
-	st := c.subtableFor(&r.Match.Mask)
+	if c.soft {
+		r.conj = conjClauses(r.Actions)
+		if repeatsID(r.conj) {
+			c.repeated++
+		}
+	}
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
 	if st == nil {
-		st = newSubtable(&r.Match.Mask)
-		c.byMask[r.Match.Mask] = st
+		st = newSubtable(&mask)
+		c.byMask[mask] = st
 		c.subtables = append(c.subtables, st)
 	}
-	h := st.hash(&r.Match.Value)
+	h := hashValues(r.match.values())
 	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
@@ -101,9 +121,12 @@ func (c *classifier) insert(r *Rule) {
 	st.buckets.set(h, b)
 	st.n++
 	c.n++
-	if int(r.Priority) > st.maxPriority {
-		st.maxPriority = int(r.Priority)
+	switch {
+	case int(r.Priority) > st.maxPriority:
+		st.maxPriority, st.nMax = int(r.Priority), 1
 		c.sortSubtables()
+	case int(r.Priority) == st.maxPriority:
+		st.nMax++
 	}
 }
 
@@ -131,11 +154,15 @@ func (c *classifier) subtableFor(mask *Key) *subtable {
 }
 
 func (c *classifier) remove(r *Rule) {
-	st := c.subtableFor(&r.Match.Mask)
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
 	if st == nil {
 		return
 	}
-	h := st.hash(&r.Match.Value)
+	if c.soft && repeatsID(r.conj) {
+		c.repeated--
+	}
+	h := hashValues(r.match.values())
 	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
@@ -162,10 +189,21 @@ func (c *classifier) remove(r *Rule) {
 		return
 	}
 	if int(r.Priority) == st.maxPriority {
+		if st.nMax--; st.nMax > 0 {
+			return
+		}
 		st.maxPriority = -1
 		st.buckets.each(func(b []*Rule) bool {
-			if p := int(b[0].Priority); p > st.maxPriority {
-				st.maxPriority = p
+			switch p := int(b[0].Priority); {
+			case p > st.maxPriority:
+				st.maxPriority, st.nMax = p, 0
+				fallthrough
+			case p == st.maxPriority:
+				for _, x := range b {
+					if int(x.Priority) == p {
+						st.nMax++
+					}
+				}
 			}
 			return true
 		})
@@ -206,26 +244,6 @@ func (c *classifier) lookup(k *Key, wc *Key) *Rule {
 	return best
 }
 
-// lookupAll appends every rule matching k with priority above minPriority.
-func (c *classifier) lookupAll(k *Key, minPriority int, wc *Key, out []*Rule) []*Rule {
-	for _, st := range c.subtables {
-		if st.maxPriority <= minPriority {
-			break
-		}
-		if wc != nil {
-			for _, w := range st.words {
-				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
-			}
-		}
-		for _, r := range st.buckets.get(st.hash(k)) {
-			if int(r.Priority) > minPriority && st.equal(k, r) {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
 // find returns the rule with exactly this match and priority.
 func (c *classifier) find(m *Match, priority uint16) *Rule {
 	if c.n == 0 {
@@ -236,7 +254,7 @@ func (c *classifier) find(m *Match, priority uint16) *Rule {
 		return nil
 	}
 	for _, r := range st.buckets.get(st.hash(&m.Value)) {
-		if r.Priority == priority && r.Match.Value == m.Value {
+		if r.Priority == priority && st.equal(&m.Value, r) {
 			return r
 		}
 	}

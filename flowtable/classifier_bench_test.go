@@ -204,7 +204,7 @@ func benchClassifier(nRules, nMasks int, r *rand.Rand) (*classifier, []*Rule) {
 	for i := 0; i < nRules; i++ {
 		f := &Flow{Priority: uint16(r.IntN(0x10000))}
 		benchTemplates[i%nMasks].set(&f.Match, r)
-		rl := &Rule{Flow: f, seq: uint64(i + 1)}
+		rl := testRule(f, uint64(i+1))
 		c.insert(rl)
 		rules = append(rules, rl)
 	}
@@ -220,8 +220,9 @@ func hitKeys(c *classifier, rules []*Rule, r *rand.Rand) []Key {
 	for i := range keys {
 		k := randomPacketKey(r)
 		rl := rules[r.IntN(len(rules))]
+		rm := rl.Match()
 		for w := 0; w < KeyWords; w++ {
-			k.SetWord(w, k.Word(w)&^rl.Match.Mask.Word(w)|rl.Match.Value.Word(w))
+			k.SetWord(w, k.Word(w)&^rm.Mask.Word(w)|rm.Value.Word(w))
 		}
 		if c.lookup(&k, nil) == nil {
 			panic("hit key matches nothing")

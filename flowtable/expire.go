@@ -32,7 +32,7 @@ func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
 	var out []Expired
 	for r, st := range p.timed {
 		t := p.tables[r.Table]
-		if t == nil || t.cls(r).find(&r.Match, r.Priority) != r {
+		if m := r.Match(); t == nil || t.cls(r).find(&m, r.Priority) != r {
 			delete(p.timed, r) // replaced or deleted meanwhile
 			continue
 		}
@@ -57,5 +57,6 @@ func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
 	if len(out) > 0 {
 		p.Generation.Add(1)
 	}
+	p.noteBulk(len(out))
 	return out
 }

@@ -1,13 +1,21 @@
 package flowtable
 
+import "math/bits"
+
 // hindex is a small open-addressing hash table from a 64-bit hash to the
 // rules whose masked value has that hash. It replaces a Go map on the
-// lookup path: a probe is a multiply-free index and a compare, which
-// matters because a lookup probes one of these per subtable.
+// lookup path: a probe is a shift and a compare, which matters because a
+// lookup probes one of these per subtable. The slot is the hash's top
+// bits: the subtable hash is multiplicative, and a multiply carries every
+// input bit up to the top, never down to the bottom.
 type hindex struct {
 	slots []hslot
-	n     int // used slots
+	n     int   // used slots
+	shift uint8 // 64 - log2(len(slots))
 }
+
+// home is the slot a hash starts probing at.
+func (h *hindex) home(hash uint64) uint64 { return hash >> h.shift }
 
 type hslot struct {
 	hash  uint64
@@ -19,7 +27,7 @@ func (h *hindex) get(hash uint64) []*Rule {
 		return nil
 	}
 	mask := uint64(len(h.slots) - 1)
-	for i := hash & mask; ; i = (i + 1) & mask {
+	for i := h.home(hash); ; i = (i + 1) & mask {
 		s := &h.slots[i]
 		if s.rules == nil {
 			return nil
@@ -40,7 +48,7 @@ func (h *hindex) set(hash uint64, rules []*Rule) {
 		h.grow()
 	}
 	mask := uint64(len(h.slots) - 1)
-	for i := hash & mask; ; i = (i + 1) & mask {
+	for i := h.home(hash); ; i = (i + 1) & mask {
 		s := &h.slots[i]
 		if s.rules == nil {
 			s.hash, s.rules = hash, rules
@@ -61,6 +69,7 @@ func (h *hindex) grow() {
 		size = len(old) * 2
 	}
 	h.slots = make([]hslot, size)
+	h.shift = uint8(64 - bits.TrailingZeros(uint(size)))
 	h.n = 0
 	for _, s := range old {
 		if s.rules != nil {
@@ -75,7 +84,7 @@ func (h *hindex) remove(hash uint64) {
 		return
 	}
 	mask := uint64(len(h.slots) - 1)
-	i := hash & mask
+	i := h.home(hash)
 	for {
 		s := &h.slots[i]
 		if s.rules == nil {
@@ -96,7 +105,7 @@ func (h *hindex) remove(hash uint64) {
 			if s.rules == nil {
 				return
 			}
-			home := s.hash & mask
+			home := h.home(s.hash)
 			// Move s back into the hole at i if its home is not in (i, j].
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				h.slots[i] = s

@@ -134,7 +134,6 @@ type xlate struct {
 	seg       int // the current segment: x.res.Masks[seg] is its megaflow mask
 	table     uint8
 	cookie    uint64
-	conjBuf   [16]*Rule
 	r         *recorder // nil unless a flow cache records this run
 	// dry is a trace (ofproto/trace) run: no counters, no learning, and
 	// ct() through traceCT instead of the tracker.
@@ -225,92 +224,7 @@ func (x *xlate) lookup(id uint8) *Rule {
 	if t == nil {
 		return nil
 	}
-	k := &x.pkt.Key
-	hard := t.hard.lookup(k, x.mask())
-	if t.soft.n == 0 {
-		return hard
-	}
-	hardPri := -1
-	if hard != nil {
-		hardPri = int(hard.Priority)
-	}
-	soft := t.soft.lookupAll(k, hardPri, x.mask(), x.conjBuf[:0])
-	if len(soft) == 0 {
-		return hard
-	}
-	sortByPriority(soft)
-	for i := 0; i < len(soft); {
-		j := i
-		for j < len(soft) && soft[j].Priority == soft[i].Priority {
-			j++
-		}
-		if r := x.trySoftLevel(t, soft[i:j]); r != nil {
-			return r
-		}
-		i = j
-	}
-	return hard
-}
-
-// sortByPriority sorts rules by priority, highest first, keeping the
-// order of equal priorities. It is an insertion sort over the few soft
-// rules a lookup collects: sort.Slice would box the slice and its closure
-// and make the translation state escape to the heap on every packet.
-func sortByPriority(rs []*Rule) {
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && rs[j].Priority > rs[j-1].Priority; j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
-	}
-}
-
-// trySoftLevel checks the conjunctions of one priority level; for each one
-// whose clauses are all matched it looks up conj_id=ID among hard flows.
-func (x *xlate) trySoftLevel(t *table, level []*Rule) *Rule {
-	type conjState struct {
-		id   uint32
-		n    uint8
-		seen uint64
-	}
-	var stack [8]conjState
-	states := stack[:0]
-	for _, r := range level {
-		for _, a := range r.Actions {
-			c, ok := a.(*Conjunction)
-			if !ok {
-				continue
-			}
-			found := false
-			for i := range states {
-				if states[i].id == c.ID && states[i].n == c.NClauses {
-					states[i].seen |= 1 << (c.Clause - 1)
-					found = true
-					break
-				}
-			}
-			if !found {
-				states = append(states, conjState{id: c.ID, n: c.NClauses, seen: 1 << (c.Clause - 1)})
-			}
-		}
-	}
-	k := &x.pkt.Key
-	for _, s := range states {
-		all := uint64(1)<<s.n - 1
-		if s.n == 64 {
-			all = ^uint64(0)
-		}
-		if s.seen != all {
-			continue
-		}
-		saved := k.ConjID()
-		k.SetConjID(s.id)
-		r := t.hard.lookup(k, x.mask())
-		k.SetConjID(saved)
-		if r != nil {
-			return r
-		}
-	}
-	return nil
+	return t.lookup(&x.pkt.Key, x.mask())
 }
 
 func (x *xlate) runTable(id uint8) {

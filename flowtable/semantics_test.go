@@ -196,7 +196,7 @@ table=10, priority=0 actions=drop`)
 	if learned == nil {
 		t.Fatalf("no learned flow in table 10")
 	}
-	got := flowtext.FormatFlow(learned.Flow, nil)
+	got := flowtext.FormatFlow(learned.Flow(), nil)
 	want := "cookie=0x42, table=10, hard_timeout=300, priority=200,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=80 actions=load:0x3->NXM_NX_REG4[16..18],output:1"
 	if got != want {
 		t.Errorf("learned flow:\n got %s\nwant %s", got, want)

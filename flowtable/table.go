@@ -27,7 +27,11 @@ type table struct {
 	hard, soft *classifier
 }
 
-func newTable() *table { return &table{hard: newClassifier(), soft: newClassifier()} }
+func newTable() *table {
+	t := &table{hard: newClassifier(), soft: newClassifier()}
+	t.soft.soft = true
+	return t
+}
 
 func (t *table) cls(r *Rule) *classifier {
 	if r.IsConjunctive() {
@@ -64,6 +68,8 @@ type Pipeline struct {
 	MaxResubmitDepth int
 	// Now returns the time (tests use a fake clock).
 	Now func() time.Time
+
+	trimmer trimmer // memory given back after bulk changes
 }
 
 // PortLister lists the bridge's ports, for flooding.
@@ -132,6 +138,7 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 	for _, f := range fs {
 		p.addLocked(f, now)
 	}
+	p.noteBulk(len(fs))
 	return nil
 }
 
@@ -166,7 +173,7 @@ func (p *Pipeline) addLocked(f *Flow, now time.Time) (r, old *Rule) {
 	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
 		old = o
 	}
-	r = &Rule{Flow: f}
+	r = newRule(f)
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {
@@ -196,7 +203,7 @@ func (p *Pipeline) overlapsLocked(f *Flow) bool {
 	}
 	over := false
 	check := func(r *Rule) bool {
-		if r.Priority == f.Priority && matchesOverlap(&r.Match, &f.Match) && !r.Match.Equal(&f.Match) {
+		if r.Priority == f.Priority && matchesOverlap(r.match, &f.Match) && !r.match.equal(&f.Match) {
 			over = true
 			return false
 		}
@@ -210,10 +217,11 @@ func (p *Pipeline) overlapsLocked(f *Flow) bool {
 }
 
 // matchesOverlap reports whether some packet could match both.
-func matchesOverlap(a, b *Match) bool {
+func matchesOverlap(a sparseMatch, b *Match) bool {
 	for i := 0; i < KeyWords; i++ {
-		common := a.Mask.Word(i) & b.Mask.Word(i)
-		if a.Value.Word(i)&common != b.Value.Word(i)&common {
+		av, am := a.word(i)
+		common := am & b.Mask.Word(i)
+		if av&common != b.Value.Word(i)&common {
 			return false
 		}
 	}
@@ -244,10 +252,10 @@ func (ff *FlowFilter) selects(r *Rule) bool {
 		return false
 	}
 	if ff.Strict {
-		if r.Priority != ff.Priority || !r.Match.Equal(&ff.Match) {
+		if r.Priority != ff.Priority || !r.match.equal(&ff.Match) {
 			return false
 		}
-	} else if !isLooseMatch(&r.Match, &ff.Match) {
+	} else if !isLooseMatch(r.match, &ff.Match) {
 		return false
 	}
 	if ff.OutPort != PortNone && !outputsTo(r.Actions, ff.OutPort) {
@@ -261,10 +269,14 @@ func (ff *FlowFilter) selects(r *Rule) bool {
 
 // isLooseMatch reports whether rule match r is at least as specific as
 // criteria c (OVS cls_rule_is_loose_match).
-func isLooseMatch(r, c *Match) bool {
+func isLooseMatch(r sparseMatch, c *Match) bool {
 	for i := 0; i < KeyWords; i++ {
 		cm := c.Mask.Word(i)
-		if r.Mask.Word(i)&cm != cm || r.Value.Word(i)&cm != c.Value.Word(i) {
+		if cm == 0 {
+			continue
+		}
+		rv, rm := r.word(i)
+		if rm&cm != cm || rv&cm != c.Value.Word(i) {
 			return false
 		}
 	}
@@ -322,6 +334,18 @@ func (p *Pipeline) forEachSelected(ff *FlowFilter, fn func(t *table, r *Rule)) {
 		if t == nil {
 			continue
 		}
+		if ff.Strict {
+			// One match and priority: the classifier finds the flow
+			// without a scan (agents delete and modify strictly, flow by
+			// flow, and a scan per flow-mod stalls packets at scale).
+			for _, c := range []*classifier{t.hard, t.soft} {
+				if r := c.find(&ff.Match, ff.Priority); r != nil && ff.selects(r) {
+					sel = append(sel, r)
+					tabs = append(tabs, t)
+				}
+			}
+			continue
+		}
 		collect := func(r *Rule) bool {
 			if ff.selects(r) {
 				sel = append(sel, r)
@@ -365,6 +389,7 @@ func (p *Pipeline) Flows(ff *FlowFilter) []*Rule {
 	defer p.mu.RUnlock()
 	var out []*Rule
 	p.forEachSelected(ff, func(t *table, r *Rule) { out = append(out, r) })
+	p.noteBulk(len(out)) // a dump: its reply is garbage soon
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Table != b.Table {

@@ -207,7 +207,8 @@ func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 		if !c.receivesAsync(AsyncFlowRemoved, reason) {
 			continue
 		}
-		match, err := translate.MatchToWire(&r.Match, c.Version(), b.p.TLV)
+		rm := r.Match()
+		match, err := translate.MatchToWire(&rm, c.Version(), b.p.TLV)
 		if err != nil {
 			continue
 		}
@@ -264,7 +265,7 @@ func (b *Bridge) flowStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 	flows := make([]wire.FlowStats, 0, len(rules))
 	for _, r := range rules {
 		d := now.Sub(r.Stats.Created)
-		fs := &translate.FlowStats{Flow: r.Flow, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+		fs := &translate.FlowStats{Flow: r.Flow(), DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
 			IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
 			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
 		w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)

@@ -78,7 +78,7 @@ func runParseFlows(args []string) error {
 	all := flowtable.AllFlows()
 	o := &flowtext.PrintOptions{Version: v, TLV: p.TLV}
 	for _, r := range p.Flows(&all) {
-		fmt.Println(" " + flowtext.FormatFlow(r.Flow, o))
+		fmt.Println(" " + flowtext.FormatFlow(r.Flow(), o))
 	}
 	return nil
 }

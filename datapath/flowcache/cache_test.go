@@ -217,7 +217,7 @@ func TestCacheConcurrentFlowMods(t *testing.T) {
 	all := flowtable.AllFlows()
 	var flows []*flowtable.Flow
 	for _, r := range fast.Flows(&all) {
-		flows = append(flows, r.Flow)
+		flows = append(flows, r.Flow())
 	}
 	for _, gr := range fast.Groups() {
 		slow.AddGroup(gr)

@@ -63,7 +63,7 @@ func DumpFlows(p *flowtable.Pipeline, o *PrintOptions) []string {
 	all := flowtable.AllFlows()
 	var flows []*flowtable.Flow
 	for _, r := range p.Flows(&all) {
-		flows = append(flows, r.Flow)
+		flows = append(flows, r.Flow())
 	}
 	return SortedFlowStrings(flows, o)
 }

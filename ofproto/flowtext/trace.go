@@ -44,7 +44,8 @@ func FormatTrace(tr *flowtable.Trace, o *PrintOptions) string {
 				fmt.Fprintf(&b, "%s%d. No match.\n", ind, e.Table)
 				continue
 			}
-			m := MatchString(&e.Rule.Match, flowtable.DefaultPriority, o)
+			rm := e.Rule.Match()
+			m := MatchString(&rm, flowtable.DefaultPriority, o)
 			if m == "" {
 				m = "(catch-all)"
 			}
