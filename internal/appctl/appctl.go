@@ -580,7 +580,8 @@ func (a *App) bridgeDumpFlows(args []string) (string, error) {
 			fmt.Fprintf(&b, "table_id=%d, ", r.Table)
 		}
 		fmt.Fprintf(&b, "duration=%ds, n_packets=%d, n_bytes=%d, ", int(now.Sub(r.Stats.Created).Seconds()), r.Stats.Packets.Load(), r.Stats.Bytes.Load())
-		m := flowtext.MatchString(&r.Match, int(r.Priority), o)
+		rm := r.Match()
+		m := flowtext.MatchString(&rm, int(r.Priority), o)
 		if m != "" {
 			b.WriteString(m)
 			b.WriteByte(',')

@@ -48,7 +48,7 @@ func TestTraceLeavesNoTrace(t *testing.T) {
 	all := flowtable.AllFlows()
 	for _, r := range p.Flows(&all) {
 		if r.Stats.Packets.Load() != 0 {
-			t.Errorf("trace counted on %v", r.Flow)
+			t.Errorf("trace counted on %v", r.Flow())
 		}
 	}
 }

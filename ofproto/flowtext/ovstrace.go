@@ -347,7 +347,8 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 				n = parent.add('t', fmt.Sprintf("%2d. No match.", e.Table))
 				n.add('a', "drop")
 			} else {
-				m := MatchString(&e.Rule.Match, flowtable.DefaultPriority, o)
+				rm := e.Rule.Match()
+				m := MatchString(&rm, flowtable.DefaultPriority, o)
 				text := fmt.Sprintf("%2d. ", e.Table)
 				if m != "" {
 					text += m + ", "
