@@ -282,6 +282,9 @@ func sendSplit(c *Conn, h wire.Header, req *wire.Multipart, n int, fill func(rep
 	chunk := 64
 	lo := 0
 	for {
+		if err := c.waitBacklog(dumpBacklogBytes); err != nil {
+			return err
+		}
 		hi := min(lo+chunk, n)
 		rep := &wire.Multipart{Reply: true, Type: req.Type, Experimenter: req.Experimenter, ExpType: req.ExpType}
 		fill(rep, lo, hi)
