@@ -98,6 +98,13 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 		}
 		return failed(i, b.applyError(c, err))
 	}
+	removed := 0
+	for _, res := range results {
+		removed += len(res.Removed)
+	}
+	if removed >= reclaimFlows {
+		c.reclaim = true
+	}
 	for i, res := range results {
 		fm := reqs[i].fm
 		reason := uint8(2) // OFPRR_DELETE
@@ -260,20 +267,28 @@ func (b *Bridge) flowStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 	}
 	rules := b.p.Flows(&ff)
 	now := time.Now()
-	flows := make([]wire.FlowStats, 0, len(rules))
-	for _, r := range rules {
-		d := now.Sub(r.Stats.Created)
-		fs := &translate.FlowStats{Flow: r.Flow, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
-			IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
-			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
-		w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)
-		if err != nil {
-			b.log.Warn("flow not encodable in this version", zap.Error(err))
-			continue
-		}
-		flows = append(flows, w)
+	// Each part is translated as it is sent, into one reused slice, so a
+	// dump holds its rules' pointers and a few parts, not the whole reply.
+	var flows []wire.FlowStats
+	if len(rules) >= reclaimFlows {
+		c.reclaim = true
 	}
-	return sendSplit(c, h, m, len(flows), func(rep *wire.Multipart, lo, hi int) { rep.Flows = flows[lo:hi] })
+	return sendSplit(c, h, m, len(rules), func(rep *wire.Multipart, lo, hi int) {
+		flows = flows[:0]
+		for _, r := range rules[lo:hi] {
+			d := now.Sub(r.Stats.Created)
+			fs := &translate.FlowStats{Flow: r.Flow, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+				IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
+				PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
+			w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)
+			if err != nil {
+				b.log.Warn("flow not encodable in this version", zap.Error(err))
+				continue
+			}
+			flows = append(flows, w)
+		}
+		rep.Flows = flows
+	})
 }
 
 // sendSplit sends a multipart reply whose n items are set by fill, in as
@@ -282,7 +297,7 @@ func sendSplit(c *Conn, h wire.Header, req *wire.Multipart, n int, fill func(rep
 	chunk := 64
 	lo := 0
 	for {
-		if err := c.waitBacklog(dumpBacklogBytes); err != nil {
+		if err := c.waitBacklog(c.opts.DumpBacklogBytes); err != nil {
 			return err
 		}
 		hi := min(lo+chunk, n)

@@ -55,6 +55,9 @@ type ConnOptions struct {
 	// MaxBacklogBytes is the reply backlog at which the peer is given up
 	// (default DefaultMaxBacklogBytes).
 	MaxBacklogBytes int
+	// DumpBacklogBytes is the backlog a long multipart reply waits under
+	// between its parts (default 4 MB).
+	DumpBacklogBytes int
 }
 
 // Conn is one OpenFlow connection.
@@ -66,6 +69,9 @@ type Conn struct {
 	handler Handler
 
 	out     outQueue
+	// reclaim asks for freed memory to go back to the kernel once the
+	// current request is done (a big dump or delete; see reclaimMemory).
+	reclaim bool
 	xid     atomic.Uint32
 	lastRx  atomic.Int64
 	closed  chan struct{}
@@ -146,6 +152,9 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	}
 	if opts.MaxBacklogBytes == 0 {
 		opts.MaxBacklogBytes = DefaultMaxBacklogBytes
+	}
+	if opts.DumpBacklogBytes == 0 {
+		opts.DumpBacklogBytes = dumpBacklogBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -347,7 +356,13 @@ func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) (err
 	case *wire.EchoReply, *wire.Hello:
 		return nil
 	}
-	if err := c.handler.HandleMessage(c, h, raw, m); err != nil {
+	err = c.handler.HandleMessage(c, h, raw, m)
+	if c.reclaim {
+		// After the handler returned, so that what it dropped is garbage.
+		c.reclaim = false
+		reclaimMemory()
+	}
+	if err != nil {
 		var oe *wire.OFPError
 		if errors.As(err, &oe) {
 			c.log.Debug("request failed", zap.Uint8("type", h.Type), zap.Uint32("xid", h.Xid), zap.Error(err))
