@@ -68,7 +68,7 @@ type Conn struct {
 	version uint8
 	handler Handler
 
-	out     outQueue
+	out outQueue
 	// reclaim asks for freed memory to go back to the kernel once the
 	// current request is done (a big dump or delete; see reclaimMemory).
 	reclaim bool
