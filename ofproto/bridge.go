@@ -288,6 +288,9 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 	} else {
 		r.Capabilities |= 0x8 // GROUP_STATS
 	}
+	if c.Version() >= wire.OFP14 {
+		r.Capabilities |= 0x200 // OFPC14_BUNDLES: OVS 0x24f
+	}
 	return r
 }
 

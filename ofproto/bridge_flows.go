@@ -292,9 +292,15 @@ func (b *Bridge) flowStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 }
 
 // sendSplit sends a multipart reply whose n items are set by fill, in as
-// many messages as needed (OFPMPF_REPLY_MORE on all but the last).
+// many messages as needed (OFPMPF_REPLY_MORE on all but the last). A few
+// hundred items go in one message when they fit, as OVS fills each reply
+// up to 64 KB (dump-tables is one reply, 254 tables); long replies go in
+// parts of 64 items, halved when a part does not fit.
 func sendSplit(c *Conn, h wire.Header, req *wire.Multipart, n int, fill func(rep *wire.Multipart, lo, hi int)) error {
 	chunk := 64
+	if n <= 256 {
+		chunk = max(n, 1)
+	}
 	lo := 0
 	for {
 		if err := c.waitBacklog(c.opts.DumpBacklogBytes); err != nil {
@@ -349,9 +355,27 @@ func groupApplyError(c *Conn, err error) error {
 	return ofpErr(c, wire.OFPGMFC_INVALID_GROUP, "%v", err)
 }
 
+// requestedGroups returns the groups a group stats or group desc request
+// selects: the one its group id names (OpenFlow 1.5 group desc, group
+// stats, NXST_GROUP and NXST_GROUP_DESC carry one), or all of them for
+// OFPG_ALL or a request without an id (1.3 group desc). A group that does
+// not exist selects nothing: OVS replies with an empty reply.
+func (b *Bridge) requestedGroups(m *wire.Multipart) []*flowtable.GroupEntry {
+	gs := b.p.Groups()
+	if m.Object == nil || m.Object.ID == wire.OFPG_ALL {
+		return gs
+	}
+	for _, g := range gs {
+		if g.ID == m.Object.ID {
+			return []*flowtable.GroupEntry{g}
+		}
+	}
+	return nil
+}
+
 func (b *Bridge) groupDescs(c *Conn, h wire.Header, m *wire.Multipart) error {
 	var descs []wire.GroupDesc
-	for _, g := range b.p.Groups() {
+	for _, g := range b.requestedGroups(m) {
 		d, err := translate.GroupDescToWire(g, c.Version(), b.p.TLV)
 		if err != nil {
 			return err
@@ -363,7 +387,7 @@ func (b *Bridge) groupDescs(c *Conn, h wire.Header, m *wire.Multipart) error {
 
 func (b *Bridge) groupStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 	var gs []wire.GroupStats
-	for _, g := range b.p.Groups() {
+	for _, g := range b.requestedGroups(m) {
 		s := wire.GroupStats{GroupID: g.ID, PacketCount: g.Packets.Load(), ByteCount: g.Bytes.Load()}
 		for range g.Buckets {
 			s.Buckets = append(s.Buckets, wire.BucketCounter{})

@@ -65,7 +65,7 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 	case wire.OFPMP_GROUP:
 		return b.groupStats(c, h, m)
 	case wire.OFPMP_GROUP_FEATURES:
-		gf := &wire.GroupFeatures{Types: 0xf, Capabilities: 0x1 | 0x2, // SELECT_WEIGHT | SELECT_LIVENESS
+		gf := &wire.GroupFeatures{Types: 0xf, Capabilities: 0x1 | 0x2 | 0x4, // SELECT_WEIGHT | SELECT_LIVENESS | CHAINING, as OVS
 			MaxGroups: [4]uint32{0xffffff00, 0xffffff00, 0xffffff00, 0xffffff00},
 			Actions:   [4]uint32{0x0fffffff, 0x0fffffff, 0x0fffffff, 0x0fffffff}}
 		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, GroupFeatures: gf})

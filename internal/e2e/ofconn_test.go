@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// received returns what `ovs-ofctl -vvconn ARGS` logged as received, one
+// line per message with its first body line, the xids and the peer
+// removed: the sequence of replies the switch sent.
+func received(t *testing.T, target string, args ...string) []string {
+	t.Helper()
+	out, err := ofctlStderr(target, append([]string{"-vvconn"}, args...)...)
+	if err != nil {
+		t.Fatalf("ovs-ofctl -vvconn %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	xid := regexp.MustCompile(`\(xid=0x[0-9a-f]+\)`)
+	lines := strings.Split(out, "\n")
+	var msgs []string
+	for i, l := range lines {
+		_, msg, ok := strings.Cut(l, "received: ")
+		if !ok {
+			continue
+		}
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], " ") {
+			msg += " |" + lines[i+1]
+		}
+		msgs = append(msgs, xid.ReplaceAllString(msg, ""))
+	}
+	return msgs
+}
+
+// TestOfctlRepliesMatchOVS (issue 17.6): the replies Antrea and ovs-ofctl
+// see, compared with Open vSwitch on the same commands: dump-groups and
+// dump-group-stats of one group id, the FEATURES_REPLY capabilities
+// (BUNDLES from 1.4), the group features capabilities, bundle replies
+// without flags, dump-tables in one reply and the table features in as
+// many replies as OVS sends (Antrea sizes a channel on it).
+func TestOfctlRepliesMatchOVS(t *testing.T) {
+	d := newDual(t)
+	for _, g := range []string{"9", "10"} {
+		d.ok("-O", "OpenFlow15", "add-group", "group_id="+g+",type=all,bucket=actions=drop")
+	}
+	duration := regexp.MustCompile(`duration=[0-9.]+s,`)
+	for _, v := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
+		if v != "OpenFlow13" { // 1.3 group desc requests carry no group id
+			d.same("-O", v, "dump-groups", "9")
+			d.same("-O", v, "dump-groups", "11")
+		}
+		g, o := d.both("-O", v, "dump-group-stats", "group_id=9")
+		if duration.ReplaceAllString(g, "") != duration.ReplaceAllString(o, "") {
+			t.Errorf("%s dump-group-stats group_id=9:\n%s", v, lineDiff(g, o))
+		}
+		g, o = d.both("-O", v, "show")
+		capabilities := regexp.MustCompile(`(?m)^capabilities:.*$`)
+		if gc, oc := capabilities.FindString(g), capabilities.FindString(o); gc != oc || gc == "" {
+			t.Errorf("%s show: govs %q, OVS %q", v, gc, oc)
+		}
+		for _, args := range [][]string{{"dump-tables"}, {"dump-table-features"}, {"--bundle", "add-flow", "table=3,actions=drop"}} {
+			if v == "OpenFlow10" && args[0] != "dump-tables" {
+				continue
+			}
+			full := append([]string{"-O", v}, args...)
+			gr, or := received(t, d.govs, full...), received(t, d.ovs, full...)
+			if args[0] == "--bundle" {
+				// The bundle replies; ovs-ofctl also reads the port
+				// descriptions, where govs's bridge lacks OVS's LOCAL port.
+				gr, or = bundleReplies(gr), bundleReplies(or)
+				if len(gr) != 2 {
+					t.Errorf("%s bundle: replies %q", v, gr)
+				}
+			}
+			if len(gr) != len(or) {
+				t.Errorf("%s %v: govs sent %d messages, OVS %d", v, args, len(gr), len(or))
+				continue
+			}
+			for i := range gr {
+				if gr[i] != or[i] && !strings.Contains(args[0], "table") {
+					t.Errorf("%s %v message %d: govs %q, OVS %q", v, args, i, gr[i], or[i])
+				}
+			}
+		}
+	}
+	d.same("-O", "OpenFlow13", "dump-group-features")
+}
+
+// ofctlStderr is ofctl returning stdout and stderr together (-vvconn logs
+// to stderr).
+func ofctlStderr(target string, args ...string) (string, error) {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		if args[i] == "-O" {
+			i++
+		}
+		i++
+	}
+	full := append(append(append([]string{}, args[:i+1]...), target), args[i+1:]...)
+	out, err := exec.Command("ovs-ofctl", full...).CombinedOutput()
+	return string(out), err
+}
+
+func bundleReplies(msgs []string) []string {
+	var out []string
+	for _, m := range msgs {
+		if strings.Contains(m, "BUNDLE_CONTROL") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
