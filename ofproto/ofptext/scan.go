@@ -1,46 +1,47 @@
-package flowtext
+package ofptext
 
 import "strings"
 
-// kv is one key[=|:|(]value element of flow text, with its position.
-type kv struct {
-	key, value string
-	keyPos     int // byte offset of key in the scanned string
-	valPos     int // byte offset of value
-	delim      byte
+// KV is one key[=|:|(]value element of flow text, with its position.
+type KV struct {
+	Key, Value string
+	KeyPos     int // byte offset of key in the scanned string
+	ValPos     int // byte offset of value
+	Delim      byte
 }
 
-// scanner splits flow text into key-value pairs the way ovs-ofctl does
+// Scanner splits flow text into key-value pairs the way ovs-ofctl does
 // (lib/ofp-parse.c ofputil_parse_key_value): elements are separated by
 // commas or white space; a value follows '=' or ':' up to the next
 // separator, or follows '(' up to the matching ')'; parentheses nest.
-type scanner struct {
-	s    string
+type Scanner struct {
+	S    string
+	Base int // offset of S in the line, for error columns
 	pos  int
-	base int // offset of s in the line, for error columns
 }
 
 const sepChars = ", \t\r\n"
 
-func (sc *scanner) next() (kv, bool) {
-	for sc.pos < len(sc.s) && strings.IndexByte(sepChars, sc.s[sc.pos]) >= 0 {
+// Next returns the next element, or false at the end.
+func (sc *Scanner) Next() (KV, bool) {
+	for sc.pos < len(sc.S) && strings.IndexByte(sepChars, sc.S[sc.pos]) >= 0 {
 		sc.pos++
 	}
-	if sc.pos >= len(sc.s) {
-		return kv{}, false
+	if sc.pos >= len(sc.S) {
+		return KV{}, false
 	}
 	start := sc.pos
-	n := strings.IndexAny(sc.s[start:], ":=(, \t\r\n")
+	n := strings.IndexAny(sc.S[start:], ":=(, \t\r\n")
 	if n < 0 {
-		n = len(sc.s) - start
+		n = len(sc.S) - start
 	}
-	e := kv{key: sc.s[start : start+n], keyPos: sc.base + start}
+	e := KV{Key: sc.S[start : start+n], KeyPos: sc.Base + start}
 	sc.pos = start + n
-	if sc.pos >= len(sc.s) {
-		e.valPos = sc.base + sc.pos
+	if sc.pos >= len(sc.S) {
+		e.ValPos = sc.Base + sc.pos
 		return e, true
 	}
-	d := sc.s[sc.pos]
+	d := sc.S[sc.pos]
 	var delims string
 	switch d {
 	case ':', '=':
@@ -48,17 +49,17 @@ func (sc *scanner) next() (kv, bool) {
 	case '(':
 		delims = ")"
 	default:
-		e.valPos = sc.base + sc.pos
+		e.ValPos = sc.Base + sc.pos
 		return e, true
 	}
-	e.delim = d
+	e.Delim = d
 	sc.pos++
 	vstart := sc.pos
-	vlen := parseValueLen(sc.s[vstart:], delims)
-	e.value = sc.s[vstart : vstart+vlen]
-	e.valPos = sc.base + vstart
+	vlen := parseValueLen(sc.S[vstart:], delims)
+	e.Value = sc.S[vstart : vstart+vlen]
+	e.ValPos = sc.Base + vstart
 	sc.pos = vstart + vlen
-	if sc.pos < len(sc.s) {
+	if sc.pos < len(sc.S) {
 		sc.pos++ // the delimiter that ended the value
 	}
 	return e, true
