@@ -121,12 +121,18 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			if err := p.validateGroupsLocked(f); err != nil {
 				return fail(i, err)
 			}
+			if err := p.validateMetersLocked(f.Actions); err != nil {
+				return fail(i, err)
+			}
 			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
 				return fail(i, ErrOverlap)
 			}
 			r, old := p.addLocked(f, now)
 			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
+			if err := p.validateMetersLocked(op.Flow.Actions); err != nil {
+				return fail(i, err)
+			}
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpModifyStrict
 			p.forEachSelected(&ff, func(t *table, r *Rule) {

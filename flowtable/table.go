@@ -44,6 +44,7 @@ type Pipeline struct {
 	mu     sync.RWMutex
 	tables [NumTables]*table
 	groups map[uint32]*GroupEntry
+	meters map[uint32]*MeterEntry // meter.go
 	seq    uint64
 	nRules int
 	// timed holds the flows with an idle or hard timeout.
@@ -139,7 +140,10 @@ func (p *Pipeline) CheckGroups(f *Flow) error { return p.validateGroups(f) }
 func (p *Pipeline) validateGroups(f *Flow) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.validateGroupsLocked(f)
+	if err := p.validateGroupsLocked(f); err != nil {
+		return err
+	}
+	return p.validateMetersLocked(f.Actions)
 }
 
 // validateGroupsLocked is validateGroups with p.mu held (read or write).

@@ -174,7 +174,7 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 		}
 		return b.mods(c, []modReq{b.newGroupModReq(c, h, raw, m)}, false)
 	case *wire.MeterMod:
-		return nil // meters are accepted; the slow path does not rate-limit yet
+		return b.meterMod(c, m)
 	case *wire.PacketOut:
 		if err := b.slaveCheck(c); err != nil {
 			return err

@@ -200,6 +200,8 @@ func (b *Bridge) applyError(c *Conn, err error) error {
 		return ofpErr(c, wire.OFPFMFC_OVERLAP, "%v", err)
 	case errors.Is(err, flowtable.ErrUnknownGroup):
 		return ofpErr(c, wire.OFPBAC_BAD_OUT_GROUP, "%v", err)
+	case errors.Is(err, flowtable.ErrUnknownMeter):
+		return ofpErr(c, wire.OFPMMFC_INVALID_METER, "%v", err)
 	case errors.Is(err, flowtable.ErrBadTable):
 		return ofpErr(c, wire.OFPFMFC_BAD_TABLE_ID, "%v", err)
 	}

@@ -69,11 +69,13 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 			MaxGroups: [4]uint32{0xffffff00, 0xffffff00, 0xffffff00, 0xffffff00},
 			Actions:   [4]uint32{0x0fffffff, 0x0fffffff, 0x0fffffff, 0x0fffffff}}
 		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, GroupFeatures: gf})
-	case wire.OFPMP_METER, wire.OFPMP_METER_CONFIG:
-		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type})
+	case wire.OFPMP_METER:
+		return b.meterStats(c, h, m)
+	case wire.OFPMP_METER_CONFIG:
+		return b.meterConfigs(c, h, m)
 	case wire.OFPMP_METER_FEATURES:
-		mf := &wire.MeterFeatures{MaxMeter: 0, BandTypes: 0x2, Capabilities: 0xf, MaxBands: 1, MaxColor: 0}
-		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, MeterFeatures: mf})
+		mf := meterFeatures
+		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, MeterFeatures: &mf})
 	case wire.OFPMP_TABLE_FEATURES:
 		return b.tableFeatures(c, h, m)
 	case wire.OFPMP_QUEUE:

@@ -110,3 +110,60 @@ func bundleReplies(msgs []string) []string {
 	}
 	return out
 }
+
+// TestOfctlMetersMatchOVS (issue 17.3): meter-mods, their errors, flows
+// naming meters, dump-meters, meter-stats and meter-features print as with
+// Open vSwitch's userspace datapath; deleting a meter deletes its flows.
+func TestOfctlMetersMatchOVS(t *testing.T) {
+	d := newDual(t)
+	duration := regexp.MustCompile(`duration:[0-9.]+s`)
+	// firstLine compares what ovs-ofctl printed first: the error name of a
+	// refused request (OVS quotes the whole request after it, govs 64 bytes).
+	firstLine := func(args ...string) {
+		t.Helper()
+		g, _ := ofctlStderr(d.govs, args...)
+		o, _ := ofctlStderr(d.ovs, args...)
+		g, _, _ = strings.Cut(g, "\n")
+		o, _, _ = strings.Cut(o, "\n")
+		if g != o {
+			t.Errorf("ovs-ofctl %s: govs %q, OVS %q", strings.Join(args, " "), g, o)
+		}
+	}
+	stats := func(args ...string) {
+		t.Helper()
+		g, o := d.both(args...)
+		g, o = duration.ReplaceAllString(g, ""), duration.ReplaceAllString(o, "")
+		if sortedLines(g) != sortedLines(o) {
+			t.Errorf("ovs-ofctl %s differs:\n%s", strings.Join(args, " "), lineDiff(g, o))
+		}
+	}
+	for _, v := range []string{"OpenFlow13", "OpenFlow15"} {
+		d.ok("-O", v, "del-meters")
+		d.ok("-O", v, "del-flows")
+		d.same("-O", v, "meter-features")
+		d.ok("-O", v, "add-meter", "meter=1,pktps,burst,stats,bands=type=drop,rate=500,burst_size=100")
+		d.ok("-O", v, "add-meter", "meter=2,kbps,bands=type=drop,rate=1000")
+		d.ok("-O", v, "add-meter", "meter=6,kbps,bands=type=drop,rate=5,type=drop,rate=7")
+		firstLine("-O", v, "add-meter", "meter=3,kbps,bands=type=dscp_remark,rate=1000,prec_level=1")
+		firstLine("-O", v, "add-meter", "meter=1,pktps,bands=type=drop,rate=5")
+		firstLine("-O", v, "mod-meter", "meter=7,pktps,bands=type=drop,rate=5")
+		firstLine("-O", v, "add-meter", "meter=all,kbps,bands=type=drop,rate=5")
+		firstLine("-O", v, "add-flow", "table=2,actions=meter:9,output:1")
+		d.ok("-O", v, "add-flow", "table=2,priority=3,actions=meter:1,output:1")
+		d.ok("-O", v, "add-flow", "table=2,priority=4,actions=meter:2,output:1")
+		d.ok("-O", v, "add-flow", "table=2,priority=5,actions=meter:2,output:2")
+		d.ok("-O", v, "mod-meter", "meter=2,kbps,bands=type=drop,rate=2000")
+		d.same("-O", v, "dump-meters")
+		d.same("-O", v, "dump-meter", "meter=6")
+		stats("-O", v, "meter-stats")
+		stats("-O", v, "meter-stats", "meter=2")
+		d.same("-O", v, "dump-flows", "--no-stats")
+		d.ok("-O", v, "del-meter", "meter=2")
+		d.ok("-O", v, "del-meter", "meter=55")
+		d.same("-O", v, "dump-flows", "--no-stats")
+		d.same("-O", v, "dump-meters")
+		d.ok("-O", v, "del-meters")
+		d.same("-O", v, "dump-flows", "--no-stats")
+		d.same("-O", v, "dump-meters")
+	}
+}

@@ -1,0 +1,94 @@
+package ofproto_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto"
+	"github.com/govs-project/govs/ofproto/flowtext"
+	"github.com/govs-project/govs/ofproto/wire"
+)
+
+// pinSink hands the pipeline's packet-ins to the bridge, as the datapath does.
+type pinSink struct{ b *ofproto.Bridge }
+
+func (s pinSink) Output(uint32, *flowtable.Packet) {}
+func (s pinSink) PacketIn(pkt *flowtable.Packet, pi *flowtable.PacketIn) {
+	s.b.PacketIn(pkt.Frame, pkt.Key.InPort(), pi, &pkt.Key)
+}
+
+// TestMeterPacketInStorm (issue 17.3): a packet-in storm (5,000 pps) into
+// a flow behind a 500 pps meter reaches the controller at 500 pps ±10%.
+// The meter is set with a meter-mod over the connection, as Antrea does.
+func TestMeterPacketInStorm(t *testing.T) {
+	p := flowtable.NewPipeline()
+	b := ofproto.NewBridge(&fakeDP{p}, nil)
+	srv, cli := unixPair(t)
+	c := serveConnOpts(t, b, wire.OFP13, srv, cli, ofproto.ConnOptions{PacketInQueueLimit: 10000})
+	mm := &wire.MeterMod{Command: 0, Flags: flowtable.MeterPktps | flowtable.MeterBurst, MeterID: 256,
+		Bands: []wire.MeterBand{{Type: flowtable.MeterBandDrop, Rate: 500, BurstSize: 50}}}
+	if err := c.Send(wire.OFPT_METER_MOD, 3, encode(t, wire.OFP13, 3, mm)[wire.HeaderLen:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Alive(); err != nil {
+		t.Fatal(err)
+	}
+	if err := flowtext.Load(p, "priority=1 actions=meter:256,controller", nil); err != nil {
+		t.Fatal(err)
+	}
+	k, err := flowtext.ParsePacket("in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := flowtable.BuildFrame(&k, 0)
+
+	const offered, seconds = 5000, 3
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		sent := 0
+		for sent < offered*seconds {
+			due := int(time.Since(start) * offered / time.Second)
+			for ; sent < due && sent < offered*seconds; sent++ {
+				var pkt flowtable.Packet
+				pkt.Key = k
+				if pkt.Extract(frame) == nil {
+					p.Run(&pkt, pinSink{b}, nil)
+				}
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	start := time.Now()
+	var arrivals []time.Duration
+	go func() {
+		<-done // the storm is over: an echo reply ends the reading
+		c.Send(wire.OFPT_ECHO_REQUEST, 0xec, nil)
+	}()
+	for {
+		h, _, err := c.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Type == wire.OFPT_PACKET_IN {
+			arrivals = append(arrivals, time.Since(start))
+		}
+		if h.Type == wire.OFPT_ECHO_REPLY && h.Xid == 0xec {
+			break
+		}
+	}
+	// Steady state: from 1 s on, once the burst is long spent.
+	n := 0
+	for _, a := range arrivals {
+		if a >= time.Second && a < seconds*time.Second {
+			n++
+		}
+	}
+	rate := float64(n) / float64(seconds-1)
+	t.Logf("%d packet-ins in all, %.0f pps in the steady window (after %v)", len(arrivals), rate, time.Since(start))
+	if rate < 450 || rate > 550 {
+		t.Fatalf("controller got %.0f pps behind a 500 pps meter", rate)
+	}
+}
