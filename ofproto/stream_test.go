@@ -72,7 +72,11 @@ func TestDumpStreams(t *testing.T) {
 	if err := cli.Send(wire.OFPT_MULTIPART_REQUEST, 0x500, req); err != nil {
 		t.Fatal(err)
 	}
+	// Wait for the dump to start, then watch the backlog a while.
 	maxBacklog := 0
+	for end := time.Now().Add(10 * time.Second); maxBacklog == 0 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		maxBacklog, _ = srv.Backlog()
+	}
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		n, _ := srv.Backlog()
 		maxBacklog = max(maxBacklog, n)
