@@ -222,7 +222,7 @@ func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 		}
 		d := time.Since(r.Stats.Created)
 		fr := &wire.FlowRemoved{Cookie: r.Cookie, Priority: r.Priority, Reason: reason, TableID: r.Table,
-			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d),
 			IdleTimeout: r.IdleTimeout, HardTimeout: r.HardTimeout,
 			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load(), Match: match}
 		if c.Version() == wire.OFP10 {
@@ -280,7 +280,7 @@ func (b *Bridge) flowStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 		flows = flows[:0]
 		for _, r := range rules[lo:hi] {
 			d := now.Sub(r.Stats.Created)
-			fs := &translate.FlowStats{Flow: r.Flow, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			fs := &translate.FlowStats{Flow: r.Flow, DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d),
 				IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
 				PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
 			w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)

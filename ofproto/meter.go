@@ -111,7 +111,7 @@ func (b *Bridge) meterStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 		d := now.Sub(me.Created)
 		s := wire.MeterStats{MeterID: me.ID, FlowCount: uint32(flows[me.ID]),
 			PacketInCount: me.Packets.Load(), ByteInCount: me.Bytes.Load(),
-			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second)}
+			DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d)}
 		for i := range me.Bands {
 			s.Bands = append(s.Bands, wire.MeterBandStats{PacketBandCount: me.BandPackets[i].Load(), ByteBandCount: me.BandBytes[i].Load()})
 		}
@@ -125,3 +125,10 @@ func (b *Bridge) meterStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 var meterFeatures = wire.MeterFeatures{MaxMeter: flowtable.MaxMeters, BandTypes: 1 << flowtable.MeterBandDrop,
 	Capabilities: flowtable.MeterKbps | flowtable.MeterPktps | flowtable.MeterBurst | flowtable.MeterStats,
 	MaxBands:     flowtable.MaxMeterBands}
+
+// msNsec is the nanoseconds part of a duration at millisecond precision,
+// as OVS reports flow and meter durations (ovs-ofctl prints 0.046s, not
+// 0.04612345s).
+func msNsec(d time.Duration) uint32 {
+	return uint32(d % time.Second / time.Millisecond * time.Millisecond)
+}

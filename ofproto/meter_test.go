@@ -1,6 +1,7 @@
 package ofproto_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,32 @@ func TestMeterPacketInStorm(t *testing.T) {
 	t.Logf("%d packet-ins in all, %.0f pps in the steady window (after %v)", len(arrivals), rate, time.Since(start))
 	if rate < 450 || rate > 550 {
 		t.Fatalf("controller got %.0f pps behind a 500 pps meter", rate)
+	}
+}
+
+// TestMeterAction15 (issue 17.3): in OpenFlow 1.5 the meter is an action
+// and may follow other actions, as ofnet sends `controller(...),meter:N`;
+// OVS keeps it where it is, and so does govs (1.3 refuses that order).
+func TestMeterAction15(t *testing.T) {
+	p := flowtable.NewPipeline()
+	b := ofproto.NewBridge(&fakeDP{p}, nil)
+	if err := p.AddMeter(&flowtable.MeterEntry{ID: 1, Flags: flowtable.MeterPktps,
+		Bands: []flowtable.MeterBand{{Type: flowtable.MeterBandDrop, Rate: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	c := connectTo(t, b, wire.OFP15)
+	fm := &wire.FlowMod{Format: wire.FlowModOF11, TableID: 7, Priority: 9, BufferID: wire.OFP_NO_BUFFER,
+		OutPort: wire.OFPP_ANY, OutGroup: wire.OFPG_ANY,
+		Instructions: []wire.Instruction{{Type: wire.OFPIT_APPLY_ACTIONS, Actions: []wire.Action{
+			&wire.ActionOutput{Port: 1}, &wire.ActionMeter{MeterID: 1}, &wire.ActionOutput{Port: 2}}}}}
+	if err := c.Send(wire.OFPT_FLOW_MOD, 5, encode(t, wire.OFP15, 5, fm)[wire.HeaderLen:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Alive(); err != nil {
+		t.Fatal(err)
+	}
+	got := flowtext.DumpFlows(p, nil)
+	if len(got) != 1 || !strings.Contains(got[0], "actions=output:1,meter:1,output:2") {
+		t.Fatalf("flows %q", got)
 	}
 }
