@@ -155,7 +155,12 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r}
 	x.res.Segments = 1
 	p.mu.RLock()
-	x.runTable(table)
+	if table == 0 && p.FailOpen.Load() {
+		// OVS's fail-open flow: hidden, above every flow of table 0.
+		x.execute(failOpenActions)
+	} else {
+		x.runTable(table)
+	}
 	if !x.exit && len(x.actionSet) > 0 {
 		x.execute(sortActionSet(x.actionSet))
 	}

@@ -45,8 +45,13 @@ type Pipeline struct {
 	tables [NumTables]*table
 	groups map[uint32]*GroupEntry
 	meters map[uint32]*MeterEntry // meter.go
-	seq    uint64
-	nRules int
+	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
+	// bridge whose controllers have been gone for a while switches every
+	// packet as NORMAL, above all flows, until one comes back. Whoever
+	// changes it bumps Generation (SetFailOpen).
+	FailOpen atomic.Bool
+	seq      uint64
+	nRules   int
 	// timed holds the flows with an idle or hard timeout.
 	timed map[*Rule]*timedState
 

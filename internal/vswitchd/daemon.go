@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -23,6 +24,10 @@ import (
 	"github.com/govs-project/govs/internal/ctadapter"
 	"github.com/govs-project/govs/ofproto"
 )
+
+// controllerProbeInterval is the inactivity probe of controller
+// connections (OVS's default inactivity_probe, 5 s).
+const controllerProbeInterval = 5 * time.Second
 
 // OpenFlowFunc makes the OpenFlow side of a bridge.
 type OpenFlowFunc func(b *datapath.Bridge, log *zap.Logger) *ofproto.Bridge
@@ -214,8 +219,10 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
-	if cfg.FailMode == "standalone" {
-		// Standalone: behave as a learning switch until a controller says otherwise.
+	if cfg.FailMode == "standalone" && len(cfg.Controllers) == 0 {
+		// Standalone without controllers: a learning switch (OVS adds
+		// the same priority-0 NORMAL flow); with controllers, fail-open
+		// below takes over when they are gone.
 		f := &flowtable.Flow{Priority: 0, Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortNormal}}}
 		if err := p.AddFlow(f); err != nil {
 			return err
@@ -255,6 +262,13 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 				return fmt.Errorf("bridge %s: %w", cfg.Name, err)
 			}
 		}
+		if cfg.FailMode == "standalone" && len(cfg.Controllers) > 0 {
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				ob.RunFailOpen(ctx, controllerProbeInterval)
+			}()
+		}
 		for _, cs := range cfg.Controllers {
 			t, err := ofproto.ParseTarget(cs)
 			if err != nil || t.Passive {
@@ -266,7 +280,7 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 			b.wg.Add(1)
 			go func() {
 				defer b.wg.Done()
-				ctl.Run(ctx, mk, ofproto.ConnOptions{Logger: log, ProbeInterval: 5e9})
+				ctl.Run(ctx, mk, ofproto.ConnOptions{Logger: log, ProbeInterval: controllerProbeInterval})
 			}()
 		}
 	}
