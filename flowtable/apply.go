@@ -48,6 +48,10 @@ type FlowOp struct {
 type OpResult struct {
 	Removed  []*Rule // deleted flows (for flow-removed messages)
 	Modified int
+	// Added is the flow an add installed; Changed the flows a modify
+	// changed (both for flow monitors).
+	Added   *Rule
+	Changed []*Rule
 }
 
 // isGroupOp reports whether k is a group-mod.
@@ -128,6 +132,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				return fail(i, ErrOverlap)
 			}
 			r, old := p.addLocked(f, now)
+			results[i].Added = r
 			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
 			if err := p.validateMetersLocked(op.Flow.Actions); err != nil {
@@ -151,6 +156,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 					r.Stats.Bytes.Store(0)
 				}
 				results[i].Modified++
+				results[i].Changed = append(results[i].Changed, r)
 				undo = append(undo, step)
 			})
 		case OpDelete, OpDeleteStrict:

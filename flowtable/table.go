@@ -245,6 +245,10 @@ func AllFlows() FlowFilter {
 	return FlowFilter{Table: 255, OutPort: PortNone, OutGroup: 0xffffffff}
 }
 
+// Selects reports whether the filter selects r (flow monitors use it on
+// each changed flow).
+func (ff *FlowFilter) Selects(r *Rule) bool { return ff.selects(r) }
+
 func (ff *FlowFilter) selects(r *Rule) bool {
 	if ff.Cookie&ff.CookieMask != r.Cookie&ff.CookieMask {
 		return false

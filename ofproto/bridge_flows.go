@@ -103,6 +103,25 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 	for _, res := range results {
 		removed += len(res.Removed)
 	}
+	if b.hasMonitors() {
+		for i, res := range results {
+			reason := uint8(2) // OFPRR_DELETE
+			if reqs[i].fm == nil {
+				reason = 3 // OFPRR_GROUP_DELETE
+			}
+			var changes []flowChange
+			if res.Added != nil {
+				changes = append(changes, flowChange{event: wire.FlowUpdateAdded, rule: res.Added})
+			}
+			for _, r := range res.Changed {
+				changes = append(changes, flowChange{event: wire.FlowUpdateModified, rule: r})
+			}
+			for _, r := range res.Removed {
+				changes = append(changes, flowChange{event: wire.FlowUpdateDeleted, reason: reason, rule: r})
+			}
+			b.notifyMonitors(c, reqs[i].h.Xid, changes)
+		}
+	}
 	if removed >= reclaimFlows {
 		c.reclaim = true
 	}
@@ -437,11 +456,14 @@ func (b *Bridge) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			var changes []flowChange
 			for _, e := range b.p.ExpireFlows(now) {
 				if e.Rule.Flags&flowtable.FlagSendFlowRem != 0 {
 					b.flowRemoved(e.Rule, e.Reason)
 				}
+				changes = append(changes, flowChange{event: wire.FlowUpdateDeleted, reason: e.Reason, rule: e.Rule})
 			}
+			b.notifyMonitors(nil, 0, changes)
 		}
 	}
 }

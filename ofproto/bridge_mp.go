@@ -33,6 +33,10 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 				return b.groupDescs(c, h, m)
 			case wire.NXST_GROUP:
 				return b.groupStats(c, h, m)
+			case wire.NXST_FLOW_MONITOR:
+				if c.Version() == wire.OFP10 {
+					return b.flowMonitorRequest(c, h, m)
+				}
 			}
 		}
 		return ofpErr(c, wire.OFPBRC_BAD_STAT, "experimenter stats %#x/%d", m.Experimenter, m.ExpType)
@@ -78,6 +82,10 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, MeterFeatures: &mf})
 	case wire.OFPMP_TABLE_FEATURES:
 		return b.tableFeatures(c, h, m)
+	case wire.OFPMP_FLOW_MONITOR:
+		if c.Version() >= wire.OFP14 {
+			return b.flowMonitorRequest(c, h, m)
+		}
 	case wire.OFPMP_QUEUE:
 		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type})
 	}

@@ -69,6 +69,8 @@ type Conn struct {
 	handler Handler
 
 	out outQueue
+	// monitors are the connection's flow monitors (monitor.go).
+	monitors connMonitors
 	// reclaim asks for freed memory to go back to the kernel once the
 	// current request is done (a big dump or delete; see reclaimMemory).
 	reclaim bool

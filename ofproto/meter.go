@@ -24,11 +24,14 @@ func (b *Bridge) meterMod(c *Conn, m *wire.MeterMod) error {
 		return err
 	}
 	if m.Command == meterDelete {
+		var changes []flowChange
 		for _, r := range b.p.DeleteMeter(m.MeterID) {
 			if r.Flags&flowtable.FlagSendFlowRem != 0 {
 				b.flowRemoved(r, flowRemovedMeterDelete)
 			}
+			changes = append(changes, flowChange{event: wire.FlowUpdateDeleted, reason: flowRemovedMeterDelete, rule: r})
 		}
+		b.notifyMonitors(c, 0, changes)
 		return nil
 	}
 	me := &flowtable.MeterEntry{ID: m.MeterID, Flags: m.Flags}
