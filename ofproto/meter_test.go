@@ -48,9 +48,11 @@ func TestMeterPacketInStorm(t *testing.T) {
 
 	const offered, seconds = 5000, 3
 	done := make(chan struct{})
+	var genTime time.Duration // how long the storm lasted, stalls included
 	go func() {
 		defer close(done)
 		start := time.Now()
+		defer func() { genTime = time.Since(start) }()
 		sent := 0
 		for sent < offered*seconds {
 			due := int(time.Since(start) * offered / time.Second)
@@ -82,15 +84,12 @@ func TestMeterPacketInStorm(t *testing.T) {
 			break
 		}
 	}
-	// Steady state: from 1 s on, once the burst is long spent.
-	n := 0
-	for _, a := range arrivals {
-		if a >= time.Second && a < seconds*time.Second {
-			n++
-		}
-	}
-	rate := float64(n) / float64(seconds-1)
-	t.Logf("%d packet-ins in all, %.0f pps in the steady window (after %v)", len(arrivals), rate, time.Since(start))
+	// The meter passes its bucket (a second at the rate, full at the
+	// start) and then the rate: the rate is what came beyond the bucket
+	// over the storm's duration (a busy machine may stretch it).
+	<-done
+	rate := float64(len(arrivals)-500) / genTime.Seconds()
+	t.Logf("%d packet-ins in %v: %.0f pps beyond the initial bucket", len(arrivals), genTime, rate)
 	if rate < 450 || rate > 550 {
 		t.Fatalf("controller got %.0f pps behind a 500 pps meter", rate)
 	}
