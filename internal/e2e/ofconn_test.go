@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // received returns what `ovs-ofctl -vvconn ARGS` logged as received, one
@@ -165,5 +167,65 @@ func TestOfctlMetersMatchOVS(t *testing.T) {
 		d.ok("-O", v, "del-meters")
 		d.same("-O", v, "dump-flows", "--no-stats")
 		d.same("-O", v, "dump-meters")
+	}
+}
+
+// monitor runs `ovs-ofctl monitor TARGET watch:` while changes runs and
+// returns what it printed (the initial reply and every update).
+func monitor(t *testing.T, target, version string, changes func()) string {
+	t.Helper()
+	var out strings.Builder
+	cmd := exec.Command("ovs-ofctl", "-O", version, "monitor", target, "watch:")
+	// ovs-ofctl monitor opens a unixctl socket in its run directory.
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+t.TempDir())
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the monitor is set up
+	changes()
+	time.Sleep(500 * time.Millisecond) // the updates arrived
+	cmd.Process.Kill()
+	cmd.Wait()
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if l != "" && !strings.HasPrefix(l, "20") { // log lines start with a date
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestOfctlMonitorMatchesOVS (issue 17.5): `ovs-ofctl monitor watch:` in
+// OpenFlow 1.0 (NXST_FLOW_MONITOR) and 1.5 (OFPMP_FLOW_MONITOR) prints
+// the same initial flows and the same add, modify and delete events as
+// with Open vSwitch for the same flow changes.
+func TestOfctlMonitorMatchesOVS(t *testing.T) {
+	d := newDual(t)
+	for _, v := range []string{"OpenFlow10", "OpenFlow15"} {
+		d.ok("del-flows")
+		d.ok("add-flow", "table=3,priority=7,ip,actions=output:1")
+		run := func(target string) string {
+			return monitor(t, target, v, func() {
+				for _, args := range [][]string{
+					{"add-flow", "table=3,priority=8,tcp,idle_timeout=9,actions=output:2"},
+					{"mod-flows", "table=3,tcp,actions=output:3"},
+					{"add-flow", "table=3,priority=8,tcp,actions=output:4"},
+					{"add-flow", "table=4,priority=8,udp,actions=drop"},
+					{"del-flows", "table=3,tcp"},
+				} {
+					if out, err := ofctl(target, append([]string{"-O", v}, args...)...); err != nil {
+						t.Fatalf("%v: %v %s", args, err, out)
+					}
+				}
+			})
+		}
+		g, o := run(d.govs), run(d.ovs)
+		if g != o {
+			t.Errorf("%s monitor differs:\ngovs:\n%s\nOVS:\n%s", v, g, o)
+		}
+		if !strings.Contains(g, "event=DELETED") {
+			t.Errorf("%s monitor saw no delete:\n%s", v, g)
+		}
 	}
 }
