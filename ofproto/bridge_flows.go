@@ -464,6 +464,7 @@ func (b *Bridge) Run(ctx context.Context) {
 				changes = append(changes, flowChange{event: wire.FlowUpdateDeleted, reason: e.Reason, rule: e.Rule})
 			}
 			b.notifyMonitors(nil, 0, changes)
+			b.resumeMonitors()
 		}
 	}
 }

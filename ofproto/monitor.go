@@ -32,7 +32,16 @@ func (m *flowMonitor) selects(r *flowtable.Rule) bool {
 type connMonitors struct {
 	mu   sync.Mutex
 	list []flowMonitor
+	// paused: the connection's backlog passed monitorPauseBytes, so
+	// updates wait: the changes it would have seen are kept (flow ->
+	// its last event) and sent when it resumes.
+	paused  bool
+	pending map[*flowtable.Rule]flowChange
 }
+
+// monitorPauseBytes is the backlog at which OVS pauses a connection's
+// flow monitors (NXT_FLOW_MONITOR_PAUSED), 128 KB.
+const monitorPauseBytes = 128 << 10
 
 func (cm *connMonitors) snapshot() []flowMonitor {
 	cm.mu.Lock()
@@ -147,7 +156,7 @@ func (b *Bridge) notifyMonitors(origin *Conn, xid uint32, changes []flowChange) 
 	}
 	for _, c := range b.connections() {
 		mons := c.monitors.snapshot()
-		if len(mons) == 0 {
+		if len(mons) == 0 || c.monitors.hold(mons, changes) {
 			continue
 		}
 		var updates []wire.FlowUpdate
@@ -174,12 +183,95 @@ func (b *Bridge) notifyMonitors(origin *Conn, xid uint32, changes []flowChange) 
 			}
 		}
 		if len(updates) > 0 {
-			req := &wire.Multipart{Type: wire.OFPMP_FLOW_MONITOR}
-			if c.Version() == wire.OFP10 {
-				req = &wire.Multipart{Type: wire.OFPMP_EXPERIMENTER, Experimenter: wire.NX_VENDOR_ID, ExpType: wire.NXST_FLOW_MONITOR}
+			sendUpdates(c, 0, monitorUpdateReq(c), updates)
+			if n, _ := c.Backlog(); n > monitorPauseBytes {
+				c.monitors.mu.Lock()
+				c.monitors.paused = true
+				c.monitors.mu.Unlock()
+				sendFlowControl(c, false)
 			}
-			sendUpdates(c, 0, req, updates)
 		}
+	}
+}
+
+func monitorUpdateReq(c *Conn) *wire.Multipart {
+	if c.Version() == wire.OFP10 {
+		return &wire.Multipart{Type: wire.OFPMP_EXPERIMENTER, Experimenter: wire.NX_VENDOR_ID, ExpType: wire.NXST_FLOW_MONITOR}
+	}
+	return &wire.Multipart{Type: wire.OFPMP_FLOW_MONITOR}
+}
+
+// sendFlowControl tells c its monitors paused or resumed.
+func sendFlowControl(c *Conn, resumed bool) {
+	if c.Version() == wire.OFP10 {
+		c.Send(0, &wire.NXFlowMonitorPaused{Resumed: resumed})
+		return
+	}
+	ev := wire.FlowUpdatePaused
+	if resumed {
+		ev = wire.FlowUpdateResumed
+	}
+	sendUpdates(c, 0, monitorUpdateReq(c), []wire.FlowUpdate{{Event: ev}})
+}
+
+// hold keeps the changes a paused connection's monitors select and
+// reports whether it is paused.
+func (cm *connMonitors) hold(mons []flowMonitor, changes []flowChange) bool {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if !cm.paused {
+		return false
+	}
+	for _, ch := range changes {
+		for i := range mons {
+			if mons[i].selects(ch.rule) {
+				if cm.pending == nil {
+					cm.pending = map[*flowtable.Rule]flowChange{}
+				}
+				if old, ok := cm.pending[ch.rule]; ok && old.event == wire.FlowUpdateAdded && ch.event == wire.FlowUpdateDeleted {
+					delete(cm.pending, ch.rule) // came and went while paused
+				} else {
+					cm.pending[ch.rule] = ch
+				}
+				break
+			}
+		}
+	}
+	return true
+}
+
+// resumeMonitors resumes the paused monitors whose connection drained
+// its backlog, as OVS does: the flows changed meanwhile are sent (added
+// or modified ones as ADDED with their current state, deleted ones as
+// DELETED), then RESUMED.
+func (b *Bridge) resumeMonitors() {
+	for _, c := range b.connections() {
+		c.monitors.mu.Lock()
+		if n, _ := c.Backlog(); !c.monitors.paused || n > 0 {
+			c.monitors.mu.Unlock()
+			continue
+		}
+		pending := c.monitors.pending
+		c.monitors.paused, c.monitors.pending = false, nil
+		mons := c.monitors.list
+		c.monitors.mu.Unlock()
+		var updates []wire.FlowUpdate
+		for _, ch := range pending {
+			ev := ch.event
+			if ev == wire.FlowUpdateModified {
+				ev = wire.FlowUpdateAdded
+			}
+			for i := range mons {
+				if mons[i].selects(ch.rule) {
+					if u, ok := b.flowUpdate(c, &mons[i], ev, ch.reason, ch.rule); ok {
+						updates = append(updates, u)
+					}
+					break
+				}
+			}
+		}
+		sendUpdates(c, 0, monitorUpdateReq(c), updates)
+		sendFlowControl(c, true)
 	}
 }
 

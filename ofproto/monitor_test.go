@@ -81,3 +81,56 @@ func TestFlowMonitorOwnChanges(t *testing.T) {
 		t.Errorf("initial update: %x", body)
 	}
 }
+
+// TestFlowMonitorPauseResume: a monitoring connection that does not read
+// while flows change is paused once its backlog passes 128 KB
+// (OFPFME_PAUSED), gets nothing more, and once it has read everything
+// gets the flows added meanwhile and OFPFME_RESUMED: every flow is
+// reported exactly once, as with OVS's flow control.
+func TestFlowMonitorPauseResume(t *testing.T) {
+	p := flowtable.NewPipeline()
+	b := ofproto.NewBridge(&fakeDP{p}, nil)
+	go b.Run(t.Context()) // resumes paused monitors
+	srv, cli := unixPair(t)
+	mon := serveConnOpts(t, b, wire.OFP15, srv, cli, ofproto.ConnOptions{})
+	watch(t, mon, 0x1f)
+	other := connectTo(t, b, wire.OFP15)
+	const n = 6000
+	for i := range n {
+		oxm := binary.BigEndian.AppendUint32([]byte{0x80, 0, 0, 4}, uint32(i+1)) // in_port=i+1
+		if err := other.Send(wire.OFPT_FLOW_MOD, uint32(i), oftest.FlowMod13(oxm, oftest.Output13(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Alive(); err != nil {
+		t.Fatal(err)
+	}
+	added, paused, resumed := 0, false, false
+	for !resumed {
+		h, body, err := mon.Recv()
+		if err != nil {
+			t.Fatalf("after %d adds (paused %v): %v", added, paused, err)
+		}
+		if h.Type != wire.OFPT_MULTIPART_REPLY {
+			continue
+		}
+		for u := body[8:]; len(u) >= 8; u = u[binary.BigEndian.Uint16(u):] {
+			switch ev := binary.BigEndian.Uint16(u[2:]); ev {
+			case 1:
+				added++
+			case 5:
+				if paused {
+					t.Fatal("paused twice")
+				}
+				paused = true
+			case 6:
+				resumed = true
+			default:
+				t.Fatalf("event %d", ev)
+			}
+		}
+	}
+	if !paused || added != n || p.NumFlows() != n {
+		t.Fatalf("paused %v, %d flows reported added of %d (%d in the table)", paused, added, n, p.NumFlows())
+	}
+}

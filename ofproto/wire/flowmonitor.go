@@ -119,6 +119,9 @@ type FlowUpdate struct {
 // AppendFlowUpdate appends u to a flow monitor reply body.
 func AppendFlowUpdate(b []byte, version uint8, u *FlowUpdate) ([]byte, error) {
 	start := len(b)
+	if u.Event == FlowUpdatePaused || u.Event == FlowUpdateResumed { // 1.4+ ofp_flow_update_paused
+		return zeros(put16(put16(b, 8), uint16(u.Event)), 4), nil
+	}
 	ev := flowUpdateEvent(version, u.Event)
 	if u.Event == FlowUpdateAbbrev {
 		return put32(put16(put16(b, 8), ev), u.Xid), nil
@@ -153,4 +156,26 @@ func AppendFlowUpdate(b []byte, version uint8, u *FlowUpdate) ([]byte, error) {
 	}
 	b = pad8(b, start)
 	return b, setLen16(b, start, start)
+}
+
+// Flow monitor flow control: OpenFlow 1.0 sends NXT_FLOW_MONITOR_PAUSED
+// and NXT_FLOW_MONITOR_RESUMED messages, 1.4+ updates of these events.
+const (
+	nxtFlowMonitorPaused  uint32 = 22
+	nxtFlowMonitorResumed uint32 = 23
+
+	FlowUpdatePaused  = 5 // OFPFME_PAUSED
+	FlowUpdateResumed = 6 // OFPFME_RESUMED
+)
+
+// NXFlowMonitorPaused is NXT_FLOW_MONITOR_PAUSED or, with Resumed,
+// NXT_FLOW_MONITOR_RESUMED (no body).
+type NXFlowMonitorPaused struct{ Resumed bool }
+
+func (m *NXFlowMonitorPaused) MessageType(uint8) uint8 { return OFPT_EXPERIMENTER }
+func (m *NXFlowMonitorPaused) EncodeBody(_ uint8, b []byte) ([]byte, error) {
+	if m.Resumed {
+		return nxHeader(b, nxtFlowMonitorResumed), nil
+	}
+	return nxHeader(b, nxtFlowMonitorPaused), nil
 }
