@@ -91,6 +91,12 @@ func TestOfctlRepliesMatchOVS(t *testing.T) {
 // ofctlStderr is ofctl returning stdout and stderr together (-vvconn logs
 // to stderr).
 func ofctlStderr(target string, args ...string) (string, error) {
+	out, err := exec.Command("ovs-ofctl", withTarget(target, args)...).CombinedOutput()
+	return string(out), err
+}
+
+// withTarget puts the target after the command word (after any options).
+func withTarget(target string, args []string) []string {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
 		if args[i] == "-O" {
@@ -98,9 +104,7 @@ func ofctlStderr(target string, args ...string) (string, error) {
 		}
 		i++
 	}
-	full := append(append(append([]string{}, args[:i+1]...), target), args[i+1:]...)
-	out, err := exec.Command("ovs-ofctl", full...).CombinedOutput()
-	return string(out), err
+	return append(append(append([]string{}, args[:i+1]...), target), args[i+1:]...)
 }
 
 func bundleReplies(msgs []string) []string {
