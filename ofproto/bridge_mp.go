@@ -39,6 +39,9 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 				}
 			}
 		}
+		if m.Experimenter == wire.ONF_VENDOR_ID && m.ExpType == wire.ONFST_FLOW_MONITOR && c.Version() == wire.OFP13 {
+			return b.flowMonitorRequest(c, h, m)
+		}
 		return ofpErr(c, wire.OFPBRC_BAD_STAT, "experimenter stats %#x/%d", m.Experimenter, m.ExpType)
 	}
 	switch m.Type {

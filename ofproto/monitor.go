@@ -9,8 +9,8 @@ import (
 )
 
 // Flow monitors (OVS ofmonitor, "ovs-ofctl monitor BRIDGE watch:"): a
-// connection asks with NXST_FLOW_MONITOR (1.0) or OFPMP_FLOW_MONITOR
-// (1.4+) to be told about the flows a filter selects: the current ones at
+// connection asks with NXST_FLOW_MONITOR (1.0), ONFST_FLOW_MONITOR (1.3)
+// or OFPMP_FLOW_MONITOR (1.4+) to be told about the flows a filter selects: the current ones at
 // once, then every add, modify and delete, as unsolicited replies with
 // xid 0. A change the monitoring connection made itself is abbreviated
 // to the xid of its request unless the monitor asked for "own" changes.
@@ -195,15 +195,18 @@ func (b *Bridge) notifyMonitors(origin *Conn, xid uint32, changes []flowChange) 
 }
 
 func monitorUpdateReq(c *Conn) *wire.Multipart {
-	if c.Version() == wire.OFP10 {
+	switch c.Version() {
+	case wire.OFP10:
 		return &wire.Multipart{Type: wire.OFPMP_EXPERIMENTER, Experimenter: wire.NX_VENDOR_ID, ExpType: wire.NXST_FLOW_MONITOR}
+	case wire.OFP13:
+		return &wire.Multipart{Type: wire.OFPMP_EXPERIMENTER, Experimenter: wire.ONF_VENDOR_ID, ExpType: wire.ONFST_FLOW_MONITOR}
 	}
 	return &wire.Multipart{Type: wire.OFPMP_FLOW_MONITOR}
 }
 
 // sendFlowControl tells c its monitors paused or resumed.
 func sendFlowControl(c *Conn, resumed bool) {
-	if c.Version() == wire.OFP10 {
+	if c.Version() < wire.OFP14 {
 		c.Send(0, &wire.NXFlowMonitorPaused{Resumed: resumed})
 		return
 	}

@@ -201,12 +201,13 @@ func monitor(t *testing.T, target, version string, changes func()) string {
 }
 
 // TestOfctlMonitorMatchesOVS (issue 17.5): `ovs-ofctl monitor watch:` in
-// OpenFlow 1.0 (NXST_FLOW_MONITOR) and 1.5 (OFPMP_FLOW_MONITOR) prints
+// OpenFlow 1.0 (NXST_FLOW_MONITOR), 1.3 (ONFST_FLOW_MONITOR) and 1.5
+// (OFPMP_FLOW_MONITOR) prints
 // the same initial flows and the same add, modify and delete events as
 // with Open vSwitch for the same flow changes.
 func TestOfctlMonitorMatchesOVS(t *testing.T) {
 	d := newDual(t)
-	for _, v := range []string{"OpenFlow10", "OpenFlow15"} {
+	for _, v := range []string{"OpenFlow10", "OpenFlow13", "OpenFlow15"} {
 		d.ok("del-flows")
 		d.ok("add-flow", "table=3,priority=7,ip,actions=output:1")
 		run := func(target string) string {

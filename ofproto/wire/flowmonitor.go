@@ -5,8 +5,13 @@ package wire
 // OFPMP_FLOW_MONITOR in 1.4+ (ofp14_flow_monitor_request,
 // ofp_flow_update_*). The bodies travel in a Multipart's Body.
 
-// NXST_FLOW_MONITOR is the Nicira stats subtype of the flow monitor.
-const NXST_FLOW_MONITOR uint32 = 2
+// NXST_FLOW_MONITOR is the Nicira stats subtype of the flow monitor;
+// ONFST_FLOW_MONITOR the ONF extension's in OpenFlow 1.3 (NX requests
+// and updates with OXM matches and instructions).
+const (
+	NXST_FLOW_MONITOR  uint32 = 2
+	ONFST_FLOW_MONITOR uint32 = 1870
+)
 
 // Flow monitor flags in NX numbering (NXFMF_*); 1.4+ requests are
 // converted to them.
@@ -42,7 +47,24 @@ func DecodeFlowMonitorRequests(version uint8, body []byte) ([]FlowMonitorRequest
 	var out []FlowMonitorRequest
 	for len(body) > 0 {
 		var r FlowMonitorRequest
-		if version == OFP10 {
+		if version == OFP13 {
+			// onf_flow_monitor_request: id, flags (NXFMF_*), match_len,
+			// out_port, table_id, zeros[3], then an ofp_match.
+			if len(body) < 16 {
+				return nil, errf(version, OFPBRC_BAD_LEN, "onf_flow_monitor_request of %d bytes, want at least 16", len(body))
+			}
+			r.ID, r.Flags, r.OutPort, r.TableID = be32(body), be16(body[4:]), be32(body[8:]), body[12]
+			if r.Flags&^(NXFMF_INITIAL|NXFMF_ADD|NXFMF_DELETE|NXFMF_MODIFY|NXFMF_ACTIONS|NXFMF_OWN) != 0 {
+				return nil, errf(version, OFPMOFC_BAD_FLAGS, "flow monitor flags %#x", r.Flags)
+			}
+			r.OutGroup = OFPG_ANY
+			fields, n, err := d.DecodeOXMMatch(body[16:])
+			if err != nil {
+				return nil, err
+			}
+			r.Match = append([]MatchField(nil), fields...)
+			body = body[16+n:]
+		} else if version == OFP10 {
 			if len(body) < 16 {
 				return nil, errf(version, OFPBRC_BAD_LEN, "nx_flow_monitor_request of %d bytes, want at least 16", len(body))
 			}
@@ -97,10 +119,10 @@ const (
 	FlowUpdateAbbrev
 )
 
-// flowUpdateEvent is the wire event: NXFME_* in 1.0 (an initial flow is
-// ADDED there), OFPFME_* in 1.4+.
+// flowUpdateEvent is the wire event: NXFME_* in 1.0 and 1.3's ONF
+// extension (an initial flow is ADDED there), OFPFME_* in 1.4+.
 func flowUpdateEvent(version uint8, e int) uint16 {
-	if version == OFP10 {
+	if version < OFP14 {
 		return [...]uint16{0, 0, 1, 2, 3}[e]
 	}
 	return [...]uint16{0, 1, 2, 3, 4}[e]
@@ -128,19 +150,31 @@ func AppendFlowUpdate(b []byte, version uint8, u *FlowUpdate) ([]byte, error) {
 	}
 	f := &u.Flow
 	var err error
-	if version == OFP10 {
+	if version < OFP14 {
 		b = put16(put16(put16(b, 0), ev), uint16(u.Reason))
 		b = put16(put16(put16(b, f.Priority), f.IdleTimeout), f.HardTimeout)
 		lenAt := len(b)
 		b = append(put16(b, 0), f.TableID, 0)
 		b = put64(b, f.Cookie)
-		var n int
-		if b, n, err = AppendNXMatch(b, version, f.Match); err != nil {
-			return b, err
-		}
-		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
-		if b, err = AppendActions(b, version, f.Actions); err != nil {
-			return b, err
+		if version == OFP13 {
+			// match_len is the ofp_match's own length (header included).
+			at := len(b)
+			if b, err = AppendOXMMatch(b, version, f.Match); err != nil {
+				return b, err
+			}
+			b[lenAt], b[lenAt+1] = b[at+2], b[at+3]
+			if b, err = AppendInstructions(b, version, f.Instructions); err != nil {
+				return b, err
+			}
+		} else {
+			var n int
+			if b, n, err = AppendNXMatch(b, version, f.Match); err != nil {
+				return b, err
+			}
+			b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+			if b, err = AppendActions(b, version, f.Actions); err != nil {
+				return b, err
+			}
 		}
 	} else {
 		b = put16(put16(b, 0), ev)
@@ -159,10 +193,12 @@ func AppendFlowUpdate(b []byte, version uint8, u *FlowUpdate) ([]byte, error) {
 }
 
 // Flow monitor flow control: OpenFlow 1.0 sends NXT_FLOW_MONITOR_PAUSED
-// and NXT_FLOW_MONITOR_RESUMED messages, 1.4+ updates of these events.
+// and NXT_FLOW_MONITOR_RESUMED messages (1.3: the ONF extension's
+// ONFT_FLOW_MONITOR_PAUSED and RESUMED), 1.4+ updates of these events.
 const (
 	nxtFlowMonitorPaused  uint32 = 22
 	nxtFlowMonitorResumed uint32 = 23
+	onftFlowMonitorPaused uint32 = 1871
 
 	FlowUpdatePaused  = 5 // OFPFME_PAUSED
 	FlowUpdateResumed = 6 // OFPFME_RESUMED
@@ -173,9 +209,13 @@ const (
 type NXFlowMonitorPaused struct{ Resumed bool }
 
 func (m *NXFlowMonitorPaused) MessageType(uint8) uint8 { return OFPT_EXPERIMENTER }
-func (m *NXFlowMonitorPaused) EncodeBody(_ uint8, b []byte) ([]byte, error) {
+func (m *NXFlowMonitorPaused) EncodeBody(v uint8, b []byte) ([]byte, error) {
+	resumed := uint32(0)
 	if m.Resumed {
-		return nxHeader(b, nxtFlowMonitorResumed), nil
+		resumed = 1
 	}
-	return nxHeader(b, nxtFlowMonitorPaused), nil
+	if v == OFP13 {
+		return put32(put32(b, ONF_VENDOR_ID), onftFlowMonitorPaused+resumed), nil
+	}
+	return nxHeader(b, nxtFlowMonitorPaused+resumed), nil
 }

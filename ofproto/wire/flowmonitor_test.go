@@ -20,9 +20,10 @@ func hexBytes(t *testing.T, s string) []byte {
 func FuzzDecodeFlowMonitorRequests(f *testing.F) {
 	f.Add(uint8(OFP10), []byte{0, 0, 0, 0, 0, 0x3f, 0xff, 0xff, 0, 0, 0xff, 0, 0, 0, 0, 0})
 	f.Add(uint8(OFP10), []byte{0, 0, 0, 1, 0, 0x3f, 0xff, 0xff, 0, 6, 3, 0, 0, 0, 0, 0, 0, 0, 6, 2, 8, 0, 0, 0})
+	f.Add(uint8(OFP13), []byte{0, 0, 0, 0, 0, 0x3f, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0})
 	f.Add(uint8(OFP15), []byte{0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0x5f, 0xff, 0, 0, 1, 0, 4, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
-		if v != OFP10 && v != OFP15 {
+		if v != OFP10 && v != OFP13 && v != OFP15 {
 			v = OFP15
 		}
 		reqs, err := DecodeFlowMonitorRequests(v, body)
@@ -61,5 +62,14 @@ func TestFlowUpdateBytes(t *testing.T) {
 	want = hexBytes(t, "0040000203020000000000070000000000000000000000000001000a80000a020800000000000000000400180000000000000010000000010000000000000000")
 	if !bytes.Equal(got, want) {
 		t.Errorf("1.5 update\n got %x\nwant %x", got, want)
+	}
+	// OpenFlow 1.3 (ONF extension): NX header, ofp_match, instructions.
+	of.Event, of.Reason = FlowUpdateInitial, 0
+	if got, err = AppendFlowUpdate(nil, OFP13, &of); err != nil {
+		t.Fatal(err)
+	}
+	want = hexBytes(t, "004000000000000700000000000a030000000000000000000001000a80000a020800000000000000000400180000000000000010000000010000000000000000")
+	if !bytes.Equal(got, want) {
+		t.Errorf("1.3 update\n got %x\nwant %x", got, want)
 	}
 }
