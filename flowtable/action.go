@@ -114,8 +114,13 @@ type ClearActions struct{}
 // action set, executed when the pipeline ends.
 type WriteActions struct{ Actions []Action }
 
-// Meter is the meter instruction (OF1.5: action).
-type Meter struct{ ID uint32 }
+// Meter is the meter instruction (OF1.5: action). Action marks one that
+// came as an OpenFlow 1.5 OFPAT_METER inside apply-actions: OVS (as
+// ofnet's `controller(...),meter:N`) lets it follow other actions there.
+type Meter struct {
+	ID     uint32
+	Action bool
+}
 
 // SetField sets a field (or the Mask bits of it). It represents set_field,
 // load and the mod_* actions; Raw says which was written.

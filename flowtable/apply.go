@@ -48,6 +48,10 @@ type FlowOp struct {
 type OpResult struct {
 	Removed  []*Rule // deleted flows (for flow-removed messages)
 	Modified int
+	// Added is the flow an add installed; Changed the flows a modify
+	// changed (both for flow monitors).
+	Added   *Rule
+	Changed []*Rule
 }
 
 // isGroupOp reports whether k is a group-mod.
@@ -123,12 +127,19 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			if err := p.validateGroupsLocked(f); err != nil {
 				return fail(i, err)
 			}
+			if err := p.validateMetersLocked(f.Actions); err != nil {
+				return fail(i, err)
+			}
 			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
 				return fail(i, ErrOverlap)
 			}
 			r, old := p.addLocked(f, now)
+			results[i].Added = r
 			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
+			if err := p.validateMetersLocked(op.Flow.Actions); err != nil {
+				return fail(i, err)
+			}
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpModifyStrict
 			p.forEachSelected(&ff, func(t *table, r *Rule) {
@@ -145,6 +156,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 					r.Stats.Bytes.Store(0)
 				}
 				results[i].Modified++
+				results[i].Changed = append(results[i].Changed, r)
 				undo = append(undo, step)
 			})
 		case OpDelete, OpDeleteStrict:

@@ -159,7 +159,12 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r}
 	x.res.Segments = 1
 	p.mu.RLock()
-	x.runTable(table)
+	if table == 0 && p.FailOpen.Load() {
+		// OVS's fail-open flow: hidden, above every flow of table 0.
+		x.execute(failOpenActions)
+	} else {
+		x.runTable(table)
+	}
 	if !x.exit && len(x.actionSet) > 0 {
 		x.execute(sortActionSet(x.actionSet))
 	}
@@ -320,7 +325,16 @@ func (x *xlate) do(a Action) {
 	case *WriteActions:
 		x.actionSet = mergeActionSet(x.actionSet, a.Actions)
 	case *Meter:
-		// Meters are not enforced in the slow path.
+		// A packet a band drops goes no further: no later action, no
+		// action set. A flow cache cannot replay a meter (yet): the
+		// packets of a metered flow take the slow path.
+		if x.r != nil {
+			x.r.uncacheable("meter")
+		}
+		if !x.p.runMeter(a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+			x.exit = true
+			x.actionSet = x.actionSet[:0]
+		}
 	case *SetField:
 		setFieldMasked(k, a.Field, a.Value, a.Mask)
 		if x.r != nil {

@@ -48,8 +48,14 @@ type Pipeline struct {
 	mu     sync.RWMutex
 	tables [NumTables]*table
 	groups map[uint32]*GroupEntry
-	seq    uint64
-	nRules int
+	meters map[uint32]*MeterEntry // meter.go
+	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
+	// bridge whose controllers have been gone for a while switches every
+	// packet as NORMAL, above all flows, until one comes back. Whoever
+	// changes it bumps Generation (SetFailOpen).
+	FailOpen atomic.Bool
+	seq      uint64
+	nRules   int
 	// timed holds the flows with an idle or hard timeout.
 	timed map[*Rule]*timedState
 
@@ -149,7 +155,10 @@ func (p *Pipeline) CheckGroups(f *Flow) error { return p.validateGroups(f) }
 func (p *Pipeline) validateGroups(f *Flow) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.validateGroupsLocked(f)
+	if err := p.validateGroupsLocked(f); err != nil {
+		return err
+	}
+	return p.validateMetersLocked(f.Actions)
 }
 
 // validateGroupsLocked is validateGroups with p.mu held (read or write).
@@ -246,6 +255,10 @@ type FlowFilter struct {
 func AllFlows() FlowFilter {
 	return FlowFilter{Table: 255, OutPort: PortNone, OutGroup: 0xffffffff}
 }
+
+// Selects reports whether the filter selects r (flow monitors use it on
+// each changed flow).
+func (ff *FlowFilter) Selects(r *Rule) bool { return ff.selects(r) }
 
 func (ff *FlowFilter) selects(r *Rule) bool {
 	if ff.Cookie&ff.CookieMask != r.Cookie&ff.CookieMask {

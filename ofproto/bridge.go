@@ -174,7 +174,7 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 		}
 		return b.mods(c, []modReq{b.newGroupModReq(c, h, raw, m)}, false)
 	case *wire.MeterMod:
-		return nil // meters are accepted; the slow path does not rate-limit yet
+		return b.meterMod(c, m)
 	case *wire.PacketOut:
 		if err := b.slaveCheck(c); err != nil {
 			return err
@@ -287,6 +287,9 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 		}
 	} else {
 		r.Capabilities |= 0x8 // GROUP_STATS
+	}
+	if c.Version() >= wire.OFP14 {
+		r.Capabilities |= 0x200 // OFPC14_BUNDLES: OVS 0x24f
 	}
 	return r
 }

@@ -99,6 +99,32 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 		}
 		return failed(i, b.applyError(c, err))
 	}
+	removed := 0
+	for _, res := range results {
+		removed += len(res.Removed)
+	}
+	if b.hasMonitors() {
+		for i, res := range results {
+			reason := uint8(2) // OFPRR_DELETE
+			if reqs[i].fm == nil {
+				reason = 3 // OFPRR_GROUP_DELETE
+			}
+			var changes []flowChange
+			if res.Added != nil {
+				changes = append(changes, flowChange{event: wire.FlowUpdateAdded, rule: res.Added})
+			}
+			for _, r := range res.Changed {
+				changes = append(changes, flowChange{event: wire.FlowUpdateModified, rule: r})
+			}
+			for _, r := range res.Removed {
+				changes = append(changes, flowChange{event: wire.FlowUpdateDeleted, reason: reason, rule: r})
+			}
+			b.notifyMonitors(c, reqs[i].h.Xid, changes)
+		}
+	}
+	if removed >= reclaimFlows {
+		c.reclaim = true
+	}
 	for i, res := range results {
 		fm := reqs[i].fm
 		reason := uint8(2) // OFPRR_DELETE
@@ -193,6 +219,8 @@ func (b *Bridge) applyError(c *Conn, err error) error {
 		return ofpErr(c, wire.OFPFMFC_OVERLAP, "%v", err)
 	case errors.Is(err, flowtable.ErrUnknownGroup):
 		return ofpErr(c, wire.OFPBAC_BAD_OUT_GROUP, "%v", err)
+	case errors.Is(err, flowtable.ErrUnknownMeter):
+		return ofpErr(c, wire.OFPMMFC_INVALID_METER, "%v", err)
 	case errors.Is(err, flowtable.ErrBadTable):
 		return ofpErr(c, wire.OFPFMFC_BAD_TABLE_ID, "%v", err)
 	}
@@ -214,7 +242,7 @@ func (b *Bridge) flowRemoved(r *flowtable.Rule, reason uint8) {
 		}
 		d := time.Since(r.Stats.Created)
 		fr := &wire.FlowRemoved{Cookie: r.Cookie, Priority: r.Priority, Reason: reason, TableID: r.Table,
-			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d),
 			IdleTimeout: r.IdleTimeout, HardTimeout: r.HardTimeout,
 			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load(), Match: match}
 		if c.Version() == wire.OFP10 {
@@ -262,28 +290,45 @@ func (b *Bridge) flowStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 	}
 	rules := b.p.Flows(&ff)
 	now := time.Now()
-	flows := make([]wire.FlowStats, 0, len(rules))
-	for _, r := range rules {
-		d := now.Sub(r.Stats.Created)
-		fs := &translate.FlowStats{Flow: r.Flow(), DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
-			IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
-			PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
-		w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)
-		if err != nil {
-			b.log.Warn("flow not encodable in this version", zap.Error(err))
-			continue
-		}
-		flows = append(flows, w)
+	// Each part is translated as it is sent, into one reused slice, so a
+	// dump holds its rules' pointers and a few parts, not the whole reply.
+	var flows []wire.FlowStats
+	if len(rules) >= reclaimFlows {
+		c.reclaim = true
 	}
-	return sendSplit(c, h, m, len(flows), func(rep *wire.Multipart, lo, hi int) { rep.Flows = flows[lo:hi] })
+	return sendSplit(c, h, m, len(rules), func(rep *wire.Multipart, lo, hi int) {
+		flows = flows[:0]
+		for _, r := range rules[lo:hi] {
+			d := now.Sub(r.Stats.Created)
+			fs := &translate.FlowStats{Flow: r.Flow(), DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d),
+				IdleAge: int(now.Sub(time.Unix(0, r.Stats.LastUsed.Load())) / time.Second), HardAge: int(d / time.Second),
+				PacketCount: r.Stats.Packets.Load(), ByteCount: r.Stats.Bytes.Load()}
+			w, err := translate.FlowStatsToWire(fs, c.Version(), b.p.TLV)
+			if err != nil {
+				b.log.Warn("flow not encodable in this version", zap.Error(err))
+				continue
+			}
+			flows = append(flows, w)
+		}
+		rep.Flows = flows
+	})
 }
 
 // sendSplit sends a multipart reply whose n items are set by fill, in as
-// many messages as needed (OFPMPF_REPLY_MORE on all but the last).
+// many messages as needed (OFPMPF_REPLY_MORE on all but the last). A few
+// hundred items go in one message when they fit, as OVS fills each reply
+// up to 64 KB (dump-tables is one reply, 254 tables); long replies go in
+// parts of 64 items, halved when a part does not fit.
 func sendSplit(c *Conn, h wire.Header, req *wire.Multipart, n int, fill func(rep *wire.Multipart, lo, hi int)) error {
 	chunk := 64
+	if n <= 256 {
+		chunk = max(n, 1)
+	}
 	lo := 0
 	for {
+		if err := c.waitBacklog(c.opts.DumpBacklogBytes); err != nil {
+			return err
+		}
 		hi := min(lo+chunk, n)
 		rep := &wire.Multipart{Reply: true, Type: req.Type, Experimenter: req.Experimenter, ExpType: req.ExpType}
 		fill(rep, lo, hi)
@@ -333,9 +378,27 @@ func groupApplyError(c *Conn, err error) error {
 	return ofpErr(c, wire.OFPGMFC_INVALID_GROUP, "%v", err)
 }
 
+// requestedGroups returns the groups a group stats or group desc request
+// selects: the one its group id names (OpenFlow 1.5 group desc, group
+// stats, NXST_GROUP and NXST_GROUP_DESC carry one), or all of them for
+// OFPG_ALL or a request without an id (1.3 group desc). A group that does
+// not exist selects nothing: OVS replies with an empty reply.
+func (b *Bridge) requestedGroups(m *wire.Multipart) []*flowtable.GroupEntry {
+	gs := b.p.Groups()
+	if m.Object == nil || m.Object.ID == wire.OFPG_ALL {
+		return gs
+	}
+	for _, g := range gs {
+		if g.ID == m.Object.ID {
+			return []*flowtable.GroupEntry{g}
+		}
+	}
+	return nil
+}
+
 func (b *Bridge) groupDescs(c *Conn, h wire.Header, m *wire.Multipart) error {
 	var descs []wire.GroupDesc
-	for _, g := range b.p.Groups() {
+	for _, g := range b.requestedGroups(m) {
 		d, err := translate.GroupDescToWire(g, c.Version(), b.p.TLV)
 		if err != nil {
 			return err
@@ -347,7 +410,7 @@ func (b *Bridge) groupDescs(c *Conn, h wire.Header, m *wire.Multipart) error {
 
 func (b *Bridge) groupStats(c *Conn, h wire.Header, m *wire.Multipart) error {
 	var gs []wire.GroupStats
-	for _, g := range b.p.Groups() {
+	for _, g := range b.requestedGroups(m) {
 		s := wire.GroupStats{GroupID: g.ID, PacketCount: g.Packets.Load(), ByteCount: g.Bytes.Load()}
 		for range g.Buckets {
 			s.Buckets = append(s.Buckets, wire.BucketCounter{})
@@ -394,11 +457,15 @@ func (b *Bridge) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			var changes []flowChange
 			for _, e := range b.p.ExpireFlows(now) {
 				if e.Rule.Flags&flowtable.FlagSendFlowRem != 0 {
 					b.flowRemoved(e.Rule, e.Reason)
 				}
+				changes = append(changes, flowChange{event: wire.FlowUpdateDeleted, reason: e.Reason, rule: e.Rule})
 			}
+			b.notifyMonitors(nil, 0, changes)
+			b.resumeMonitors()
 		}
 	}
 }

@@ -33,7 +33,14 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 				return b.groupDescs(c, h, m)
 			case wire.NXST_GROUP:
 				return b.groupStats(c, h, m)
+			case wire.NXST_FLOW_MONITOR:
+				if c.Version() == wire.OFP10 {
+					return b.flowMonitorRequest(c, h, m)
+				}
 			}
+		}
+		if m.Experimenter == wire.ONF_VENDOR_ID && m.ExpType == wire.ONFST_FLOW_MONITOR && c.Version() == wire.OFP13 {
+			return b.flowMonitorRequest(c, h, m)
 		}
 		return ofpErr(c, wire.OFPBRC_BAD_STAT, "experimenter stats %#x/%d", m.Experimenter, m.ExpType)
 	}
@@ -65,17 +72,23 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 	case wire.OFPMP_GROUP:
 		return b.groupStats(c, h, m)
 	case wire.OFPMP_GROUP_FEATURES:
-		gf := &wire.GroupFeatures{Types: 0xf, Capabilities: 0x1 | 0x2, // SELECT_WEIGHT | SELECT_LIVENESS
+		gf := &wire.GroupFeatures{Types: 0xf, Capabilities: 0x1 | 0x2 | 0x4, // SELECT_WEIGHT | SELECT_LIVENESS | CHAINING, as OVS
 			MaxGroups: [4]uint32{0xffffff00, 0xffffff00, 0xffffff00, 0xffffff00},
 			Actions:   [4]uint32{0x0fffffff, 0x0fffffff, 0x0fffffff, 0x0fffffff}}
 		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, GroupFeatures: gf})
-	case wire.OFPMP_METER, wire.OFPMP_METER_CONFIG:
-		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type})
+	case wire.OFPMP_METER:
+		return b.meterStats(c, h, m)
+	case wire.OFPMP_METER_CONFIG:
+		return b.meterConfigs(c, h, m)
 	case wire.OFPMP_METER_FEATURES:
-		mf := &wire.MeterFeatures{MaxMeter: 0, BandTypes: 0x2, Capabilities: 0xf, MaxBands: 1, MaxColor: 0}
-		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, MeterFeatures: mf})
+		mf := meterFeatures
+		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, MeterFeatures: &mf})
 	case wire.OFPMP_TABLE_FEATURES:
 		return b.tableFeatures(c, h, m)
+	case wire.OFPMP_FLOW_MONITOR:
+		if c.Version() >= wire.OFP14 {
+			return b.flowMonitorRequest(c, h, m)
+		}
 	case wire.OFPMP_QUEUE:
 		return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type})
 	}

@@ -11,7 +11,8 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		c.State.Bundles = map[uint32]*Bundle{}
 	}
 	reply := func(t uint16) error {
-		return c.Send(h.Xid, &wire.BundleControl{ONF: m.ONF, BundleID: m.BundleID, Type: t, Flags: m.Flags})
+		// Open vSwitch's replies carry no flags, whatever the request's.
+		return c.Send(h.Xid, &wire.BundleControl{ONF: m.ONF, BundleID: m.BundleID, Type: t})
 	}
 	bd := c.State.Bundles[m.BundleID]
 	switch m.Type {
@@ -38,6 +39,9 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 			return ofpErr(c, wire.OFPBFC_BAD_ID, "no bundle %d", m.BundleID)
 		}
 		delete(c.State.Bundles, m.BundleID)
+		if len(bd.mods) >= reclaimFlows {
+			c.reclaim = true // the bundle's translations are garbage now
+		}
 		if err := b.commitBundle(c, bd); err != nil {
 			return err
 		}

@@ -48,6 +48,16 @@ type ConnOptions struct {
 	// client sets a nonzero one (OFPT_SET_CONFIG), so short-lived tools
 	// like ovs-ofctl are not sent packet-ins. Listener.Serve sets it.
 	Service bool
+	// PacketInQueueLimit is how many packet-ins may wait in the output
+	// queue; more are dropped (default DefaultPacketInQueueLimit, OVS's
+	// controller_queue_size).
+	PacketInQueueLimit int
+	// MaxBacklogBytes is the reply backlog at which the peer is given up
+	// (default DefaultMaxBacklogBytes).
+	MaxBacklogBytes int
+	// DumpBacklogBytes is the backlog a long multipart reply waits under
+	// between its parts (default 4 MB).
+	DumpBacklogBytes int
 }
 
 // Conn is one OpenFlow connection.
@@ -58,9 +68,12 @@ type Conn struct {
 	version uint8
 	handler Handler
 
-	wmu     sync.Mutex
-	w       *bufio.Writer
-	wbuf    []byte
+	out outQueue
+	// monitors are the connection's flow monitors (monitor.go).
+	monitors connMonitors
+	// reclaim asks for freed memory to go back to the kernel once the
+	// current request is done (a big dump or delete; see reclaimMemory).
+	reclaim bool
 	xid     atomic.Uint32
 	lastRx  atomic.Int64
 	closed  chan struct{}
@@ -136,12 +149,22 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	if opts.Versions == 0 {
 		opts.Versions = SupportedVersions
 	}
+	if opts.PacketInQueueLimit == 0 {
+		opts.PacketInQueueLimit = DefaultPacketInQueueLimit
+	}
+	if opts.MaxBacklogBytes == 0 {
+		opts.MaxBacklogBytes = DefaultMaxBacklogBytes
+	}
+	if opts.DumpBacklogBytes == 0 {
+		opts.DumpBacklogBytes = dumpBacklogBytes
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &Conn{nc: nc, opts: opts, handler: h, w: bufio.NewWriterSize(nc, 64*1024),
+	c := &Conn{nc: nc, opts: opts, handler: h,
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
+	c.out.init()
 	c.State.Role.Store(roleEqual)
 	if !opts.Service {
 		c.State.MissSendLen.Store(128) // OFP_DEFAULT_MISS_SEND_LEN
@@ -167,36 +190,41 @@ const asyncXid = 0
 // NextXid returns a transaction id for a request the switch originates.
 func (c *Conn) NextXid() uint32 { return c.xid.Add(1) }
 
-// Send encodes and sends one message with the given xid.
+// Send queues one message with the given xid for the connection's writer.
+// It does not wait for the peer; it fails only once the connection is
+// closed (or given up on a backlog the peer does not read).
 func (c *Conn) Send(xid uint32, m wire.Message) error {
-	return c.sendVersion(c.version, xid, m, true)
+	return c.sendVersion(c.version, xid, m, kindReply)
 }
 
-// SendNoFlush queues a message; Flush sends the queue (for multipart replies).
+// SendNoFlush is Send; it remains for multipart replies sent in parts.
 func (c *Conn) SendNoFlush(xid uint32, m wire.Message) error {
-	return c.sendVersion(c.version, xid, m, false)
+	return c.sendVersion(c.version, xid, m, kindReply)
 }
 
-// Flush sends queued messages.
+// Flush remains for callers that sent parts: the writer sends everything
+// queued without being asked. It reports a closed connection.
 func (c *Conn) Flush() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.w.Flush()
+	select {
+	case <-c.closed:
+		return errConnClosed
+	default:
+		return nil
+	}
 }
 
-func (c *Conn) sendVersion(v uint8, xid uint32, m wire.Message, flush bool) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	b, err := wire.EncodeMessage(c.wbuf[:0], v, xid, m)
+// sendPacketIn queues a packet-in, dropped if the queue holds its limit.
+func (c *Conn) sendPacketIn(m wire.Message) error {
+	return c.sendVersion(c.version, asyncXid, m, kindPacketIn)
+}
+
+func (c *Conn) sendVersion(v uint8, xid uint32, m wire.Message, kind uint8) error {
+	b, err := wire.EncodeMessage(c.out.buffer(), v, xid, m)
 	if err != nil {
 		return err
 	}
-	c.wbuf = b
-	if _, err := c.w.Write(b); err != nil {
+	if err := c.enqueue(b, kind); err != nil {
 		return fmt.Errorf("sending to %s: %w", c.RemoteAddr(), err)
-	}
-	if flush {
-		return c.w.Flush()
 	}
 	return nil
 }
@@ -207,7 +235,7 @@ func (c *Conn) SendError(h wire.Header, raw []byte, e *wire.OFPError) error {
 	if v == 0 {
 		v = h.Version
 	}
-	return c.sendVersion(v, h.Xid, wire.ErrorMsgFor(e, raw), true)
+	return c.sendVersion(v, h.Xid, wire.ErrorMsgFor(e, raw), kindReply)
 }
 
 // Close ends the connection.
@@ -215,6 +243,10 @@ func (c *Conn) Close() error {
 	var err error
 	c.closeMu.Do(func() {
 		close(c.closed)
+		c.out.mu.Lock()
+		c.out.closed = true
+		c.out.drained.Broadcast()
+		c.out.mu.Unlock()
 		err = c.nc.Close()
 	})
 	return err
@@ -227,7 +259,12 @@ func (c *Conn) Done() <-chan struct{} { return c.closed }
 // closes, the context ends or a fatal error happens.
 func (c *Conn) Serve(ctx context.Context) error {
 	defer c.handler.Closed(c)
-	defer c.Close()
+	defer func() {
+		// A last error (bad hello, bad length) reaches the peer first.
+		c.drain(time.Second)
+		c.Close()
+	}()
+	go c.writer()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -268,7 +305,39 @@ func (c *Conn) Serve(ctx context.Context) error {
 	}
 }
 
-func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) error {
+// panicStackOnce logs the stack of the first recovered panic of the
+// process; later ones are a line and a count.
+var panicStackOnce sync.Once
+
+// dispatch decodes and handles one message. A panic in either is a bug,
+// not the peer's: it is logged and counted, and the request gets an
+// OFPT_ERROR (OFPBRC_BAD_LEN while decoding, as most decoder panics are
+// unchecked lengths; OFPBRC_EPERM while handling) while the connection
+// and the daemon go on.
+func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) (err error) {
+	decoding := true
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		n := PanicsRecovered.Add(1)
+		fields := []zap.Field{zap.Uint8("type", h.Type), zap.Uint32("xid", h.Xid),
+			zap.Bool("decoding", decoding), zap.Any("panic", p), zap.Uint64("panics", n)}
+		logged := false
+		panicStackOnce.Do(func() {
+			c.log.Error("request panicked", append(fields, zap.Stack("stack"))...)
+			logged = true
+		})
+		if !logged {
+			c.log.Error("request panicked", fields...)
+		}
+		code := wire.OFPBRC_EPERM
+		if decoding {
+			code = wire.OFPBRC_BAD_LEN
+		}
+		err = c.SendError(h, raw, wire.NewError(c.version, code))
+	}()
 	if h.Version != c.version && h.Type != wire.OFPT_HELLO {
 		return c.SendError(h, raw, wire.NewError(c.version, wire.OFPBRC_BAD_VERSION))
 	}
@@ -282,13 +351,20 @@ func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) erro
 		}
 		return err
 	}
+	decoding = false
 	switch m := m.(type) {
 	case *wire.EchoRequest:
 		return c.Send(h.Xid, &wire.EchoReply{Data: m.Data})
 	case *wire.EchoReply, *wire.Hello:
 		return nil
 	}
-	if err := c.handler.HandleMessage(c, h, raw, m); err != nil {
+	err = c.handler.HandleMessage(c, h, raw, m)
+	if c.reclaim {
+		// After the handler returned, so that what it dropped is garbage.
+		c.reclaim = false
+		reclaimMemory()
+	}
+	if err != nil {
 		var oe *wire.OFPError
 		if errors.As(err, &oe) {
 			c.log.Debug("request failed", zap.Uint8("type", h.Type), zap.Uint32("xid", h.Xid), zap.Error(err))
@@ -303,7 +379,7 @@ func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) erro
 func (c *Conn) handshake() error {
 	ours := c.opts.Versions
 	hv := wire.HelloVersion(ours)
-	if err := c.sendVersion(hv, c.NextXid(), wire.NewHello(ours), true); err != nil {
+	if err := c.sendVersion(hv, c.NextXid(), wire.NewHello(ours), kindReply); err != nil {
 		return err
 	}
 	if err := c.nc.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
@@ -326,7 +402,7 @@ func (c *Conn) handshake() error {
 	v, ok := wire.Negotiate(ours, h.Version, hello)
 	if !ok {
 		theirs, _ := hello.PeerVersions(h.Version)
-		c.sendVersion(v, h.Xid, wire.IncompatibleHelloError(ours, theirs), true)
+		c.sendVersion(v, h.Xid, wire.IncompatibleHelloError(ours, theirs), kindReply)
 		return fmt.Errorf("version negotiation with %s failed: %#x vs %#x", c.RemoteAddr(), ours, theirs)
 	}
 	c.version = v

@@ -80,7 +80,7 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 		if len(pi.UserData) > 0 {
 			props = append(props, wire.Property{Type: wire.NXPINT_USERDATA, Data: pi.UserData})
 		}
-		return c.Send(asyncXid, &wire.NXPacketIn2{Props: props})
+		return c.sendPacketIn(&wire.NXPacketIn2{Props: props})
 	}
 	msg := &wire.PacketIn{BufferID: wire.OFP_NO_BUFFER, TotalLen: uint16(len(frame)), Reason: pi.Reason,
 		TableID: pi.Table, Cookie: pi.Cookie, Data: data}
@@ -89,5 +89,5 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 	} else {
 		msg.Match = fields
 	}
-	return c.Send(asyncXid, msg)
+	return c.sendPacketIn(msg)
 }

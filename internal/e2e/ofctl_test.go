@@ -15,15 +15,7 @@ import (
 
 // ofctl runs ovs-ofctl against a target and returns stdout (stderr on error).
 func ofctl(target string, args ...string) (string, error) {
-	// Put the target after the command word (after any options).
-	i := 0
-	for i < len(args) && strings.HasPrefix(args[i], "-") {
-		if args[i] == "-O" {
-			i++
-		}
-		i++
-	}
-	full := append(append(append([]string{}, args[:i+1]...), target), args[i+1:]...)
+	full := withTarget(target, args)
 	cmd := exec.Command("ovs-ofctl", full...)
 	out, err := cmd.Output()
 	if err != nil {

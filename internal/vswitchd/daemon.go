@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -24,6 +25,10 @@ import (
 	"github.com/govs-project/govs/internal/ctadapter"
 	"github.com/govs-project/govs/ofproto"
 )
+
+// controllerProbeInterval is the inactivity probe of controller
+// connections (OVS's default inactivity_probe, 5 s).
+const controllerProbeInterval = 5 * time.Second
 
 // OpenFlowFunc makes the OpenFlow side of a bridge.
 type OpenFlowFunc func(b *datapath.Bridge, log *zap.Logger) *ofproto.Bridge
@@ -336,8 +341,10 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
 	dp.SetFlowRestoreWait(d.holding)
-	if cfg.FailMode == "standalone" {
-		// Standalone: behave as a learning switch until a controller says otherwise.
+	if cfg.FailMode == "standalone" && len(cfg.Controllers) == 0 {
+		// Standalone without controllers: a learning switch (OVS adds
+		// the same priority-0 NORMAL flow); with controllers, fail-open
+		// (bridge.connect) takes over when they are gone.
 		f := &flowtable.Flow{Priority: 0, Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortNormal}}}
 		if err := p.AddFlow(f); err != nil {
 			return nil, err
@@ -425,7 +432,16 @@ func (b *bridge) connect(parent context.Context, cfg BridgeConfig) error {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			ctl.Run(ctx, mk, ofproto.ConnOptions{Logger: b.log, ProbeInterval: 5e9, Versions: versions})
+			ctl.Run(ctx, mk, ofproto.ConnOptions{Logger: b.log, ProbeInterval: controllerProbeInterval, Versions: versions})
+		}()
+	}
+	if cfg.FailMode == "standalone" && len(cfg.Controllers) > 0 {
+		// OVS's fail-open: NORMAL above every flow once no controller
+		// has been connected for a while.
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.of.RunFailOpen(ctx, controllerProbeInterval)
 		}()
 	}
 	return nil

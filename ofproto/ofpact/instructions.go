@@ -114,7 +114,7 @@ func init() {
 		return &flowtable.WriteMetadata{Value: a.Metadata & a.Mask, Mask: a.Mask}, nil
 	})
 	fromWire(func(t Decoder, a *wire.ActionMeter) (flowtable.Action, error) {
-		return &flowtable.Meter{ID: a.MeterID}, nil
+		return &flowtable.Meter{ID: a.MeterID, Action: true}, nil
 	})
 }
 

@@ -153,8 +153,12 @@ func lookup(a flowtable.Action) *entry {
 	return nil
 }
 
-// RankOf is the instruction a belongs to.
+// RankOf is the instruction a belongs to. An OpenFlow 1.5 meter action
+// belongs to apply-actions (OVS ovs_instruction_type_from_ofpact_type).
 func RankOf(a flowtable.Action) Rank {
+	if m, ok := a.(*flowtable.Meter); ok && m.Action {
+		return RankApply
+	}
 	if e := lookup(a); e != nil {
 		return e.rank
 	}

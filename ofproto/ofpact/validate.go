@@ -25,10 +25,7 @@ func Validate(fl *flowtable.Flow) error {
 	c := Checker{Flow: fl}
 	for _, a := range fl.Actions {
 		e := lookup(a)
-		r := RankApply
-		if e != nil {
-			r = e.rank
-		}
+		r := RankOf(a)
 		if r != RankApply && r == rank {
 			return invalid(flowtable.DuplicateInstruction, a.Name(), "duplicate instruction %s", r)
 		}

@@ -240,6 +240,11 @@ func appendBands(b []byte, bands []MeterBand) ([]byte, error) {
 		b = put16(put16(b, bd.Type), 0)
 		b = put32(put32(b, bd.Rate), bd.BurstSize)
 		b = append(b, bd.Extra...)
+		// Every standard band is 16 bytes (drop: pad[4]; dscp_remark:
+		// prec_level, pad[3]): a band given without its tail gets zeros.
+		for len(b)-start < 16 {
+			b = append(b, 0)
+		}
 		if err := setLen16(b, start+2, start); err != nil {
 			return b, err
 		}

@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // OFPMP_TABLE_FEATURES bodies (struct ofp13_table_features and its
 // properties, include/openflow/openflow-1.3.h), used unchanged by 1.3 and
@@ -324,7 +327,7 @@ func DefaultTableFeatures(tableID uint8, name string, version uint8) TableFeatur
 	var match, wildcards, setFields []OXMHeader
 	for i := 0; i < NumFields(); i++ {
 		f := FieldAt(i)
-		c := f.CodeFor(version)
+		c := tableFeatureCode(f, version)
 		if c == nil {
 			continue // internal field without a code point (tun_ttl...)
 		}
@@ -349,6 +352,48 @@ func DefaultTableFeatures(tableID uint8, name string, version uint8) TableFeatur
 		TableFeatureProp{Type: OFPTFPT_WILDCARDS, Fields: wildcards},
 	)
 	return t
+}
+
+// ovs31Later are code points Open vSwitch 3.1 does not have: registers
+// 16 to 31 and the xregs and xxregs over them, and the experimenter OXM
+// of dp_hash (3.1 has only NXM_NX_DP_HASH), all added after 3.1.
+var ovs31Later = func() map[string]bool {
+	m := map[string]bool{"NXOXM_ET_DP_HASH": true}
+	for i := 16; i < 32; i++ {
+		m["NXOXM_ET_REG"+strconv.Itoa(i)] = true
+	}
+	for i := 8; i < 16; i++ {
+		m["OXM_OF_PKT_REG"+strconv.Itoa(i)] = true
+	}
+	for i := 4; i < 8; i++ {
+		m["NXOXM_ET_XXREG"+strconv.Itoa(i)] = true
+	}
+	return m
+}()
+
+// tableFeatureCode is the code point table features list field f under,
+// as Open vSwitch 3.1 lists it (nil: not listed): a controller that sizes
+// its buffers on OVS's replies (Antrea expects 20 of them) gets the same
+// split from govs.
+func tableFeatureCode(f *FieldInfo, version uint8) *FieldCode {
+	var best *FieldCode
+	for i := range f.Codes {
+		c := &f.Codes[i]
+		if ovs31Later[c.Name] {
+			continue
+		}
+		if c.Version <= version && (best == nil || c.Version >= best.Version) {
+			best = c
+		}
+	}
+	if best == nil {
+		for i := range f.Codes {
+			if !ovs31Later[f.Codes[i].Name] {
+				return &f.Codes[i]
+			}
+		}
+	}
+	return best
 }
 
 // standardActionIDs lists the OFPAT_* action types OVS 3.1 advertises in
