@@ -23,7 +23,8 @@ build:
 demo: build
 	$(BIN)/govs trace --demo
 
-# deps-apt installs only the Debian packages that are missing, so a second run is quick.
+# deps-apt installs only the Debian packages that are missing, so a second run is quick;
+# it waits up to 10 minutes for a dpkg lock another apt-get holds instead of failing.
 deps-apt:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -31,7 +32,7 @@ deps-apt:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 deps-go:

@@ -14,11 +14,13 @@ import (
 
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/internal/seeds"
+	"github.com/govs-project/govs/internal/sharedspec"
 	"github.com/govs-project/govs/ofproto/flowtext"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
-const capturesDir = "/work/shared/protocol/captures"
+// capturesDir is ../shared/protocol/captures from the module root.
+var capturesDir = sharedspec.Captures()
 
 var versions = []struct {
 	name string

@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/govs-project/govs/internal/sharedspec"
 )
 
-const capturesDir = "/work/shared/protocol/captures"
+// capturesDir is ../shared/protocol/captures from the module root.
+var capturesDir = sharedspec.Captures()
 
 // capMsg is one OpenFlow message found in a capture.
 type capMsg struct {
