@@ -57,8 +57,15 @@ type Pipeline struct {
 	Conntrack Conntrack  // nil: ct() marks packets +trk+inv
 	MACs      *MACTable  // for NORMAL
 	Ports     PortLister // for NORMAL/FLOOD/ALL; nil: outputs name the reserved port
-	// MaxResubmitDepth bounds resubmit/goto nesting (OVS: 64).
+	// MaxResubmitDepth bounds the nesting of resubmit, goto_table, groups
+	// and ct(table=) recirculation of one packet (OVS MAX_DEPTH: 64).
 	MaxResubmitDepth int
+	// XlateErrors counts packets whose translation ran out of budget.
+	XlateErrors atomic.Uint64
+	// OnXlateError, if set, hears of such packets, at most once a second
+	// (for a log line; the packet path stays quiet under a loop).
+	OnXlateError    func(e XlateError, key *Key)
+	lastXlateReport atomic.Int64 // unix nanoseconds of the last OnXlateError
 	// Now returns the time (tests use a fake clock).
 	Now func() time.Time
 }
@@ -393,4 +400,19 @@ func (p *Pipeline) TableStats() map[uint8]int {
 		}
 	}
 	return out
+}
+
+// countXlateError counts a translation stopped by the recursion budget and
+// reports it to OnXlateError when the last report is a second old.
+func (p *Pipeline) countXlateError(e XlateError, key *Key) {
+	p.XlateErrors.Add(1)
+	if p.OnXlateError == nil {
+		return
+	}
+	now := p.Now().UnixNano()
+	last := p.lastXlateReport.Load()
+	if now-last < int64(time.Second) || !p.lastXlateReport.CompareAndSwap(last, now) {
+		return
+	}
+	p.OnXlateError(e, key)
 }

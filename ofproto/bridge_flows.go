@@ -377,6 +377,12 @@ func (b *Bridge) packetOut(c *Conn, m *wire.PacketOut) error {
 		}
 	}
 	if err := b.dp.PacketOut(m.Data, inPort, acts); err != nil {
+		var xe flowtable.XlateError
+		if errors.As(err, &xe) {
+			// A loop of groups or resubmits: OVS drops the packet and
+			// answers OFPFMFC_UNKNOWN.
+			return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
+		}
 		return ofpErr(c, wire.OFPBRC_BAD_PACKET, "%v", err)
 	}
 	return nil
