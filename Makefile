@@ -13,7 +13,7 @@ DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables co
              netcat-openbsd arping iputils-ping util-linux procps
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean
+.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean fuzz fuzz-ci
 
 all: build
 
@@ -48,6 +48,17 @@ RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	$(MAKE) fuzz-ci
+
+# Fuzz campaigns over every `func Fuzz` target (internal/fuzzcampaign): fuzz-ci
+# gives each a few seconds (part of make test); `make fuzz FUZZTIME=10m` is the
+# long local run. A crasher is kept in the package's testdata/fuzz/<Target>/.
+FUZZTIME    ?= 10m
+FUZZTIME_CI ?= 4s
+fuzz-ci:
+	$(GO) run ./internal/fuzzcampaign -fuzztime $(FUZZTIME_CI)
+fuzz:
+	$(GO) run ./internal/fuzzcampaign -fuzztime $(FUZZTIME) -parallel 1
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
