@@ -229,6 +229,9 @@ func (x *xlate) finishRecording() {
 func (p *Pipeline) addLearned(f *Flow) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.roomForLocked(f) != nil {
+		return // counted in LimitRefusals; OVS also drops such a learn
+	}
 	p.addLocked(f, p.Now())
 }
 
