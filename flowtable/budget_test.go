@@ -172,3 +172,85 @@ func TestXlateErrorReportRateLimited(t *testing.T) {
 		t.Errorf("reports %q, want two of %q", reports, want)
 	}
 }
+
+// FuzzRecursionBudget builds random groups and flows that call each other
+// (group chains and loops, resubmit, goto_table, ct recirculation) from the
+// input and sends a packet and a packet-out through them: every walk must
+// end, within the budget, without overflowing the stack.
+func FuzzRecursionBudget(f *testing.F) {
+	f.Add([]byte{0x11, 0x22, 0x33, 0x44, 0x55})
+	f.Add([]byte{0xff, 0xfe, 0xfd, 0x00, 0x01, 0x02, 0x03, 0x80, 0x81})
+	f.Add([]byte("group loops and resubmits"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64 {
+			data = data[:64]
+		}
+		next := func() int {
+			if len(data) == 0 {
+				return 0
+			}
+			b := data[0]
+			data = data[1:]
+			return int(b)
+		}
+		// One action of each nesting kind, chosen by a byte.
+		action := func() string {
+			b := next()
+			switch b % 6 {
+			case 0:
+				return fmt.Sprintf("group:%d", 1+b/6%4)
+			case 1:
+				return fmt.Sprintf("resubmit(,%d)", b/6%4)
+			case 2:
+				return "ct(table=" + fmt.Sprint(b/6%4) + ",zone=1)"
+			case 3:
+				return "output:2"
+			case 4:
+				return "load:5->NXM_NX_REG0[]"
+			}
+			return "note:00"
+		}
+		p := flowtable.NewPipeline()
+		p.Conntrack = ctadapter.New()
+		var groups []*flowtable.GroupEntry
+		for id := uint32(1); id <= 4; id++ {
+			var buckets []string
+			for n := 1 + next()%3; n > 0; n-- {
+				buckets = append(buckets, action()+","+action())
+			}
+			groups = append(groups, groupOf(t, id, []flowtable.GroupType{flowtable.GroupAll, flowtable.GroupSelect, flowtable.GroupIndirect}[next()%3], buckets...))
+			if groups[len(groups)-1].Type == flowtable.GroupIndirect {
+				groups[len(groups)-1].Buckets = groups[len(groups)-1].Buckets[:1]
+			}
+		}
+		setGroups(t, p, groups...)
+		var flows []string
+		for table := 0; table < 4; table++ {
+			acts := action() + "," + action()
+			if table < 3 && next()%2 == 0 {
+				acts += fmt.Sprintf(",goto_table:%d", table+1)
+			}
+			flows = append(flows, fmt.Sprintf("table=%d,priority=1 actions=%s", table, acts))
+		}
+		if err := flowtext.Load(p, strings.Join(flows, "\n"), nil); err != nil {
+			t.Fatal(err)
+		}
+		k, frame := packetSpec(t, p, tcpPkt)
+		for _, out := range []string{"", action()} {
+			var pkt flowtable.Packet
+			pkt.Key = k
+			if err := pkt.Extract(append([]byte(nil), frame...)); err != nil {
+				t.Fatal(err)
+			}
+			var res flowtable.Result
+			if out == "" {
+				res = p.Run(&pkt, nil, nil)
+			} else {
+				res = p.Execute(&pkt, actionsOf(t, out), nil, nil)
+			}
+			if res.Error != flowtable.XlateOK && p.XlateErrors.Load() == 0 {
+				t.Fatalf("translation error %v not counted", res.Error)
+			}
+		}
+	})
+}
