@@ -29,6 +29,7 @@ func TestCampaignCoversTheParsers(t *testing.T) {
 		{"./ofproto/translate", "FuzzFlowModFromWire"},
 		{"./ofproto/flowtext", "FuzzParseFlow"},   // flow text
 		{"./flowtable", "FuzzExtract"},            // frame extraction
+		{"./flowtable", "FuzzRecursionBudget"},    // group loops and resubmits
 		{"./conntrack", "FuzzExecute"},            // conntrack
 		{"./tunnel", "FuzzDecap"},                 // Geneve options
 		{"./internal/vswitchd", "FuzzCtlRequest"}, // the ctl protocol
