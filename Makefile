@@ -24,7 +24,8 @@ demo: build
 	$(BIN)/govs trace --demo
 
 # deps-apt installs only the Debian packages that are missing, so a second run is quick;
-# it waits up to 10 minutes for a dpkg lock another apt-get holds instead of failing.
+# it waits up to 10 minutes for the locks another apt-get holds instead of failing
+# (apt-get update ignores DPkg::Lock::Timeout, hence the loop).
 deps-apt:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -32,7 +33,11 @@ deps-apt:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
-	  apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  for i in $$(seq 60); do \
+	    out=$$(apt-get update -qq 2>&1) && break; \
+	    case "$$out" in *"Could not get lock"*) echo "deps-apt: waiting for another apt-get" >&2; sleep 10;; *) echo "$$out" >&2; exit 1;; esac; \
+	  done; \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 deps-go:
