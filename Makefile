@@ -59,7 +59,7 @@ test: deps vet
 # gives each a few seconds (part of make test); `make fuzz FUZZTIME=10m` is the
 # long local run. A crasher is kept in the package's testdata/fuzz/<Target>/.
 FUZZTIME    ?= 10m
-FUZZTIME_CI ?= 4s
+FUZZTIME_CI ?= 3s
 fuzz-ci:
 	$(GO) run ./internal/fuzzcampaign -fuzztime $(FUZZTIME_CI)
 fuzz:

@@ -125,8 +125,10 @@ func main() {
 			fmt.Printf("%s %s\n", t.Dir, t.Name)
 			continue
 		}
+		began := time.Now()
 		r := Run(root, t, *fuzztime, *parallel)
-		fmt.Printf("%-28s %-26s execs %10s  new interesting %5s  corpus %6s\n", t.Dir, t.Name, r.Execs, r.NewInteresting, r.Corpus)
+		fmt.Printf("%-28s %-26s execs %10s  new interesting %5s  corpus %6s  %v\n", t.Dir, t.Name, r.Execs, r.NewInteresting, r.Corpus,
+			time.Since(began).Round(time.Second))
 		if r.Err != nil {
 			failed++
 			fmt.Printf("FAIL %s %s: %v\n%s\n", t.Dir, t.Name, r.Err, r.Tail)
