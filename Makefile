@@ -14,7 +14,7 @@ DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables co
              ovn-central ovn-host
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean install
+.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean install fuzz fuzz-ci
 
 all: build
 
@@ -24,7 +24,9 @@ build:
 demo: build
 	$(BIN)/govs demo
 
-# deps-apt installs only the Debian packages that are missing, so a second run is quick.
+# deps-apt installs only the Debian packages that are missing, so a second run is quick;
+# it waits up to 10 minutes for the locks another apt-get holds instead of failing
+# (apt-get update ignores DPkg::Lock::Timeout, hence the loop).
 deps-apt:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -32,7 +34,11 @@ deps-apt:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "run as root to install:$$missing" >&2; exit 1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  for i in $$(seq 60); do \
+	    out=$$(apt-get update -qq 2>&1) && break; \
+	    case "$$out" in *"Could not get lock"*) echo "deps-apt: waiting for another apt-get" >&2; sleep 10;; *) echo "$$out" >&2; exit 1;; esac; \
+	  done; \
+	  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 deps-go:
@@ -48,6 +54,17 @@ RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	$(MAKE) fuzz-ci
+
+# Fuzz campaigns over every `func Fuzz` target (internal/fuzzcampaign): fuzz-ci
+# gives each a few seconds (part of make test); `make fuzz FUZZTIME=10m` is the
+# long local run. A crasher is kept in the package's testdata/fuzz/<Target>/.
+FUZZTIME    ?= 10m
+FUZZTIME_CI ?= 3s
+fuzz-ci:
+	$(GO) run ./internal/fuzzcampaign -fuzztime $(FUZZTIME_CI)
+fuzz:
+	$(GO) run ./internal/fuzzcampaign -fuzztime $(FUZZTIME) -parallel 1
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -189,6 +189,10 @@ type Config struct {
 	VerifyChecksums bool
 	// Seed for the tuple hash (0: random).
 	Seed uint64
+	// OnFull, if set, hears that a commit was refused because the table
+	// (zoneLimit false) or the zone's limit was full; at most once a
+	// second, for a log line. Stats().Full counts every refusal.
+	OnFull func(zone uint16, zoneLimit bool)
 }
 
 // DefaultMaxConns is OVS' default global limit.

@@ -60,6 +60,8 @@ type Tracker struct {
 	stats struct {
 		invalid, full, natFail, fragments atomic.Uint64
 	}
+	onFull   func(zone uint16, zoneLimit bool)
+	lastFull atomic.Int64
 }
 
 // New returns an empty tracker.
@@ -70,6 +72,7 @@ func New(cfg Config) *Tracker {
 		verifyCs: cfg.VerifyChecksums,
 		clock:    cfg.Clock,
 		tick:     int64(cfg.SweepTick),
+		onFull:   cfg.OnFull,
 	}
 	if t.seed == 0 {
 		t.seed = rand.Uint64() | 1
@@ -568,6 +571,20 @@ const (
 	commitNATFail
 )
 
+// refuse counts a commit refused by a limit and tells Config.OnFull, at
+// most once a second (a SYN flood refuses millions).
+func (t *Tracker) refuse(zone uint16, zoneLimit bool, now int64) {
+	t.stats.full.Add(1)
+	if t.onFull == nil {
+		return
+	}
+	last := t.lastFull.Load() // now+1 of the last report, 0 for none
+	if last != 0 && now+1-last < int64(time.Second) || !t.lastFull.CompareAndSwap(last, now+1) {
+		return
+	}
+	t.onFull(zone, zoneLimit)
+}
+
 // commit creates the connection of a new packet with key k, whose hash is
 // h0. With NAT, pl is the first candidate reply key if execute planned it
 // (pl.rev.v6 != 0xff).
@@ -582,7 +599,7 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, pl *n
 	if zl > 0 {
 		if n := t.zoneCount[k.zone].Add(1); int64(n) > zl {
 			t.zoneCount[k.zone].Add(-1)
-			t.stats.full.Add(1)
+			t.refuse(k.zone, true, now)
 			return nil, commitFull
 		}
 	}
@@ -639,14 +656,14 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, pl *n
 		if !t.hasRoom() {
 			t.unlockPair(a0, a1)
 			release()
-			t.stats.full.Add(1)
+			t.refuse(k.zone, false, now)
 			return nil, commitFull
 		}
 		ref, c := s0.alloc(a0)
 		if c == nil {
 			t.unlockPair(a0, a1)
 			release()
-			t.stats.full.Add(1)
+			t.refuse(k.zone, false, now)
 			return nil, commitFull
 		}
 		c.lock()

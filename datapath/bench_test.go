@@ -59,11 +59,13 @@ func setTCPSeq(f []byte, seq, ack uint32) {
 // establishedBridge is worker 1's bridge with counting memory ports and a
 // frontend -> backend1 TCP 80 connection through its 3-way handshake. It
 // returns the bridge, the ports and a data segment of that connection.
-func establishedBridge(b *testing.B) (*Bridge, map[uint32]*MemPort, []byte) {
+// With record, the ports keep what they send (MemPort.Sent).
+func establishedBridge(b testing.TB, record bool) (*Bridge, map[uint32]*MemPort, []byte) {
 	br := newBridge(b, seeds.Worker1, true)
 	ps := map[uint32]*MemPort{}
 	for _, n := range []uint32{portTun, portGW, portBackend1, portFrontend} {
-		mp := NewMemPort(MemPortConfig{Name: "mem"})
+		// Bad lengths reach the loop, which must cope (hostile frames).
+		mp := NewMemPort(MemPortConfig{Name: "mem", PassBadLengths: true, MTU: 9000, Record: record})
 		if _, err := br.AddPort(n, mp, KindMemory); err != nil {
 			b.Fatal(err)
 		}
@@ -99,7 +101,7 @@ func establishedBridge(b *testing.B) (*Bridge, map[uint32]*MemPort, []byte) {
 // memory port) for an established frontend -> backend1 TCP flow, driven
 // synchronously in batches of 64. One op is one packet.
 func BenchmarkProcessEstablished(b *testing.B) {
-	br, ps, data := establishedBridge(b)
+	br, ps, data := establishedBridge(b, false)
 	l := newLoop(br, br.ports.Load().byNo[portFrontend])
 	out := ps[portBackend1]
 	before := out.Stats().TxPackets
@@ -113,7 +115,7 @@ func BenchmarkProcessEstablished(b *testing.B) {
 // goroutine: a replaying memory port feeds the loop, the benchmark waits
 // for backend1's port to have sent every packet.
 func BenchmarkBridgeEstablished(b *testing.B) {
-	br, ps, data := establishedBridge(b)
+	br, ps, data := establishedBridge(b, false)
 	_ = br
 	in, out := ps[portFrontend], ps[portBackend1]
 	before := out.Stats().TxPackets

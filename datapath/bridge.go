@@ -183,6 +183,10 @@ func NewBridge(name string, dpid uint64, pipeline *flowtable.Pipeline, log *zap.
 	b := &Bridge{name: name, dpid: dpid, pipeline: pipeline, log: log.With(zap.String("bridge", name))}
 	b.ports.Store(&portSet{byNo: map[uint32]*bridgePort{}})
 	pipeline.Ports = b
+	pipeline.OnXlateError = func(e flowtable.XlateError, k *flowtable.Key) {
+		b.log.Warn("packet dropped: "+e.Error(), zap.Uint32("in_port", k.InPort()),
+			zap.String("eth_type", fmt.Sprintf("0x%04x", k.EthType())), zap.Uint64("total", pipeline.XlateErrors.Load()))
+	}
 	b.poLoop = newLoop(b, nil)
 	return b
 }
@@ -436,6 +440,10 @@ func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Acti
 	l.ports = b.ports.Load()
 	res := b.pipeline.Execute(&l.pkt, actions, l, nil)
 	l.flush()
+	if res.Error != flowtable.XlateOK {
+		// OVS answers such a packet-out with OFPFMFC_UNKNOWN.
+		return res, fmt.Errorf("bridge %s: packet-out: %w", b.name, res.Error)
+	}
 	return res, nil
 }
 

@@ -133,6 +133,9 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
 				return fail(i, ErrOverlap)
 			}
+			if err := p.roomForLocked(f); err != nil {
+				return fail(i, err)
+			}
 			r, old := p.addLocked(f, now)
 			results[i].Added = r
 			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
@@ -172,6 +175,10 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			g := op.Group
 			if _, ok := p.groups[g.ID]; ok {
 				return fail(i, fmt.Errorf("group %d: %w", g.ID, ErrGroupExists))
+			}
+			if m := p.Limits.MaxGroups; m > 0 && len(p.groups) >= m {
+				p.LimitRefusals.Add(1)
+				return fail(i, fmt.Errorf("group %d: %d groups: %w", g.ID, len(p.groups), ErrOutOfGroups))
 			}
 			p.groups[g.ID] = g
 			undo = append(undo, undoStep{kind: OpGroupAdd, group: g})

@@ -112,7 +112,46 @@ type Result struct {
 	Masks [MaxSegments]Key
 	// Segments is the number of segments the packet went through.
 	Segments int
+	// Error is set when the translation ran out of its recursion budget
+	// (as OVS's xlate error): the walk stopped there and the packet is
+	// dropped from that point on.
+	Error XlateError
 }
+
+// XlateError says why a translation stopped early (OVS enum xlate_error).
+type XlateError uint8
+
+const (
+	XlateOK XlateError = iota
+	// XlateRecursionTooDeep: resubmit, goto_table, group and ct(table=)
+	// nesting went past Pipeline.MaxResubmitDepth (OVS MAX_DEPTH, 64).
+	XlateRecursionTooDeep
+	// XlateTooManyResubmits: the packet looked up tables or ran groups
+	// more than MaxResubmits times in all (OVS MAX_RESUBMITS).
+	XlateTooManyResubmits
+)
+
+// Error makes an XlateError usable as an error: "translation failed
+// (Recursion too deep)", the words of ofproto/trace.
+func (e XlateError) Error() string { return "translation failed (" + e.String() + ")" }
+
+func (e XlateError) String() string {
+	switch e {
+	case XlateOK:
+		return "OK"
+	case XlateRecursionTooDeep:
+		return "Recursion too deep"
+	case XlateTooManyResubmits:
+		return "Too many resubmits"
+	}
+	return fmt.Sprintf("xlate error %d", uint8(e))
+}
+
+// MaxResubmits bounds the table lookups and group executions one packet
+// may do in all, nested or not (OVS MAX_RESUBMITS = MAX_DEPTH * MAX_DEPTH):
+// a group of two buckets that each reach the group again stays within the
+// depth but would otherwise take 2^64 steps.
+const MaxResubmits = 64 * 64
 
 // MaxSegments is the number of recirculation segments whose masks a Result
 // keeps apart.
@@ -127,6 +166,7 @@ type xlate struct {
 	sink      Sink
 	tr        *Trace
 	depth     int
+	resubmits int    // table lookups and group runs so far (MaxResubmits)
 	res       Result // returned by value: a pointer to a Result would escape with x's other pointers
 	actionSet []Action
 	learned   []*Flow
@@ -198,6 +238,9 @@ func (x *xlate) finishRecording() {
 func (p *Pipeline) addLearned(f *Flow) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.roomForLocked(f) != nil {
+		return // counted in LimitRefusals; OVS also drops such a learn
+	}
 	p.addLocked(f, p.Now())
 }
 
@@ -232,13 +275,38 @@ func (x *xlate) lookup(id uint8) *Rule {
 	return t.lookup(&x.pkt.Key, x.mask())
 }
 
-func (x *xlate) runTable(id uint8) {
-	if x.depth >= x.p.MaxResubmitDepth {
-		x.note("over max translation depth %d, dropping", x.p.MaxResubmitDepth)
-		x.exit = true
-		return
+// enter takes one step of the packet's recursion budget for a table
+// lookup or a group; false means the budget is spent: the translation
+// stops and the packet is dropped, as OVS's xlate_resubmit_resource_check.
+// A true return must be paired with x.depth--.
+func (x *xlate) enter() bool {
+	switch {
+	case x.res.Error != XlateOK:
+		return false
+	case x.depth >= x.p.MaxResubmitDepth:
+		x.fail(XlateRecursionTooDeep, "over max translation depth %d", x.p.MaxResubmitDepth)
+		return false
+	case x.resubmits >= MaxResubmits:
+		x.fail(XlateTooManyResubmits, "over %d resubmit actions", MaxResubmits)
+		return false
 	}
 	x.depth++
+	x.resubmits++
+	return true
+}
+
+func (x *xlate) fail(e XlateError, format string, arg int) {
+	x.note(format+", dropping", arg)
+	x.res.Error = e
+	x.exit = true
+	x.uncacheable(e.String())
+	x.p.countXlateError(e, &x.pkt.Key)
+}
+
+func (x *xlate) runTable(id uint8) {
+	if !x.enter() {
+		return
+	}
 	defer func() { x.depth-- }()
 	r := x.lookup(id)
 	if x.tr != nil {
@@ -571,6 +639,12 @@ func (x *xlate) group(id uint32) {
 		x.note("group %d does not exist: drop", id)
 		return
 	}
+	// A group's buckets may name groups again (chains, and loops that
+	// OVS accepts at group-mod time): they share the packet's budget.
+	if !x.enter() {
+		return
+	}
+	defer func() { x.depth-- }()
 	if !x.dry {
 		g.Packets.Add(1)
 		g.Bytes.Add(uint64(len(x.pkt.Frame)))

@@ -70,8 +70,19 @@ type Pipeline struct {
 	// vlans are the ports' VLAN roles for NORMAL (SetPortVLANs); nil:
 	// every port a trunk of every VLAN.
 	vlans atomic.Pointer[map[uint32]PortVLAN]
-	// MaxResubmitDepth bounds resubmit/goto nesting (OVS: 64).
+	// MaxResubmitDepth bounds the nesting of resubmit, goto_table, groups
+	// and ct(table=) recirculation of one packet (OVS MAX_DEPTH: 64).
 	MaxResubmitDepth int
+	// Limits bound what flow-mods (and learn) may install.
+	Limits Limits
+	// LimitRefusals counts flows and groups refused by Limits.
+	LimitRefusals atomic.Uint64
+	// XlateErrors counts packets whose translation ran out of budget.
+	XlateErrors atomic.Uint64
+	// OnXlateError, if set, hears of such packets, at most once a second
+	// (for a log line; the packet path stays quiet under a loop).
+	OnXlateError    func(e XlateError, key *Key)
+	lastXlateReport atomic.Int64 // unix nanoseconds of the last OnXlateError
 	// Now returns the time (tests use a fake clock).
 	Now func() time.Time
 
@@ -86,7 +97,7 @@ type PortLister interface {
 // NewPipeline returns an empty pipeline.
 func NewPipeline() *Pipeline {
 	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
-		MaxResubmitDepth: 64, Now: time.Now}
+		MaxResubmitDepth: 64, Limits: DefaultLimits, Now: time.Now}
 	return p
 }
 
@@ -104,6 +115,11 @@ var (
 	ErrOverlap      = errors.New("flow overlaps an existing flow (check_overlap)")
 	ErrBadTable     = errors.New("bad table id")
 	ErrUnknownGroup = errors.New("group does not exist")
+	// ErrTableFull: the table, or all tables together, hold as many flows
+	// as Limits allow (OFPFMFC_TABLE_FULL; OFPFMFC_ALL_TABLES_FULL in 1.0).
+	ErrTableFull = errors.New("flow table full")
+	// ErrOutOfGroups: Limits.MaxGroups groups exist (OFPGMFC_OUT_OF_GROUPS).
+	ErrOutOfGroups = errors.New("out of groups")
 )
 
 // AddFlow adds f, replacing a flow with the same table, match and
@@ -434,4 +450,69 @@ func (p *Pipeline) TableStats() map[uint8]int {
 		}
 	}
 	return out
+}
+
+// countXlateError counts a translation stopped by the recursion budget and
+// reports it to OnXlateError when the last report is a second old.
+func (p *Pipeline) countXlateError(e XlateError, key *Key) {
+	p.XlateErrors.Add(1)
+	if p.OnXlateError == nil {
+		return
+	}
+	now := p.Now().UnixNano()
+	last := p.lastXlateReport.Load()
+	if now-last < int64(time.Second) || !p.lastXlateReport.CompareAndSwap(last, now) {
+		return
+	}
+	p.OnXlateError(e, key)
+}
+
+// Limits bound the flows and groups a pipeline holds, so that a controller
+// (or a learn action fed by packets) cannot grow it without bound. Zero
+// fields are unlimited.
+type Limits struct {
+	// MaxFlowsPerTable is the most flows one table holds (OVS advertises
+	// max_entries 1,000,000 per table; its Flow_Table flow_limit).
+	MaxFlowsPerTable int
+	// MaxFlows is the most flows of all tables together.
+	MaxFlows int
+	// MaxGroups is the most groups.
+	MaxGroups int
+}
+
+// DefaultLimits are the limits of a new pipeline: the 1,000,000 flows per
+// table OVS advertises in its table stats, 2,000,000 flows in all (about
+// 1.5 GB of flows in OVS) and 65,536 groups.
+var DefaultLimits = Limits{MaxFlowsPerTable: 1_000_000, MaxFlows: 2_000_000, MaxGroups: 65536}
+
+// SetLimits changes the limits; flows and groups already held stay.
+func (p *Pipeline) SetLimits(l Limits) {
+	p.mu.Lock()
+	p.Limits = l
+	p.mu.Unlock()
+}
+
+// roomForLocked checks that adding f stays within Limits; replacing a flow
+// with the same match and priority always fits. The counts come first so
+// that an add below the limits costs no extra lookup.
+func (p *Pipeline) roomForLocked(f *Flow) error {
+	l := &p.Limits
+	t := p.tables[f.Table]
+	n := 0
+	if t != nil {
+		n = t.hard.n + t.soft.n
+	}
+	tableFull := l.MaxFlowsPerTable > 0 && n >= l.MaxFlowsPerTable
+	allFull := l.MaxFlows > 0 && p.nRules >= l.MaxFlows
+	if !tableFull && !allFull {
+		return nil
+	}
+	if t != nil && (t.hard.find(&f.Match, f.Priority) != nil || t.soft.find(&f.Match, f.Priority) != nil) {
+		return nil
+	}
+	p.LimitRefusals.Add(1)
+	if tableFull {
+		return fmt.Errorf("table %d holds %d flows, the limit: %w", f.Table, n, ErrTableFull)
+	}
+	return fmt.Errorf("the tables hold %d flows, the limit: %w", p.nRules, ErrTableFull)
 }

@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -32,6 +33,10 @@ type TLVMap struct {
 // NewTLVMap returns an empty map.
 func NewTLVMap() *TLVMap { return &TLVMap{} }
 
+// ErrTLVSpaceFull: the mappings would need more option space than the
+// tun_metadata fields hold (NXTTMFC_TABLE_FULL).
+var ErrTLVSpaceFull = errors.New("tun_metadata option space full")
+
 // Add installs mappings atomically: either all are added or none.
 func (t *TLVMap) Add(ms ...TLVMapping) error {
 	t.mu.Lock()
@@ -57,7 +62,7 @@ func (t *TLVMap) Add(ms ...TLVMapping) error {
 		used += int(m.Len)
 	}
 	if used > TunMetadataSize {
-		return fmt.Errorf("tun_metadata: %d bytes of options exceed the %d-byte table", used, TunMetadataSize)
+		return fmt.Errorf("tun_metadata: %d bytes of options exceed the %d-byte table: %w", used, TunMetadataSize, ErrTLVSpaceFull)
 	}
 	for _, m := range ms {
 		m := m

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -59,6 +60,8 @@ type Bridge struct {
 	tableNames map[uint8]string
 	// roleMu serializes role changes across connections.
 	roleMu sync.Mutex
+	// lastLimitLog rate-limits the "limit reached" log line (unix ns).
+	lastLimitLog atomic.Int64
 }
 
 // NewBridge returns the OpenFlow side of a datapath bridge.
@@ -243,6 +246,9 @@ func (b *Bridge) tlvMod(c *Conn, m *wire.NXTLVTableMod) error {
 	switch m.Command {
 	case 0: // NXTTMC_ADD
 		if err := b.p.TLV.Add(ms...); err != nil {
+			if errors.Is(err, flowtable.ErrTLVSpaceFull) {
+				return ofpErr(c, wire.NXTTMFC_TABLE_FULL, "%v", err)
+			}
 			return ofpErr(c, wire.NXTTMFC_ALREADY_MAPPED, "%v", err)
 		}
 	case 1: // NXTTMC_DELETE

@@ -94,6 +94,9 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 		if errors.As(err, &opErr) {
 			i = opErr.Index
 		}
+		if errors.Is(err, flowtable.ErrTableFull) || errors.Is(err, flowtable.ErrOutOfGroups) {
+			b.logLimit(err)
+		}
 		if reqs[i].fm == nil {
 			return failed(i, groupApplyError(c, err))
 		}
@@ -223,6 +226,9 @@ func (b *Bridge) applyError(c *Conn, err error) error {
 		return ofpErr(c, wire.OFPMMFC_INVALID_METER, "%v", err)
 	case errors.Is(err, flowtable.ErrBadTable):
 		return ofpErr(c, wire.OFPFMFC_BAD_TABLE_ID, "%v", err)
+	case errors.Is(err, flowtable.ErrTableFull):
+		// OFPFMFC_ALL_TABLES_FULL on an OpenFlow 1.0 connection.
+		return ofpErr(c, wire.OFPFMFC_TABLE_FULL, "%v", err)
 	}
 	return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
 }
@@ -364,6 +370,17 @@ func (b *Bridge) aggregate(c *Conn, h wire.Header, m *wire.Multipart) error {
 	return c.Send(h.Xid, &wire.Multipart{Reply: true, Type: m.Type, Experimenter: m.Experimenter, ExpType: m.ExpType, Aggregate: agg})
 }
 
+// logLimit says, at most once a second, that a flow-mod or group-mod was
+// refused by the pipeline's limits.
+func (b *Bridge) logLimit(err error) {
+	now := time.Now().UnixNano()
+	last := b.lastLimitLog.Load()
+	if now-last < int64(time.Second) || !b.lastLimitLog.CompareAndSwap(last, now) {
+		return
+	}
+	b.log.Warn("flow-mod refused: limit reached", zap.Error(err), zap.Uint64("refused_total", b.p.LimitRefusals.Load()))
+}
+
 // groupApplyError maps a group-mod the pipeline refused to OVS's error.
 func groupApplyError(c *Conn, err error) error {
 	var oe *wire.OFPError
@@ -374,6 +391,8 @@ func groupApplyError(c *Conn, err error) error {
 		return ofpErr(c, wire.OFPGMFC_GROUP_EXISTS, "%v", err)
 	case errors.Is(err, flowtable.ErrUnknownGroup):
 		return ofpErr(c, wire.OFPGMFC_UNKNOWN_GROUP, "%v", err)
+	case errors.Is(err, flowtable.ErrOutOfGroups):
+		return ofpErr(c, wire.OFPGMFC_OUT_OF_GROUPS, "%v", err)
 	}
 	return ofpErr(c, wire.OFPGMFC_INVALID_GROUP, "%v", err)
 }
@@ -442,6 +461,12 @@ func (b *Bridge) packetOut(c *Conn, m *wire.PacketOut) error {
 		}
 	}
 	if err := b.dp.PacketOut(m.Data, inPort, acts); err != nil {
+		var xe flowtable.XlateError
+		if errors.As(err, &xe) {
+			// A loop of groups or resubmits: OVS drops the packet and
+			// answers OFPFMFC_UNKNOWN.
+			return ofpErr(c, wire.OFPFMFC_UNKNOWN, "%v", err)
+		}
 		return ofpErr(c, wire.OFPBRC_BAD_PACKET, "%v", err)
 	}
 	return nil

@@ -180,5 +180,15 @@ func MalformedRequests() []Malformed {
 		{"unknown message type", 99, nil},
 		{"unknown multipart type", wire.OFPT_MULTIPART_REQUEST, []byte{0, 200, 0, 0, 0, 0, 0, 0}},
 		{"group-mod with a bad type", wire.OFPT_GROUP_MOD, []byte{0, 0, 9, 0, 0, 0, 0, 1}},
+		{"learn spec of 0 bits (FuzzDecodeActions)", wire.OFPT_FLOW_MOD, FlowMod13(nil, LearnZeroBits())},
 	}
+}
+
+// LearnZeroBits is an NXAST_LEARN whose one spec (an immediate loaded
+// into in_port) has n_bits 0: a nonzero spec header, so not the end of
+// the specs, but no bits to learn.
+func LearnZeroBits() []byte {
+	learn := []byte{0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0} // timeouts, priority, cookie, flags, table 1, fin timeouts
+	spec := []byte{0x28, 0x00, 0x00, 0x00, 0x00, 0x02, 0, 0}                             // immediate -> load, 0 bits; dst NXM_OF_IN_PORT[0]
+	return NXAction(16, 40, append(learn, spec...))
 }

@@ -2,6 +2,7 @@ package vswitchd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +10,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 )
@@ -142,21 +146,83 @@ func (d *Daemon) ServeCtl(ctx context.Context) error {
 func (d *Daemon) serveCtlConn(c net.Conn) {
 	defer c.Close()
 	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), MaxRequestLen)
 	enc := json.NewEncoder(c)
 	for sc.Scan() {
-		var req Request
 		var rep Reply
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			rep.Error = fmt.Sprintf("bad request: %v", err)
+		req, err := DecodeRequest(sc.Bytes())
+		if err != nil {
+			rep.Error = err.Error()
 		} else {
-			rep = d.Execute(req)
+			rep = d.safeExecute(req)
 			d.Log.Debug("control command", zap.String("command", req.Command), zap.Strings("args", req.Args), zap.String("error", rep.Error))
 		}
 		if err := enc.Encode(rep); err != nil {
 			return
 		}
 	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		// The stream cannot be resynchronised: say why, then close.
+		enc.Encode(Reply{Error: fmt.Sprintf("bad request: longer than %d bytes", MaxRequestLen)})
+	}
+}
+
+// Limits of one control request (a line of JSON).
+const (
+	MaxRequestLen = 1 << 20
+	MaxArgs       = 256
+	MaxArgLen     = 4096
+)
+
+// DecodeRequest parses one request line, refusing what no govs command
+// sends: unknown keys, a missing command, too many or too long words and
+// control characters (a name with a newline would corrupt `show`).
+func DecodeRequest(line []byte) (Request, error) {
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return Request{}, fmt.Errorf("bad request: %w", err)
+	}
+	if dec.More() {
+		return Request{}, errors.New("bad request: more than one JSON value on the line")
+	}
+	if req.Command == "" {
+		return Request{}, errors.New(`bad request: no "command"`)
+	}
+	if len(req.Args) > MaxArgs {
+		return Request{}, fmt.Errorf("bad request: %d arguments, at most %d", len(req.Args), MaxArgs)
+	}
+	for i, w := range append([]string{req.Command}, req.Args...) {
+		if len(w) > MaxArgLen {
+			return Request{}, fmt.Errorf("bad request: word %d is %d bytes long, at most %d", i, len(w), MaxArgLen)
+		}
+		if j := strings.IndexFunc(w, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }); j >= 0 {
+			return Request{}, fmt.Errorf("bad request: word %d has a control character or invalid UTF-8 at byte %d", i, j)
+		}
+	}
+	return req, nil
+}
+
+// ctlPanics counts control requests that panicked (CtlPanics).
+var ctlPanics atomic.Uint64
+
+// CtlPanics is the number of control requests that panicked; each was
+// answered with an error and logged with its stack, and the daemon went on.
+func CtlPanics() uint64 { return ctlPanics.Load() }
+
+// safeExecute is Execute that turns a panic into an error reply, so that a
+// bug one command hits does not take every bridge of the node down.
+func (d *Daemon) safeExecute(req Request) (rep Reply) {
+	defer func() {
+		if r := recover(); r != nil {
+			n := ctlPanics.Add(1)
+			d.Log.Error("control command panicked", zap.String("command", req.Command), zap.Strings("args", req.Args),
+				zap.Any("panic", r), zap.Uint64("total", n), zap.ByteString("stack", debug.Stack()))
+			rep = Reply{Error: fmt.Sprintf("internal error in %s: %v (logged by govs-vswitchd)", req.Command, r)}
+		}
+	}()
+	return d.Execute(req)
 }
 
 // Call sends one command to the daemon whose rundir is given.

@@ -53,6 +53,8 @@ type Daemon struct {
 	// PMD serves every bridge's system ports from one poll-mode thread
 	// per bridge (datapath.PMDConfig), like OVS's PMD threads.
 	PMD datapath.PMDConfig
+	// Limits bound flows, groups and connections (SetLimits changes them).
+	Limits Limits
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -94,9 +96,10 @@ func New(rundir string, log *zap.Logger) *Daemon {
 		log = zap.NewNop()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Daemon{Rundir: rundir, Log: log, ctx: ctx, cancel: cancel,
-		tracker: conntrack.New(conntrack.Config{}), bridges: map[string]*bridge{},
-		Openers: map[string]PortOpener{}}
+	d := &Daemon{Rundir: rundir, Log: log, ctx: ctx, cancel: cancel, bridges: map[string]*bridge{},
+		Openers: map[string]PortOpener{}, Limits: DefaultLimits()}
+	d.tracker = conntrack.New(conntrack.Config{MaxConns: d.Limits.ConntrackMax,
+		OnFull: conntrackFullLogger(log, func() *conntrack.Tracker { return d.tracker })})
 	d.Openers["system"] = d.openSystem
 	d.Openers[""] = d.openSystem
 	d.Openers["afxdp"] = d.openAFXDP
@@ -336,6 +339,7 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 		dpid = v
 	}
 	p := flowtable.NewPipeline()
+	p.Limits = d.Limits.Flows
 	p.Conntrack = ctadapter.Wrap(d.tracker)
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)

@@ -1,12 +1,6 @@
 package translate_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +8,13 @@ import (
 
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/internal/seeds"
+	"github.com/govs-project/govs/internal/sharedspec"
 	"github.com/govs-project/govs/ofproto/flowtext"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
-const capturesDir = "/work/shared/protocol/captures"
+// capturesDir is ../shared/protocol/captures from the module root.
+var capturesDir = sharedspec.Captures()
 
 var versions = []struct {
 	name string
@@ -83,95 +79,17 @@ type capMsg struct {
 // the one that answered the SYN.
 func readCapture(t testing.TB, path string) []capMsg {
 	t.Helper()
-	f, err := os.Open(path)
+	ms, err := sharedspec.ReadCapture(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	out := make([]capMsg, 0, len(ms))
+	for _, m := range ms {
+		h, err := wire.ParseHeader(m.Raw)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", path, m.Conn, err)
+		}
+		out = append(out, capMsg{fromClient: m.FromClient, h: h, raw: m.Raw})
 	}
-	all, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) < 24 || binary.LittleEndian.Uint32(all) != 0xa1b2c3d4 {
-		t.Fatalf("%s: not a little-endian pcap", path)
-	}
-	type stream struct {
-		next    uint32
-		started bool
-		data    []byte
-		client  bool
-	}
-	streams := map[string]*stream{}
-	servers := map[uint16]bool{}
-	var msgs []capMsg
-	for p := all[24:]; len(p) >= 16; {
-		n := int(binary.LittleEndian.Uint32(p[8:]))
-		if 16+n > len(p) {
-			t.Fatalf("%s: truncated record", path)
-		}
-		pkt := p[16 : 16+n]
-		p = p[16+n:]
-		if len(pkt) < 34 || binary.BigEndian.Uint16(pkt[12:]) != 0x0800 {
-			continue
-		}
-		ip := pkt[14:]
-		ihl := int(ip[0]&0xf) * 4
-		if ip[9] != 6 || len(ip) < ihl+20 {
-			continue
-		}
-		if tot := int(binary.BigEndian.Uint16(ip[2:])); tot < len(ip) {
-			ip = ip[:tot]
-		}
-		tcp := ip[ihl:]
-		sport, dport := binary.BigEndian.Uint16(tcp), binary.BigEndian.Uint16(tcp[2:])
-		seq, flags := binary.BigEndian.Uint32(tcp[4:]), tcp[13]
-		payload := tcp[int(tcp[12]>>4)*4:]
-		if flags&0x12 == 0x12 {
-			servers[sport] = true
-		}
-		key := fmt.Sprintf("%d>%d", sport, dport)
-		s := streams[key]
-		if s == nil {
-			s = &stream{}
-			streams[key] = s
-		}
-		s.client = servers[dport]
-		if flags&0x02 != 0 {
-			s.next, s.started = seq+1, true
-			continue
-		}
-		if len(payload) == 0 {
-			continue
-		}
-		if !s.started {
-			s.next, s.started = seq, true
-		}
-		if d := int32(seq - s.next); d < 0 {
-			if int(-d) >= len(payload) {
-				continue
-			}
-			payload, seq = payload[-d:], s.next
-		}
-		if seq != s.next {
-			t.Fatalf("%s: gap in %s", path, key)
-		}
-		s.next += uint32(len(payload))
-		s.data = append(s.data, payload...)
-		for len(s.data) >= 8 {
-			h, _, rest, err := wire.SplitMessage(s.data)
-			if errors.Is(err, wire.ErrShortMessage) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %s: %v", path, key, err)
-			}
-			msgs = append(msgs, capMsg{fromClient: s.client, h: h, raw: bytes.Clone(s.data[:h.Length])})
-			s.data = rest
-		}
-	}
-	return msgs
+	return out
 }

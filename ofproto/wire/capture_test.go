@@ -2,18 +2,17 @@ package wire
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/govs-project/govs/internal/sharedspec"
 )
 
-const capturesDir = "/work/shared/protocol/captures"
+// capturesDir is ../shared/protocol/captures from the module root.
+var capturesDir = sharedspec.Captures()
 
 // capMsg is one OpenFlow message found in a capture.
 type capMsg struct {
@@ -22,106 +21,23 @@ type capMsg struct {
 	raw  []byte // whole message
 }
 
-// tcpStream accumulates one direction of a TCP connection.
-type tcpStream struct {
-	next    uint32
-	started bool
-	data    []byte
-}
-
 // readCapture walks an Ethernet/IPv4/TCP pcap and splits each direction's
 // payload into OpenFlow messages (in capture order, per direction).
 func readCapture(t *testing.T, path string) []capMsg {
 	t.Helper()
-	f, err := os.Open(path)
+	ms, err := sharedspec.ReadCapture(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	out := make([]capMsg, 0, len(ms))
+	for _, m := range ms {
+		h, err := ParseHeader(m.Raw)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", path, m.Conn, err)
+		}
+		out = append(out, capMsg{conn: m.Conn, h: h, raw: m.Raw})
 	}
-	all, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) < 24 || binary.LittleEndian.Uint32(all) != 0xa1b2c3d4 || binary.LittleEndian.Uint32(all[20:]) != 1 {
-		t.Fatalf("%s: not a little-endian Ethernet pcap", path)
-	}
-	streams := map[string]*tcpStream{}
-	var msgs []capMsg
-	p := all[24:]
-	for len(p) >= 16 {
-		incl := int(binary.LittleEndian.Uint32(p[8:]))
-		if 16+incl > len(p) {
-			t.Fatalf("%s: truncated pcap record", path)
-		}
-		pkt := p[16 : 16+incl]
-		p = p[16+incl:]
-		if len(pkt) < 14+20 || binary.BigEndian.Uint16(pkt[12:]) != 0x0800 {
-			continue
-		}
-		ip := pkt[14:]
-		ihl := int(ip[0]&0xf) * 4
-		if ip[9] != 6 || len(ip) < ihl+20 {
-			continue
-		}
-		totLen := int(binary.BigEndian.Uint16(ip[2:]))
-		if totLen < len(ip) {
-			ip = ip[:totLen]
-		}
-		tcp := ip[ihl:]
-		sport, dport := binary.BigEndian.Uint16(tcp), binary.BigEndian.Uint16(tcp[2:])
-		seq := binary.BigEndian.Uint32(tcp[4:])
-		flags := tcp[13]
-		off := int(tcp[12]>>4) * 4
-		payload := tcp[off:]
-		key := fmt.Sprintf("%d>%d", sport, dport)
-		s := streams[key]
-		if s == nil {
-			s = &tcpStream{}
-			streams[key] = s
-		}
-		if flags&0x02 != 0 {
-			s.next, s.started = seq+1, true
-			continue
-		}
-		if len(payload) == 0 {
-			continue
-		}
-		if !s.started {
-			s.next, s.started = seq, true
-		}
-		if int32(seq-s.next) < 0 { // retransmission (possibly partial)
-			skip := int(s.next - seq)
-			if skip >= len(payload) {
-				continue
-			}
-			payload, seq = payload[skip:], s.next
-		}
-		if seq != s.next {
-			t.Fatalf("%s: gap in stream %s", path, key)
-		}
-		s.next += uint32(len(payload))
-		s.data = append(s.data, payload...)
-		for {
-			h, _, rest, err := SplitMessage(s.data)
-			if errors.Is(err, ErrShortMessage) && len(s.data) >= 8 && h.Length >= 8 {
-				break
-			}
-			if err != nil {
-				if len(s.data) < 8 {
-					break
-				}
-				t.Fatalf("%s: stream %s: %v", path, key, err)
-			}
-			raw := append([]byte(nil), s.data[:h.Length]...)
-			msgs = append(msgs, capMsg{conn: key, h: h, raw: raw})
-			s.data = rest
-		}
-	}
-	return msgs
+	return out
 }
 
 // reverse turns "a>b" into "b>a".

@@ -26,6 +26,41 @@ func seedMessages(t testing.TB) [][]byte {
 	return out
 }
 
+// seedFlowModParts returns the match and action lists of the captures'
+// flow-mods, re-encoded on their own, to seed the match and action fuzzers.
+func seedFlowModParts() (matches, actions []seedPart) {
+	seen := map[string]bool{}
+	for _, raw := range seedMessages(&testing.T{}) {
+		h, body, _, err := SplitMessage(raw)
+		if err != nil {
+			continue
+		}
+		m, err := DecodeMessage(h, body)
+		fm, ok := m.(*FlowMod)
+		if err != nil || !ok {
+			continue
+		}
+		if b, err := AppendMatchTLVs(nil, h.Version, fm.Match); err == nil && len(fm.Match) > 0 && !seen["m"+string(b)] {
+			seen["m"+string(b)] = true
+			matches = append(matches, seedPart{h.Version, b})
+		}
+		acts := fm.Actions
+		for _, in := range fm.Instructions {
+			acts = append(acts, in.Actions...)
+		}
+		if b, err := AppendActions(nil, h.Version, acts); err == nil && len(acts) > 0 && !seen["a"+string(b)] {
+			seen["a"+string(b)] = true
+			actions = append(actions, seedPart{h.Version, b})
+		}
+	}
+	return matches, actions
+}
+
+type seedPart struct {
+	version uint8
+	data    []byte
+}
+
 func FuzzDecodeMessage(f *testing.F) {
 	for _, m := range seedMessages(&testing.T{}) {
 		f.Add(m)
@@ -64,6 +99,10 @@ func FuzzDecodeMatch(f *testing.F) {
 	f.Add(uint8(OFP13), cat(tlv(1, 0, true, 0, 0, 0, 1, 0, 0, 0, 0xff), tlv(0x8000, 5, false, 8, 0)))
 	f.Add(uint8(OFP15), tlv(0x8000, 0, false, 0, 0, 0, 1))
 	f.Add(uint8(OFP10), cat(OXMHeader{Class: 0xffff, Field: 33, Length: 20, Experimenter: NX_VENDOR_ID}.Append(nil), make([]byte, 16)))
+	matches, _ := seedFlowModParts()
+	for _, m := range matches {
+		f.Add(m.version, m.data)
+	}
 	f.Fuzz(func(t *testing.T, version uint8, data []byte) {
 		fields, err := DecodeMatch(version, data)
 		if err != nil {
@@ -86,6 +125,10 @@ func FuzzDecodeActions(f *testing.F) {
 				f.Add(v, b)
 			}
 		}
+	}
+	_, actions := seedFlowModParts()
+	for _, a := range actions {
+		f.Add(a.version, a.data)
 	}
 	f.Fuzz(func(t *testing.T, version uint8, data []byte) {
 		if version != OFP10 && version != OFP13 && version != OFP15 {

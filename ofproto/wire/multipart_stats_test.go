@@ -459,6 +459,11 @@ func FuzzDecodeMultipart(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	for _, m := range seedMessages(&testing.T{}) {
+		if t := m[1]; t == OFPT_MULTIPART_REQUEST || t == OFPT_MULTIPART_REPLY || t == OFPT10_STATS_REQUEST || t == OFPT10_STATS_REPLY {
+			f.Add(m)
+		}
+	}
 	t1 := DefaultTableFeatures(1, "t", OFP13)
 	t1.Props = t1.Props[:3]
 	for _, v := range []uint8{OFP13, OFP15} {

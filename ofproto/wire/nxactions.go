@@ -311,6 +311,9 @@ func decodeLearn(d *Decoder, a []byte, def *rawDef) (Action, error) {
 		s.SrcImm = h&NX_LEARN_SRC_MASK != 0
 		s.Dst = h & NX_LEARN_DST_MASK
 		s.NBits = h & NX_LEARN_N_BITS_MASK
+		if s.NBits == 0 { // as OVS's mf_check__ "zero bit field" (FuzzDecodeActions)
+			return nil, errf(v, OFPBAC_BAD_SET_LEN, "learn: spec header %#x has n_bits 0", h)
+		}
 		if !(s.Dst == NX_LEARN_DST_MATCH || s.Dst == NX_LEARN_DST_LOAD || (s.Dst == NX_LEARN_DST_OUTPUT && !s.SrcImm)) {
 			return nil, errf(v, OFPBAC_BAD_ARGUMENT, "learn: invalid src/dst combination in spec header %#x", h)
 		}

@@ -168,7 +168,10 @@ func (d *Decoder) decodeExperimenterMsg(body []byte) (Message, error) {
 			if v != OFP10 {
 				break
 			}
-			return &NXSetFlowFormat{Format: be32(p)}, fixed(4)
+			if err := fixed(4); err != nil {
+				return nil, err
+			}
+			return &NXSetFlowFormat{Format: be32(p)}, nil
 		case NXT_FLOW_MOD_TABLE_ID:
 			if err := fixed(8); err != nil {
 				return nil, err

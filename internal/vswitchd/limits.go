@@ -1,0 +1,67 @@
+package vswitchd
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/conntrack"
+	"github.com/govs-project/govs/flowtable"
+)
+
+// Limits bound what controllers and traffic can make the daemon hold, so
+// that memory stays bounded under attack. Each refusal is counted and
+// logged (at most once a second): flow-mods and group-mods get the
+// OpenFlow error OVS sends (OFPFMFC_TABLE_FULL, OFPGMFC_OUT_OF_GROUPS), a
+// connection over a conntrack limit is not committed (the packet is
+// +trk+inv) while established ones keep working. The TLV (tun_metadata)
+// option space is fixed (flowtable.TunMetadataSize, NXTTMFC_TABLE_FULL).
+type Limits struct {
+	Flows flowtable.Limits
+	// ConntrackMax is the global connection limit, like OVS's
+	// `dpctl/ct-set-maxconns` (OVS default 3,000,000).
+	ConntrackMax int
+	// ConntrackZoneDefault limits each zone without a limit of its own,
+	// like `dpctl/ct-set-limits default=N` (OVS default 0: none).
+	ConntrackZoneDefault uint32
+	// ConntrackZones are per-zone limits (`dpctl/ct-set-limits zone=Z,limit=N`).
+	ConntrackZones map[uint16]uint32
+}
+
+// DefaultLimits are OVS's defaults where OVS has one (conntrack), and
+// flowtable.DefaultLimits for flows and groups.
+func DefaultLimits() Limits {
+	return Limits{Flows: flowtable.DefaultLimits, ConntrackMax: conntrack.DefaultMaxConns}
+}
+
+// SetLimits puts l in force for the connection tracker and every bridge,
+// present and future.
+func (d *Daemon) SetLimits(l Limits) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Limits = l
+	d.tracker.SetGlobalLimit(l.ConntrackMax)
+	d.tracker.SetDefaultZoneLimit(l.ConntrackZoneDefault)
+	for z, n := range l.ConntrackZones {
+		d.tracker.SetZoneLimit(z, n)
+	}
+	for _, b := range d.bridges {
+		b.dp.Pipeline().SetLimits(l.Flows)
+	}
+}
+
+// conntrackFullLogger is the tracker's OnFull: one line a second at most
+// while a limit refuses connections (a SYN flood refuses millions).
+func conntrackFullLogger(log *zap.Logger, tracker func() *conntrack.Tracker) func(zone uint16, zoneLimit bool) {
+	return func(zone uint16, zoneLimit bool) {
+		t := tracker()
+		if t == nil {
+			return
+		}
+		if zoneLimit {
+			log.Warn("conntrack zone full: new connections are not committed", zap.Uint16("zone", zone),
+				zap.Uint32("limit", t.ZoneLimit(zone)), zap.Uint64("refused_total", t.Stats().Full))
+			return
+		}
+		log.Warn("conntrack table full: new connections are not committed", zap.Int("limit", t.GlobalLimit()),
+			zap.Int("connections", t.Count()), zap.Uint64("refused_total", t.Stats().Full))
+	}
+}
