@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/datapath/offload"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -111,6 +113,9 @@ type Bridge struct {
 	// poMu guards poLoop, the loop state PacketOut uses.
 	poMu   sync.Mutex
 	poLoop *loop
+
+	// offload is the kernel fast path (nil: off); see EnableOffload.
+	offload *offload.Manager
 }
 
 // portSet is an immutable snapshot of the bridge's ports.
@@ -159,6 +164,11 @@ type bridgePort struct {
 
 	done chan struct{} // closed when the port goroutine exits
 	loop *loop         // the port's goroutine state (its cache's stats)
+
+	// xdp holds the kernel fast path's program on the port's interface
+	// ifindex (nil: not offloaded).
+	xdp     io.Closer
+	ifindex int
 }
 
 // NewBridge returns a bridge around pipeline and makes the bridge the
@@ -243,10 +253,11 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 	slices.Sort(next.numbers)
 	b.ports.Store(next)
 
+	b.attachOffload(bp, kind)
 	l := newLoop(b, bp)
 	bp.loop = l
 	// The port list feeds FLOOD/ALL decisions the caches keep.
-	b.pipeline.Generation.Add(1)
+	b.pipeline.BumpGeneration()
 	if bp.poller != nil {
 		b.pmd.add(bp)
 	} else {
@@ -280,7 +291,7 @@ func (b *Bridge) DelPort(ofport uint32) error {
 	}
 	next.numbers = slices.DeleteFunc(slices.Clone(cur.numbers), func(n uint32) bool { return n == ofport })
 	b.ports.Store(next)
-	b.pipeline.Generation.Add(1)
+	b.pipeline.BumpGeneration()
 	err := b.stopPort(bp)
 	if b.pipeline.MACs != nil {
 		b.pipeline.MACs.Flush(ofport)
@@ -299,6 +310,7 @@ func (b *Bridge) stopPort(bp *bridgePort) error {
 	}
 	err := bp.p.Close()
 	<-bp.done
+	b.detachOffload(bp)
 	if err != nil {
 		return fmt.Errorf("bridge %s: close port %s: %w", b.name, bp.p.Name(), err)
 	}

@@ -199,7 +199,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			}
 		}
 	}
-	p.Generation.Add(1)
+	p.BumpGeneration()
 	return results, nil
 }
 

@@ -1,0 +1,239 @@
+package datapath
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/govs-project/govs/conntrack"
+	"github.com/govs-project/govs/datapath/afpacket"
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/offload"
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/internal/ctadapter"
+	"github.com/govs-project/govs/ofproto/flowtext"
+)
+
+// kpMACA and kpMACB are the pods' MACs in the kernel path tests.
+var (
+	kpMACA = net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 1}
+	kpMACB = net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 2}
+)
+
+// kpFlows is a small ct pipeline (zone 1): new connections from port 1
+// are committed, established ones forwarded with Ethernet rewrites and
+// dec_ttl, the shape of Antrea's established-traffic path.
+var kpFlows = fmt.Sprintf(`table=0,priority=10,arp,in_port=1,actions=output:2
+table=0,priority=10,arp,in_port=2,actions=output:1
+table=0,priority=10,ip,actions=ct(table=1,zone=1)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,in_port=1,actions=ct(commit,zone=1),output:2
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%[1]s,mod_dl_dst:%[2]s,dec_ttl,output:2
+table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,output:1
+`, kpMACA, kpMACB)
+
+// kpSetup is a bridge with the ct pipeline between pods A (10.210.0.1,
+// port 1) and B (10.210.0.2, port 2), the kernel path on or off.
+type kpSetup struct {
+	b     *Bridge
+	m     *offload.Manager
+	nsA   *netnstest.NS
+	nsB   *netnstest.NS
+	sw    *netnstest.NS
+	tr    *conntrack.Tracker
+	peerA string // A's interface
+}
+
+func newKPSetup(t *testing.T, kernel bool) *kpSetup {
+	s := &kpSetup{}
+	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA})
+	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB})
+	s.peerA = va.Peer
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, kpFlows, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel path relaxes TCP window tracking (docs/offload.md).
+	s.tr = conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel})
+	p.Conntrack = &ctadapter.Adapter{T: s.tr}
+	s.b = NewBridge("br-kp", 1, p, nil)
+	t.Cleanup(func() {
+		if err := s.b.Close(); err != nil {
+			t.Errorf("close bridge: %v", err)
+		}
+		if s.m != nil {
+			s.m.Close()
+		}
+	})
+	if kernel {
+		m, err := offload.NewManager(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.m = m
+		s.b.EnableOffload(m)
+	}
+	// The program attaches by ifindex in the caller's namespace: add the
+	// ports from the switch namespace.
+	err := s.sw.Do(func() error {
+		for i, v := range []*netnstest.Veth{va, vb} {
+			pt, err := afpacket.Open(v.Host, afpacket.Config{})
+			if err != nil {
+				return err
+			}
+			if _, err := s.b.AddPort(uint32(i+1), pt, KindSystem); err != nil {
+				pt.Close()
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ruleStats returns the counters of the flow with cookie c.
+func (s *kpSetup) ruleStats(t *testing.T, c uint64) (packets, bytes uint64) {
+	rs := s.b.Pipeline().Flows(&flowtable.FlowFilter{Table: 255, Cookie: c, CookieMask: ^uint64(0), OutPort: flowtable.PortNone, OutGroup: 0xffffffff})
+	if len(rs) != 1 {
+		t.Fatalf("cookie %#x: %d flows", c, len(rs))
+	}
+	return rs[0].Stats.Packets.Load(), rs[0].Stats.Bytes.Load()
+}
+
+// tcpTransfer sends n bytes from A to B over one connection and returns
+// what B received.
+func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
+	var ln net.Listener
+	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.210.0.2:7001"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		m, _ := io.Copy(io.Discard, c)
+		got <- int(m)
+	}()
+	var c net.Conn
+	if err := s.nsA.Do(func() (err error) { c, err = net.DialTimeout("tcp4", "10.210.0.2:7001", 5*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for sent := 0; sent < n; sent += len(buf) {
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(buf[:min(len(buf), n-sent)]); err != nil {
+			t.Fatalf("tcp write after %d bytes: %v", sent, err)
+		}
+	}
+	c.Close()
+	select {
+	case m := <-got:
+		return m
+	case <-time.After(15 * time.Second):
+		t.Fatal("tcp transfer did not finish")
+		return 0
+	}
+}
+
+// udpPingPong sends n datagrams of size bytes from A:srcPort to B:9001,
+// each answered by B before the next, and returns how many answers A got.
+// The answers make the connection established in both directions.
+func (s *kpSetup) udpPingPong(t *testing.T, srcPort, n, size int) int {
+	var srv, cli *net.UDPConn
+	if err := s.nsB.Do(func() (err error) {
+		srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 2), Port: 9001})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			m, from, err := srv.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			srv.WriteToUDP(buf[:m], from)
+		}
+	}()
+	if err := s.nsA.Do(func() (err error) {
+		cli, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 1), Port: srcPort})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	dst := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.210.0.2:9001"))
+	buf := make([]byte, 2048)
+	got := 0
+	for i := 0; i < n; i++ {
+		if _, err := cli.WriteToUDP(make([]byte, size), dst); err != nil {
+			t.Fatal(err)
+		}
+		cli.SetReadDeadline(time.Now().Add(time.Second))
+		if m, _, err := cli.ReadFromUDP(buf); err == nil && m == size {
+			got++
+		}
+	}
+	return got
+}
+
+// TestNetnsKernelPathDifferential: TCP and UDP through the ct pipeline
+// deliver the same with the kernel path on and off; with it on, the kernel
+// forwarded most packets, and the OpenFlow counters include them exactly
+// (every established UDP datagram counted once, by one path or the other).
+func TestNetnsKernelPathDifferential(t *testing.T) {
+	const tcpBytes, udpN, udpSize = 8 << 20, 400, 200
+	type result struct{ tcp, udp int }
+	var res [2]result
+	for i, kernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+			s := newKPSetup(t, kernel)
+			// Static neighbours: no ARP in the measured traffic.
+			s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+			res[i].udp = s.udpPingPong(t, 5001, udpN, udpSize)
+			var st offload.Stats
+			if kernel {
+				st = s.m.Stats() // pushes the kernel counters to the flows
+			}
+			// The first datagram is new, every other one established and
+			// counted once, whichever path forwarded it.
+			if p, b := s.ruleStats(t, 0x2); p != udpN-1 || b != (udpN-1)*(14+20+8+udpSize) {
+				t.Errorf("est flow A->B after UDP: %d packets %d bytes, want %d and %d", p, b, udpN-1, (udpN-1)*(14+20+8+udpSize))
+			}
+			res[i].tcp = s.tcpTransfer(t, tcpBytes)
+			estPackets, _ := s.ruleStats(t, 0x2)
+			newPackets, _ := s.ruleStats(t, 0x1)
+			t.Logf("udp %d/%d, tcp %d bytes; flows: new %d est(A->B) %d", res[i].udp, udpN, res[i].tcp, newPackets, estPackets)
+			if !kernel {
+				return
+			}
+			if st.Packets < udpN {
+				t.Errorf("kernel forwarded %d UDP packets, want most of the %d each way", st.Packets, 2*udpN)
+			}
+			st = s.m.Stats()
+			t.Logf("kernel forwarded %d packets, %d bytes; %d entries", st.Packets, st.Bytes, st.Entries)
+			if st.Bytes < tcpBytes/2 {
+				t.Errorf("kernel forwarded %d bytes in all, want most of the %d bytes TCP stream", st.Bytes, tcpBytes)
+			}
+		})
+	}
+	if res[0] != res[1] {
+		t.Errorf("delivered without kernel path %+v, with %+v", res[0], res[1])
+	}
+	if res[1].tcp != tcpBytes || res[1].udp != udpN {
+		t.Errorf("with kernel path delivered %+v, want tcp %d udp %d", res[1], tcpBytes, udpN)
+	}
+}
