@@ -46,7 +46,7 @@ type kpSetup struct {
 	peerA string // A's interface
 }
 
-func newKPSetup(t *testing.T, kernel bool) *kpSetup {
+func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
 	s := &kpSetup{}
 	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA})
@@ -57,7 +57,7 @@ func newKPSetup(t *testing.T, kernel bool) *kpSetup {
 		t.Fatal(err)
 	}
 	// The kernel path relaxes TCP window tracking (docs/offload.md).
-	s.tr = conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel})
+	s.tr = conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel, Timeouts: timeouts})
 	p.Conntrack = &ctadapter.Adapter{T: s.tr}
 	s.b = NewBridge("br-kp", 1, p, nil)
 	t.Cleanup(func() {
@@ -94,6 +94,8 @@ func newKPSetup(t *testing.T, kernel bool) *kpSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Static neighbours: no ARP in the measured traffic.
+	s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
 	return s
 }
 
@@ -200,9 +202,7 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 	var res [2]result
 	for i, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-			s := newKPSetup(t, kernel)
-			// Static neighbours: no ARP in the measured traffic.
-			s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+			s := newKPSetup(t, kernel, conntrack.Timeouts{})
 			res[i].udp = s.udpPingPong(t, 5001, udpN, udpSize)
 			var st offload.Stats
 			if kernel {
@@ -235,5 +235,105 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 	}
 	if res[1].tcp != tcpBytes || res[1].udp != udpN {
 		t.Errorf("with kernel path delivered %+v, want tcp %d udp %d", res[1], tcpBytes, udpN)
+	}
+}
+
+// TestNetnsKernelPathFlowMod: a flow-mod in the middle of offloaded
+// traffic applies to the very next packet (the kernel entries are
+// invalidated before the flow-mod returns), and the restored flow is
+// offloaded again.
+func TestNetnsKernelPathFlowMod(t *testing.T) {
+	s := newKPSetup(t, true, conntrack.Timeouts{})
+	if got := s.udpPingPong(t, 5002, 100, 100); got != 100 {
+		t.Fatalf("before the flow-mod: %d/100 answers", got)
+	}
+	before := s.m.Stats()
+	if before.Packets < 100 || before.Entries == 0 {
+		t.Fatalf("kernel path not in use before the flow-mod: %+v", before)
+	}
+	drop := "table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=drop"
+	if err := flowtext.Load(s.b.Pipeline(), drop, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 3, 100); got != 0 {
+		t.Errorf("after the flow-mod to drop: %d/3 answers, want 0 (a stale kernel entry forwarded)", got)
+	}
+	restore := fmt.Sprintf("table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%s,mod_dl_dst:%s,dec_ttl,output:2", kpMACA, kpMACB)
+	if err := flowtext.Load(s.b.Pipeline(), restore, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 100, 100); got != 100 {
+		t.Errorf("after restoring the flow: %d/100 answers", got)
+	}
+	if after := s.m.Stats(); after.Packets < before.Packets+100 {
+		t.Errorf("the restored flow was not offloaded again: kernel packets %d -> %d", before.Packets, after.Packets)
+	}
+}
+
+// TestNetnsKernelPathLongTCP: a TCP connection the kernel forwards for
+// longer than conntrack's established timeout keeps its entry (the
+// program's keepalive packets refresh it); its FIN goes through userspace
+// and closes the entry as before.
+func TestNetnsKernelPathLongTCP(t *testing.T) {
+	const idle = 2 * time.Second
+	s := newKPSetup(t, true, conntrack.Timeouts{TCPEstablished: idle})
+	var ln net.Listener
+	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.210.0.2:7002"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		m, _ := io.Copy(io.Discard, c)
+		got <- m
+	}()
+	var c net.Conn
+	if err := s.nsA.Do(func() (err error) { c, err = net.DialTimeout("tcp4", "10.210.0.2:7002", 5*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	conn := func() *conntrack.Entry {
+		for _, e := range s.tr.Dump(conntrack.DumpFilter{}) {
+			if e.Orig.Proto == 6 && e.Orig.DstPort == 7002 {
+				return &e
+			}
+		}
+		return nil
+	}
+	buf := make([]byte, 16<<10)
+	var sent int64
+	end := time.Now().Add(2*idle + time.Second)
+	for time.Now().Before(end) {
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		n, err := c.Write(buf)
+		sent += int64(n)
+		if err != nil {
+			t.Fatalf("write after %d bytes: %v", sent, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e := conn()
+	if e == nil {
+		t.Fatalf("conntrack entry expired while the kernel forwarded the connection (%d bytes sent)", sent)
+	}
+	if e.TCPStateName() != "ESTABLISHED" {
+		t.Errorf("connection state %s, want ESTABLISHED", e.TCPStateName())
+	}
+	st := s.m.Stats()
+	if st.Bytes < uint64(sent)/2 {
+		t.Errorf("kernel forwarded %d bytes of %d: the connection was not offloaded", st.Bytes, sent)
+	}
+	c.Close()
+	if m := <-got; m != sent {
+		t.Errorf("received %d bytes, sent %d", m, sent)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if e := conn(); e != nil && e.TCPStateName() == "ESTABLISHED" {
+		t.Errorf("after the FIN the connection is still %s", e.TCPStateName())
 	}
 }
