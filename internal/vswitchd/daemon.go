@@ -48,6 +48,7 @@ type Daemon struct {
 	// per bridge (datapath.PMDConfig), like OVS's PMD threads.
 	PMD datapath.PMDConfig
 
+	offload   bool // the kernel fast path (SetOffload)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	tracker   *conntrack.Tracker
@@ -215,6 +216,7 @@ func (d *Daemon) AddBridge(cfg BridgeConfig) error {
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
+	d.enableOffload(dp, log)
 	if cfg.FailMode == "standalone" {
 		// Standalone: behave as a learning switch until a controller says otherwise.
 		f := &flowtable.Flow{Priority: 0, Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortNormal}}}
@@ -297,7 +299,7 @@ func (d *Daemon) DelBridge(name string) error {
 	b.closeListeners()
 	err := b.dp.Close()
 	b.wg.Wait()
-	return err
+	return errors.Join(err, closeOffload(b.dp))
 }
 
 // AddPort adds a port to a bridge (ovs-vsctl add-port).
@@ -500,6 +502,7 @@ func (d *Daemon) FlushConntrack(args []string) (string, error) {
 	switch len(args) {
 	case 0:
 		d.tracker.Flush()
+		d.conntrackFlushed()
 		return "", nil
 	case 1:
 		z, ok := strings.CutPrefix(args[0], "zone=")
@@ -508,6 +511,7 @@ func (d *Daemon) FlushConntrack(args []string) (string, error) {
 			return "", fmt.Errorf("%q: usage: flush-conntrack [dp] [zone=N]", args[0])
 		}
 		d.tracker.FlushZone(uint16(n))
+		d.conntrackFlushed()
 		return "", nil
 	}
 	return "", fmt.Errorf("usage: flush-conntrack [dp] [zone=N]")
