@@ -148,48 +148,10 @@ func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
 	}
 }
 
-// udpPingPong sends n datagrams of size bytes from A:srcPort to B:9001,
-// each answered by B before the next, and returns how many answers A got.
-// The answers make the connection established in both directions.
+// udpPingPong runs netnstest.UDPPingPong from A:srcPort to B:9001.
 func (s *kpSetup) udpPingPong(t *testing.T, srcPort, n, size int) int {
-	var srv, cli *net.UDPConn
-	if err := s.nsB.Do(func() (err error) {
-		srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 2), Port: 9001})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			m, from, err := srv.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			srv.WriteToUDP(buf[:m], from)
-		}
-	}()
-	if err := s.nsA.Do(func() (err error) {
-		cli, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 1), Port: srcPort})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	dst := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.210.0.2:9001"))
-	buf := make([]byte, 2048)
-	got := 0
-	for i := 0; i < n; i++ {
-		if _, err := cli.WriteToUDP(make([]byte, size), dst); err != nil {
-			t.Fatal(err)
-		}
-		cli.SetReadDeadline(time.Now().Add(time.Second))
-		if m, _, err := cli.ReadFromUDP(buf); err == nil && m == size {
-			got++
-		}
-	}
-	return got
+	src := netip.AddrPortFrom(netip.MustParseAddr("10.210.0.1"), uint16(srcPort))
+	return netnstest.UDPPingPong(t, s.nsA, s.nsB, src, netip.MustParseAddrPort("10.210.0.2:9001"), n, size)
 }
 
 // TestNetnsKernelPathDifferential: TCP and UDP through the ct pipeline
