@@ -108,16 +108,17 @@ func (s *kpSetup) ruleStats(t *testing.T, c uint64) (packets, bytes uint64) {
 	return rs[0].Stats.Packets.Load(), rs[0].Stats.Bytes.Load()
 }
 
-// tcpTransfer sends n bytes from A to B over one connection and returns
-// what B received.
-func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
+// tcpConnect opens a connection from A to B:port; B reads it to the end
+// and sends the byte count to the channel.
+func (s *kpSetup) tcpConnect(t *testing.T, port int) (net.Conn, chan int64) {
+	addr := fmt.Sprintf("10.210.0.2:%d", port)
 	var ln net.Listener
-	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.210.0.2:7001"); return err }); err != nil {
+	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	got := make(chan int, 1)
+	got := make(chan int64, 1)
 	go func() {
+		defer ln.Close()
 		c, err := ln.Accept()
 		if err != nil {
 			got <- -1
@@ -125,12 +126,20 @@ func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
 		}
 		defer c.Close()
 		m, _ := io.Copy(io.Discard, c)
-		got <- int(m)
+		got <- m
 	}()
 	var c net.Conn
-	if err := s.nsA.Do(func() (err error) { c, err = net.DialTimeout("tcp4", "10.210.0.2:7001", 5*time.Second); return err }); err != nil {
+	if err := s.nsA.Do(func() (err error) { c, err = net.DialTimeout("tcp4", addr, 5*time.Second); return err }); err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
+	return c, got
+}
+
+// tcpTransfer sends n bytes from A to B over one connection and returns
+// what B received.
+func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
+	c, got := s.tcpConnect(t, 7001)
 	buf := make([]byte, 64<<10)
 	for sent := 0; sent < n; sent += len(buf) {
 		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
@@ -141,7 +150,7 @@ func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
 	c.Close()
 	select {
 	case m := <-got:
-		return m
+		return int(m)
 	case <-time.After(15 * time.Second):
 		t.Fatal("tcp transfer did not finish")
 		return 0
@@ -239,26 +248,7 @@ func TestNetnsKernelPathFlowMod(t *testing.T) {
 func TestNetnsKernelPathLongTCP(t *testing.T) {
 	const idle = 2 * time.Second
 	s := newKPSetup(t, true, conntrack.Timeouts{TCPEstablished: idle})
-	var ln net.Listener
-	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", "10.210.0.2:7002"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- -1
-			return
-		}
-		defer c.Close()
-		m, _ := io.Copy(io.Discard, c)
-		got <- m
-	}()
-	var c net.Conn
-	if err := s.nsA.Do(func() (err error) { c, err = net.DialTimeout("tcp4", "10.210.0.2:7002", 5*time.Second); return err }); err != nil {
-		t.Fatal(err)
-	}
+	c, got := s.tcpConnect(t, 7002)
 	conn := func() *conntrack.Entry {
 		for _, e := range s.tr.Dump(conntrack.DumpFilter{}) {
 			if e.Orig.Proto == 6 && e.Orig.DstPort == 7002 {

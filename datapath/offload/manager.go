@@ -131,12 +131,15 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 				}
 			}
 		}
-		d.Rules = append(d.Rules, e.Rules()...)
 	}
 	st := final.CtState()
 	if outputs != 1 || st&flowtable.CtStateTrk == 0 || st&flowtable.CtStateEst == 0 ||
 		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
 		return d, false
+	}
+	// Only now (an install is rare): a refused packet allocates nothing.
+	for _, e := range hits {
+		d.Rules = append(d.Rules, e.Rules()...)
 	}
 	return d, true
 }
@@ -156,6 +159,7 @@ type Manager struct {
 	log *zap.Logger
 
 	mu      sync.Mutex
+	closed  bool
 	gen     uint64 // the generation the program accepts
 	entries map[offloadFlowKey]*installed
 	// forwarded counts what the kernel forwarded, as pushed to the rules.
@@ -199,7 +203,10 @@ func (m *Manager) run() {
 func (m *Manager) Close() error {
 	close(m.stop)
 	<-m.done
-	m.PushStats()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pushLocked()
+	m.closed = true
 	return m.k.Close()
 }
 
@@ -214,8 +221,8 @@ func (m *Manager) Attach(ifindex int) (io.Closer, error) { return m.k.Attach(ifi
 func (m *Manager) Invalidate(gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if gen <= m.gen {
-		return // a later change got here first
+	if gen <= m.gen || m.closed {
+		return // a later change got here first, or the bridge is gone
 	}
 	if err := m.k.SetGeneration(gen); err != nil {
 		m.log.Error("offload: invalidating kernel entries failed", zap.Error(err))
@@ -253,6 +260,9 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
 	old := m.entries[key]
 	if !ok {
 		if old != nil {
@@ -284,7 +294,9 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 func (m *Manager) PushStats() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pushLocked()
+	if !m.closed {
+		m.pushLocked()
+	}
 }
 
 func (m *Manager) pushLocked() {
@@ -321,7 +333,9 @@ type Stats struct {
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pushLocked()
+	if !m.closed {
+		m.pushLocked()
+	}
 	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes}
 }
 
