@@ -333,6 +333,7 @@ func (b *Bridge) SetPortConfig(ofport, config, mask uint32) error {
 		return nil
 	}
 	bp.config.Store(nc)
+	b.offloadPortChanged()
 	b.notify(PortStatusModify, bp)
 	return nil
 }

@@ -41,6 +41,15 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 	bp.xdp, bp.ifindex = x, ix.Ifindex()
 }
 
+// offloadPortChanged drops the kernel entries when a port's config
+// changes (down, no-recv, no-fwd): the program does not check it. The
+// userspace path reads the config per packet and needs nothing.
+func (b *Bridge) offloadPortChanged() {
+	if b.offload != nil {
+		b.pipeline.BumpGeneration()
+	}
+}
+
 func (b *Bridge) detachOffload(bp *bridgePort) {
 	if bp.xdp != nil {
 		if err := bp.xdp.Close(); err != nil {
@@ -57,7 +66,7 @@ func (l *loop) initOffload() {
 	l.offload = true
 	l.cache.TraceHits = true
 	l.ifindexOf = func(ofport uint32) (int, bool) {
-		if bp := l.ports.byNo[ofport]; bp != nil && bp.xdp != nil {
+		if bp := l.ports.byNo[ofport]; bp != nil && bp.xdp != nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
 			return bp.ifindex, true
 		}
 		return 0, false

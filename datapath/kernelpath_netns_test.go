@@ -211,8 +211,8 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 
 // TestNetnsKernelPathFlowMod: a flow-mod in the middle of offloaded
 // traffic applies to the very next packet (the kernel entries are
-// invalidated before the flow-mod returns), and the restored flow is
-// offloaded again.
+// invalidated before the flow-mod returns), the restored flow is
+// offloaded again, and a port-mod applies at once as well.
 func TestNetnsKernelPathFlowMod(t *testing.T) {
 	s := newKPSetup(t, true, conntrack.Timeouts{})
 	if got := s.udpPingPong(t, 5002, 100, 100); got != 100 {
@@ -238,6 +238,19 @@ func TestNetnsKernelPathFlowMod(t *testing.T) {
 	}
 	if after := s.m.Stats(); after.Packets < before.Packets+100 {
 		t.Errorf("the restored flow was not offloaded again: kernel packets %d -> %d", before.Packets, after.Packets)
+	}
+	// A port-mod (no-fwd on B's port) stops the kernel path at once too.
+	if err := s.b.SetPortConfig(2, PortConfigNoFwd, PortConfigNoFwd); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 3, 100); got != 0 {
+		t.Errorf("with port 2 no-fwd: %d/3 answers, want 0", got)
+	}
+	if err := s.b.SetPortConfig(2, 0, PortConfigNoFwd); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 20, 100); got != 20 {
+		t.Errorf("with port 2 forwarding again: %d/20 answers", got)
 	}
 }
 
