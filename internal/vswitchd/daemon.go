@@ -451,6 +451,7 @@ func (d *Daemon) DumpCache(names []string) (string, error) {
 		}
 		fmt.Fprintf(&s, "%s:\n  entries: %d\n  hits: %d\n  misses: %d (%.1f%% hit rate)\n  upcalls: %d\n  installed: %d\n  evictions: %d\n  flushes: %d\n  uncachable segments: %d\n",
 			n, entries, st.Hits, st.Misses, hitRate, st.Upcalls, st.Installed, st.Evictions, st.Flushes, st.Uncachable)
+		dumpOffload(&s, b.dp)
 	}
 	return s.String(), nil
 }

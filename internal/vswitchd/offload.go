@@ -2,6 +2,7 @@ package vswitchd
 
 import (
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -74,5 +75,13 @@ func (d *Daemon) conntrackFlushed() {
 		if b.dp.Offload() != nil {
 			b.dp.Pipeline().BumpGeneration()
 		}
+	}
+}
+
+// dumpOffload adds the kernel fast path's counters to dump-cache.
+func dumpOffload(s *strings.Builder, dp *datapath.Bridge) {
+	if m := dp.Offload(); m != nil {
+		st := m.Stats()
+		fmt.Fprintf(s, "  kernel entries: %d\n  kernel hits: %d packets, %d bytes\n", st.Entries, st.Packets, st.Bytes)
 	}
 }

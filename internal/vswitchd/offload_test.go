@@ -1,8 +1,10 @@
 package vswitchd
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -50,6 +52,13 @@ table=1,ct_state=+est+trk,ip,in_port=2,actions=output:1`
 	st := dp.Offload().Stats()
 	if st.Entries != 2 || st.Packets < 50 {
 		t.Fatalf("kernel path: %+v, want 2 entries (one per direction) and most of the 100 packets", st)
+	}
+	out, err := d.DumpCache([]string{br})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("  kernel entries: 2\n  kernel hits: %d packets, %d bytes\n", st.Packets, st.Bytes); !strings.HasSuffix(out, want) {
+		t.Errorf("dump-cache:\n%s\nwant it to end with\n%s", out, want)
 	}
 	if _, err := d.FlushConntrack(nil); err != nil {
 		t.Fatal(err)
