@@ -169,6 +169,7 @@ type bridgePort struct {
 	// ifindex (nil: not offloaded).
 	xdp     io.Closer
 	ifindex int
+	off     *offload.Manager
 }
 
 // NewBridge returns a bridge around pipeline and makes the bridge the
@@ -352,6 +353,7 @@ func (bp *bridgePort) info() PortInfo {
 	st.RxDropped += bp.rxConfigDrops.Load()
 	st.TxDropped += bp.txConfigDrops.Load()
 	st.TxErrors += bp.txErrors.Load()
+	bp.addOffloadStats(&st)
 	return PortInfo{
 		OFPort: bp.ofport, Name: bp.p.Name(), MAC: bp.p.HardwareAddr(), Kind: bp.kind,
 		MTU: bp.p.MTU(), Config: bp.config.Load(), Stats: st,

@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/datapath/offload"
+	"github.com/govs-project/govs/datapath/port"
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
@@ -38,7 +39,19 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		b.log.Warn("offload: port stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
 		return
 	}
-	bp.xdp, bp.ifindex = x, ix.Ifindex()
+	bp.xdp, bp.ifindex, bp.off = x, ix.Ifindex(), b.offload
+}
+
+// addOffloadStats adds what the kernel forwarded from and to the port.
+func (bp *bridgePort) addOffloadStats(st *port.Stats) {
+	if bp.off == nil {
+		return
+	}
+	c := bp.off.PortStats(bp.ifindex)
+	st.RxPackets += c.RxPackets
+	st.RxBytes += c.RxBytes
+	st.TxPackets += c.TxPackets
+	st.TxBytes += c.TxBytes
 }
 
 // offloadPortChanged drops the kernel entries when a port's config

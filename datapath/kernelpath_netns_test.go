@@ -169,7 +169,12 @@ func (s *kpSetup) udpPingPong(t *testing.T, srcPort, n, size int) int {
 // (every established UDP datagram counted once, by one path or the other).
 func TestNetnsKernelPathDifferential(t *testing.T) {
 	const tcpBytes, udpN, udpSize = 8 << 20, 400, 200
-	type result struct{ tcp, udp int }
+	// Port counters after the UDP phase: port 1's rx and port 2's tx
+	// count every datagram A sent once, whichever path forwarded it.
+	type result struct {
+		tcp, udp int
+		rx1, tx2 uint64
+	}
 	var res [2]result
 	for i, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
@@ -179,6 +184,9 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 			if kernel {
 				st = s.m.Stats() // pushes the kernel counters to the flows
 			}
+			p1, _ := s.b.Port(1)
+			p2, _ := s.b.Port(2)
+			res[i].rx1, res[i].tx2 = p1.Stats.RxPackets, p2.Stats.TxPackets
 			// The first datagram is new, every other one established and
 			// counted once, whichever path forwarded it.
 			if p, b := s.ruleStats(t, 0x2); p != udpN-1 || b != (udpN-1)*(14+20+8+udpSize) {
@@ -203,6 +211,9 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 	}
 	if res[0] != res[1] {
 		t.Errorf("delivered without kernel path %+v, with %+v", res[0], res[1])
+	}
+	if res[1].rx1 < udpN || res[1].tx2 < udpN {
+		t.Errorf("port counters with the kernel path: port 1 rx %d, port 2 tx %d, want >= %d", res[1].rx1, res[1].tx2, udpN)
 	}
 	if res[1].tcp != tcpBytes || res[1].udp != udpN {
 		t.Errorf("with kernel path delivered %+v, want tcp %d udp %d", res[1], tcpBytes, udpN)

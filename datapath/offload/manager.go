@@ -148,7 +148,14 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 // it advances and the kernel counters already pushed into them.
 type installed struct {
 	rules          []*flowtable.Rule
+	out            uint32 // output ifindex
 	packets, bytes uint64
+}
+
+// PortCounters are what the kernel forwarded from (Rx) and to (Tx) one
+// interface, for the port counters (dump-ports).
+type PortCounters struct {
+	RxPackets, RxBytes, TxPackets, TxBytes uint64
 }
 
 // Manager is one switch's kernel fast path: the loaded program, the
@@ -162,8 +169,10 @@ type Manager struct {
 	closed  bool
 	gen     uint64 // the generation the program accepts
 	entries map[offloadFlowKey]*installed
-	// forwarded counts what the kernel forwarded, as pushed to the rules.
+	// forwarded counts what the kernel forwarded, as pushed to the rules,
+	// in all and by interface.
 	packets, bytes uint64
+	ports          map[uint32]*PortCounters
 
 	stop chan struct{}
 	done chan struct{}
@@ -179,7 +188,7 @@ func NewManager(log *zap.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go m.run()
 	return m, nil
 }
@@ -286,7 +295,7 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 		delete(m.entries, key)
 		return
 	}
-	m.entries[key] = &installed{rules: d.Rules}
+	m.entries[key] = &installed{rules: d.Rules, out: uint32(out)}
 }
 
 // PushStats adds what the kernel forwarded since the last push to the
@@ -317,10 +326,35 @@ func (m *Manager) pushOneLocked(key offloadFlowKey, e *installed) {
 	e.packets, e.bytes = v.Packets, v.Bytes
 	m.packets += dp
 	m.bytes += db
+	in, out := m.port(key.Ifindex), m.port(e.out)
+	in.RxPackets += dp
+	in.RxBytes += db
+	out.TxPackets += dp
+	out.TxBytes += db
 	for _, r := range e.rules {
 		r.Stats.Packets.Add(dp)
 		r.Stats.Bytes.Add(db)
 	}
+}
+
+func (m *Manager) port(ifindex uint32) *PortCounters {
+	c := m.ports[ifindex]
+	if c == nil {
+		c = &PortCounters{}
+		m.ports[ifindex] = c
+	}
+	return c
+}
+
+// PortStats returns what the kernel forwarded from and to ifindex, as of
+// the last push (at most a second old).
+func (m *Manager) PortStats(ifindex int) PortCounters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.ports[uint32(ifindex)]; c != nil {
+		return *c
+	}
+	return PortCounters{}
 }
 
 // Stats are the fast path's counters.
