@@ -49,14 +49,39 @@ func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, ok bool) {
 	}, true
 }
 
-func masked(k, m *flowtable.Key) bool {
+// wordMask is a key mask with the list of its non-zero words, so a test
+// against it reads only those (a key is 52 words, a header mask 2 to 13).
+type wordMask struct {
+	m     flowtable.Key
+	words []int
+}
+
+func newWordMask(m flowtable.Key) *wordMask {
+	w := &wordMask{m: m}
 	for i := 0; i < flowtable.KeyWords; i++ {
-		if k.Word(i)&m.Word(i) != 0 {
+		if m.Word(i) != 0 {
+			w.words = append(w.words, i)
+		}
+	}
+	return w
+}
+
+// masked reports whether k has a bit under w.
+func (w *wordMask) masked(k *flowtable.Key) bool {
+	for _, i := range w.words {
+		if k.Word(i)&w.m.Word(i) != 0 {
 			return true
 		}
 	}
 	return false
 }
+
+var (
+	perPacket   = newWordMask(flowtable.PerPacketMask)
+	frameFields = newWordMask(flowtable.FrameFieldsMask)
+	ethAddrs    = newWordMask(flowtable.EthAddrsMask)
+	nwTTL       = newWordMask(flowtable.NwTTLMask)
+)
 
 func and(a, b *flowtable.Key) (k flowtable.Key) {
 	for i := 0; i < flowtable.KeyWords; i++ {
@@ -89,9 +114,15 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 	if len(hits) < 2 {
 		return d, false // no ct() recirculation: not a connection
 	}
+	// The cheapest test first: most refused packets are not established.
+	st := final.CtState()
+	if st&flowtable.CtStateTrk == 0 || st&flowtable.CtStateEst == 0 ||
+		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
+		return d, false
+	}
 	outputs := 0
 	for i, e := range hits {
-		if e.UsesMACs() || masked(e.Mask(), &flowtable.PerPacketMask) {
+		if e.UsesMACs() || perPacket.masked(e.Mask()) {
 			return d, false
 		}
 		ops := e.Ops()
@@ -102,7 +133,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 				// ct() ends a segment that recirculates; its writes must not
 				// touch the frame (they would change the tuple).
 				if op.CT.Commit || op.CT.NAT != nil || op.CT.Alg != 0 || op.Table == flowtable.TableNone ||
-					i == len(hits)-1 || masked(&op.WMask, &flowtable.FrameFieldsMask) {
+					i == len(hits)-1 || frameFields.masked(&op.WMask) {
 					return d, false
 				}
 			case flowtable.DPOutput:
@@ -115,7 +146,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 					return d, false
 				}
 				d.OutPort = op.Port
-				if masked(&w, &flowtable.EthAddrsMask) {
+				if ethAddrs.masked(&w) {
 					d.Action.Flags |= ActSetEth
 					// Both addresses from the key as written (unwritten
 					// bits are the packet's own).
@@ -123,7 +154,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 					op.ApplyWrites(&wk)
 					d.Action.EthSrc, d.Action.EthDst = wk.EthSrc(), wk.EthDst()
 				}
-				if masked(&w, &flowtable.NwTTLMask) {
+				if nwTTL.masked(&w) {
 					if op.Write.NwTTL() != start.NwTTL()-1 {
 						return d, false // set_field to a fixed TTL
 					}
@@ -132,9 +163,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 			}
 		}
 	}
-	st := final.CtState()
-	if outputs != 1 || st&flowtable.CtStateTrk == 0 || st&flowtable.CtStateEst == 0 ||
-		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
+	if outputs != 1 {
 		return d, false
 	}
 	// Only now (an install is rare): a refused packet allocates nothing.
