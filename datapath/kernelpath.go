@@ -92,12 +92,15 @@ func (l *loop) initOffload() {
 // replaced is never accepted by the program.
 func (l *loop) processOffload() {
 	gen := l.b.pipeline.Generation.Load()
-	fk, ok := offload.KeyOf(l.in.ifindex, &l.pkt.Key)
-	if ok {
+	fk, kind := offload.KeyOf(l.in.ifindex, &l.pkt.Key)
+	if kind == offload.KeyOffer {
 		l.start = l.pkt.Key
 	}
 	l.cache.Process(&l.pkt, l)
-	if ok {
+	switch kind {
+	case offload.KeyOffer:
 		l.b.offload.Offer(fk, gen, &l.start, &l.pkt.Key, l.cache.Hits, l.ifindexOf)
+	case offload.KeyControl:
+		l.b.offload.Forget(fk)
 	}
 }

@@ -1,12 +1,14 @@
 package offload
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/datapath/flowcache"
@@ -24,21 +26,35 @@ type Decision struct {
 // tcpSynFinRst are the TCP flags the program never forwards.
 const tcpSynFinRst = 0x02 | 0x01 | 0x04
 
+// KeyKind says what the kernel path makes of a packet.
+type KeyKind uint8
+
+const (
+	// KeyNone: not IPv4 TCP/UDP without VLAN tag or fragmentation; the
+	// program never matches such packets.
+	KeyNone KeyKind = iota
+	// KeyOffer: a packet whose flow the kernel may forward.
+	KeyOffer
+	// KeyControl: a TCP SYN, FIN or RST, always for userspace; a FIN or
+	// RST ends the flow's kernel entry (Forget).
+	KeyControl
+)
+
 // KeyOf returns the exact kernel match of a packet received on ifindex,
-// from its key as extracted (before the pipeline ran); ok is false for a
-// packet the program always passes to userspace.
-func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, ok bool) {
+// from its key as extracted (before the pipeline ran), and its kind.
+func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, kind KeyKind) {
 	if k.EthType() != 0x0800 || k.VlanTCI() != 0 || k.NwFrag() != 0 {
-		return fk, false
+		return fk, KeyNone
 	}
+	kind = KeyOffer
 	switch k.NwProto() {
 	case 6:
 		if k.TCPFlags()&tcpSynFinRst != 0 {
-			return fk, false
+			kind = KeyControl
 		}
 	case 17:
 	default:
-		return fk, false
+		return fk, KeyNone
 	}
 	s, d := k.NwSrc(), k.NwDst()
 	return FlowKey{
@@ -46,7 +62,7 @@ func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, ok bool) {
 		Src:   netip.AddrFrom4([4]byte{byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}),
 		Dst:   netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}),
 		Proto: k.NwProto(), SrcPort: k.TpSrc(), DstPort: k.TpDst(), TTL: k.NwTTL(),
-	}, true
+	}, kind
 }
 
 // wordMask is a key mask with the list of its non-zero words, so a test
@@ -178,6 +194,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 type installed struct {
 	rules          []*flowtable.Rule
 	out            uint32 // output ifindex
+	since          int64  // CLOCK_MONOTONIC ns of the install
 	packets, bytes uint64
 }
 
@@ -232,6 +249,7 @@ func (m *Manager) run() {
 			return
 		case <-t.C:
 			m.PushStats()
+			m.expire(IdleTimeout)
 		}
 	}
 }
@@ -304,11 +322,7 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	old := m.entries[key]
 	if !ok {
 		if old != nil {
-			m.pushOneLocked(key, old)
-			if err := m.k.Delete(fk); err != nil {
-				m.log.Warn("offload: deleting entry failed", zap.Error(err))
-			}
-			delete(m.entries, key)
+			m.deleteLocked(key, old)
 		}
 		return
 	}
@@ -324,7 +338,54 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 		delete(m.entries, key)
 		return
 	}
-	m.entries[key] = &installed{rules: d.Rules, out: uint32(out)}
+	m.entries[key] = &installed{rules: d.Rules, out: uint32(out), since: int64(monotonicNow())}
+}
+
+// IdleTimeout is how long an entry the kernel has not used stays (a flow
+// that ended without a FIN or RST: UDP, or a lost FIN).
+const IdleTimeout = 10 * time.Second
+
+// expire deletes the entries idle for longer than idle.
+func (m *Manager) expire(idle time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	now := int64(monotonicNow())
+	var v offloadFlowAction
+	for key, e := range m.entries {
+		if m.k.objs.Flows.Lookup(&key, &v) != nil {
+			delete(m.entries, key)
+			continue
+		}
+		if now-max(int64(v.LastUsed), e.since) > int64(idle) {
+			m.deleteLocked(key, e)
+		}
+	}
+}
+
+// Forget deletes fk's entry, if any: its flow ended (a FIN or RST went
+// through userspace).
+func (m *Manager) Forget(fk FlowKey) {
+	key, err := fk.kernel()
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entries[key]; e != nil && !m.closed {
+		m.deleteLocked(key, e)
+	}
+}
+
+// deleteLocked pushes an entry's last counters and deletes it.
+func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
+	m.pushOneLocked(key, e)
+	if err := m.k.objs.Flows.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		m.log.Warn("offload: deleting entry failed", zap.Error(err))
+	}
+	delete(m.entries, key)
 }
 
 // PushStats adds what the kernel forwarded since the last push to the
