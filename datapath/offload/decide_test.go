@@ -62,41 +62,13 @@ func TestDecide(t *testing.T) {
 		{name: "drop", est: "drop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			flows := "table=0,ip,actions=ct(table=1,zone=1)\n" +
-				"table=1,priority=10,ct_state=+new+trk,ip,actions=ct(commit,zone=1),output:2\n" +
-				"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
-				"table=1,priority=20,ct_state=+est+trk,ip,in_port=1," + tc.match + "actions=" + tc.est + "\n" + tc.extra
-			p := flowtable.NewPipeline()
-			if err := flowtext.Load(p, flows, nil); err != nil {
-				t.Fatal(err)
-			}
-			ct := ctadapter.New()
-			p.Conntrack = ct
-			c := flowcache.New(p)
-			c.TraceHits = true
-			a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
-			var pkt flowtable.Packet
-			var start flowtable.Key
-			send := func(in uint32, f []byte) {
-				pkt.Key = flowtable.Key{}
-				pkt.Key.SetInPort(in)
-				pkt.CtNow = ct.Now()
-				if err := pkt.Extract(f); err != nil {
-					t.Fatal(err)
-				}
-				start = pkt.Key
-				c.Process(&pkt, nopSink{})
-			}
-			send(1, udpFrame(a, b, 1000, 53))
-			send(2, udpFrame(b, a, 53, 1000))
-			send(1, udpFrame(a, b, 1000, 53)) // the cache learns the established path
-			send(1, udpFrame(a, b, 1000, 53)) // and serves it
+			pkt, start, c := establish(t, tc.match, tc.est, tc.extra)
 			// Refusals must come from the decision itself, not from a
 			// packet that missed the cache or a connection not established.
 			if st := pkt.Key.CtState(); len(c.Hits) < 2 || st&flowtable.CtStateEst == 0 {
 				t.Fatalf("%d cache hits, ct_state %#x: the connection did not reach the decision", len(c.Hits), st)
 			}
-			d, ok := Decide(&start, &pkt.Key, c.Hits)
+			d, ok := Decide(start, &pkt.Key, c.Hits)
 			if ok != tc.ok {
 				t.Fatalf("Decide ok = %v, want %v (hits %d, ct_state %#x)", ok, tc.ok, len(c.Hits), pkt.Key.CtState())
 			}
@@ -110,5 +82,54 @@ func TestDecide(t *testing.T) {
 				t.Errorf("no rules to count the kernel's packets on")
 			}
 		})
+	}
+}
+
+// establish runs a UDP connection through a real pipeline, conntrack and
+// megaflow cache: A (port 1) -> B (port 2), B's reply, then A twice so
+// the cache learns and then serves the established path. It returns A's
+// last packet, its start key and the cache (its Hits).
+func establish(t testing.TB, match, est, extra string) (*flowtable.Packet, *flowtable.Key, *flowcache.Cache) {
+	flows := "table=0,ip,actions=ct(table=1,zone=1)\n" +
+		"table=1,priority=10,ct_state=+new+trk,ip,actions=ct(commit,zone=1),output:2\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=1," + match + "actions=" + est + "\n" + extra
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, flows, nil); err != nil {
+		t.Fatal(err)
+	}
+	ct := ctadapter.New()
+	p.Conntrack = ct
+	c := flowcache.New(p)
+	c.TraceHits = true
+	a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+	pkt := &flowtable.Packet{}
+	start := &flowtable.Key{}
+	send := func(in uint32, f []byte) {
+		pkt.Key = flowtable.Key{}
+		pkt.Key.SetInPort(in)
+		pkt.CtNow = ct.Now()
+		if err := pkt.Extract(f); err != nil {
+			t.Fatal(err)
+		}
+		*start = pkt.Key
+		c.Process(pkt, nopSink{})
+	}
+	send(1, udpFrame(a, b, 1000, 53))
+	send(2, udpFrame(b, a, 53, 1000))
+	send(1, udpFrame(a, b, 1000, 53))
+	send(1, udpFrame(a, b, 1000, 53))
+	return pkt, start, c
+}
+
+// BenchmarkDecideRefused: refusing a decision (here a commit on every
+// packet) costs little and allocates nothing.
+func BenchmarkDecideRefused(b *testing.B) {
+	pkt, start, c := establish(b, "", "ct(commit,zone=1),output:2", "")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := Decide(start, &pkt.Key, c.Hits); ok {
+			b.Fatal("offloaded a commit")
+		}
 	}
 }
