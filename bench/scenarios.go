@@ -101,6 +101,7 @@ var Scenarios = []Scenario{
 	{Name: "ovs-antrea-tso", Description: "Open vSwitch userspace (netdev) datapath, seed worker 1 pipeline, other_config:userspace-tso-enable=true", Userspace: true, TSO: true, setup: setupOVS(true, true)},
 	{Name: "govs-antrea-tso", Description: "govs-vswitchd --userspace-tso, seed worker 1 pipeline", Userspace: true, TSO: true, setup: setupGovs(true, govsMode{tso: true})},
 	{Name: "govs-antrea-tso-pmd", Description: "govs-vswitchd --userspace-tso --pmd-cpu, seed worker 1 pipeline", Userspace: true, TSO: true, PMD: true, setup: setupGovs(true, govsMode{tso: true, pmd: true})},
+	{Name: "govs-antrea-ebpf", Description: "govs-vswitchd --offload=ebpf (established connections forwarded by an XDP program on the pod ports), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{ebpf: true})},
 	{Name: "govs-antrea-pmd", Description: "govs-vswitchd --pmd-cpu (a busy-polling thread on the CPU the workers do not use), seed worker 1 pipeline", Userspace: true, PMD: true, setup: setupGovs(true, govsMode{pmd: true})},
 	{Name: "govs-antrea-xdp", Description: "govs-vswitchd, pod ports type=afxdp (xdp-mode=best-effort: native on veth, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true})},
 	{Name: "govs-antrea-xdp-generic", Description: "govs-vswitchd, pod ports type=afxdp options:xdp-mode=generic (XDP on the skb, copy mode), seed worker 1 pipeline", Userspace: true, setup: setupGovs(true, govsMode{afxdp: true, xdpMode: "generic"})},
@@ -504,6 +505,7 @@ type govsMode struct {
 	// with AF_XDP ports in copy mode on 2 CPUs, the extra CPU a niceness
 	// of -10 gives the switch is taken from the pods' TCP stacks.
 	niceZero bool
+	ebpf     bool // --offload=ebpf
 }
 
 // pmdCPU picks the CPU for the PMD thread: the first one the workers are
@@ -555,6 +557,9 @@ func setupGovsWith(pipeline func() (*benchPipeline, error), mode govsMode) func(
 		}
 		if mode.niceZero {
 			flags = append(flags, "--nice", "0")
+		}
+		if mode.ebpf {
+			flags = append(flags, "--offload=ebpf")
 		}
 		g, err := startGovs(e, cs, node, flags...)
 		if err != nil {

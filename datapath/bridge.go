@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/datapath/offload"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -123,6 +125,9 @@ type Bridge struct {
 	panics      atomic.Uint64
 	stackLogged atomic.Bool
 	panicLogAt  atomic.Int64
+
+	// offload is the kernel fast path (nil: off); see EnableOffload.
+	offload *offload.Manager
 }
 
 // portSet is an immutable snapshot of the bridge's ports.
@@ -172,6 +177,12 @@ type bridgePort struct {
 
 	done chan struct{} // closed when the port goroutine exits
 	loop *loop         // the port's goroutine state (its cache's stats)
+
+	// xdp holds the kernel fast path's program on the port's interface
+	// ifindex (nil: not offloaded).
+	xdp     io.Closer
+	ifindex int
+	off     *offload.Manager
 }
 
 // NewBridge returns a bridge around pipeline and makes the bridge the
@@ -269,10 +280,11 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 	slices.Sort(next.numbers)
 	b.ports.Store(next)
 
+	b.attachOffload(bp, kind)
 	l := newLoop(b, bp)
 	bp.loop = l
 	// The port list feeds FLOOD/ALL decisions the caches keep.
-	b.pipeline.Generation.Add(1)
+	b.pipeline.BumpGeneration()
 	if bp.poller != nil {
 		b.pmd.add(bp)
 	} else {
@@ -306,7 +318,7 @@ func (b *Bridge) DelPort(ofport uint32) error {
 	}
 	next.numbers = slices.DeleteFunc(slices.Clone(cur.numbers), func(n uint32) bool { return n == ofport })
 	b.ports.Store(next)
-	b.pipeline.Generation.Add(1)
+	b.pipeline.BumpGeneration()
 	err := b.stopPort(bp)
 	if b.pipeline.MACs != nil {
 		b.pipeline.MACs.Flush(ofport)
@@ -329,6 +341,7 @@ func (b *Bridge) stopPort(bp *bridgePort) error {
 	}
 	err := bp.p.Close()
 	<-bp.done
+	b.detachOffload(bp)
 	if err != nil {
 		return fmt.Errorf("bridge %s: close port %s: %w", b.name, bp.p.Name(), err)
 	}
@@ -351,6 +364,7 @@ func (b *Bridge) SetPortConfig(ofport, config, mask uint32) error {
 		return nil
 	}
 	bp.config.Store(nc)
+	b.offloadPortChanged()
 	b.notify(PortStatusModify, bp)
 	return nil
 }
@@ -369,6 +383,7 @@ func (bp *bridgePort) info() PortInfo {
 	st.RxDropped += bp.rxConfigDrops.Load()
 	st.TxDropped += bp.txConfigDrops.Load()
 	st.TxErrors += bp.txErrors.Load()
+	bp.addOffloadStats(&st)
 	return PortInfo{
 		OFPort: bp.ofport, Name: bp.p.Name(), MAC: bp.p.HardwareAddr(), Kind: bp.kind,
 		MTU: bp.p.MTU(), Config: bp.config.Load(), Stats: st,

@@ -44,6 +44,11 @@ type loop struct {
 	// cache is this port goroutine's megaflow cache (nil: every packet
 	// runs the pipeline).
 	cache *flowcache.Cache
+
+	// offload: the port feeds the kernel fast path (kernelpath.go).
+	offload   bool
+	start     flowtable.Key
+	ifindexOf func(ofport uint32) (int, bool)
 }
 
 // outQueue is the frames queued for one destination port.
@@ -65,6 +70,7 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 		l.batch = port.NewBatch(BatchSize)
 		if !b.CacheDisabled {
 			l.cache = flowcache.New(b.pipeline)
+			l.initOffload()
 		}
 	}
 	return l
@@ -176,7 +182,9 @@ func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
 			*bad++
 			continue
 		}
-		if l.cache != nil {
+		if l.offload {
+			l.processOffload()
+		} else if l.cache != nil {
 			l.cache.Process(&l.pkt, l)
 		} else {
 			pipe.Run(&l.pkt, l, nil)

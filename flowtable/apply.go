@@ -218,7 +218,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			}
 		}
 	}
-	p.Generation.Add(1)
+	p.BumpGeneration()
 	n := len(ops)
 	for i := range results {
 		n += len(results[i].Removed)

@@ -55,7 +55,7 @@ func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
 		out = append(out, Expired{Rule: r, Reason: uint8(reason)})
 	}
 	if len(out) > 0 {
-		p.Generation.Add(1)
+		p.BumpGeneration()
 	}
 	p.noteBulk(len(out))
 	return out

@@ -9,6 +9,6 @@ func (p *Pipeline) SetFailOpen(on bool) bool {
 	if p.FailOpen.Swap(on) == on {
 		return false
 	}
-	p.Generation.Add(1)
+	p.BumpGeneration()
 	return true
 }

@@ -241,7 +241,7 @@ func (p *Pipeline) DeleteMeter(id uint32) []*Rule {
 			}
 		}
 	})
-	p.Generation.Add(1)
+	p.BumpGeneration()
 	return removed
 }
 

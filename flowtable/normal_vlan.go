@@ -35,7 +35,7 @@ func (p *Pipeline) SetPortVLANs(m map[uint32]PortVLAN) {
 		c := maps.Clone(m)
 		p.vlans.Store(&c)
 	}
-	p.Generation.Add(1) // cached NORMAL decisions depend on them
+	p.BumpGeneration() // cached NORMAL decisions depend on them
 }
 
 // portVLAN returns port's VLAN role (a trunk of every VLAN by default).

@@ -62,6 +62,7 @@ type Pipeline struct {
 	// Generation is bumped by every change that can alter a lookup; a
 	// flow cache compares it to drop stale entries.
 	Generation atomic.Uint64
+	genHook    atomic.Pointer[func(gen uint64)] // see SetGenerationHook
 
 	TLV       *TLVMap
 	Conntrack Conntrack  // nil: ct() marks packets +trk+inv
@@ -217,7 +218,7 @@ func (p *Pipeline) addLocked(f *Flow, now time.Time) (r, old *Rule) {
 	if f.IdleTimeout != 0 || f.HardTimeout != 0 {
 		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
 	}
-	p.Generation.Add(1)
+	p.BumpGeneration()
 	return r, old
 }
 

@@ -264,7 +264,7 @@ func (b *Bridge) tlvMod(c *Conn, m *wire.NXTLVTableMod) error {
 	default:
 		return ofpErr(c, wire.NXTTMFC_BAD_COMMAND, "command %d", m.Command)
 	}
-	b.p.Generation.Add(1)
+	b.p.BumpGeneration()
 	// Tunnel ports decode options through the map: tell them now rather
 	// than at their next read.
 	if s, ok := b.dp.(interface{ SyncTunnelTLV() }); ok {

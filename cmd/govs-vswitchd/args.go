@@ -37,6 +37,8 @@ type args struct {
 	rundirSet bool
 	// metricsAddr serves Prometheus metrics there ("": off).
 	metricsAddr string
+	// offload is --offload: "ebpf" or "none" (default).
+	offload string
 }
 
 // optSpec says whether an option takes a value: required (the next word
@@ -58,6 +60,7 @@ var optionTable = map[string]optArg{
 	// govs-vswitchd
 	"rundir": requiredArg, "config": requiredArg, "log-level": requiredArg, "userspace-tso": noArg,
 	"pmd": noArg, "pmd-cpu": requiredArg, "nice": requiredArg, "metrics-address": requiredArg,
+	"offload": requiredArg,
 }
 
 // usageError is a command-line error: exit status 1, as ovs-vswitchd.
@@ -131,7 +134,7 @@ func parseArgs(argv []string, defaultNice int) (*args, error) {
 
 func isGovsOption(name string) bool {
 	switch name {
-	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address":
+	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload":
 		return true
 	}
 	return false
@@ -197,6 +200,11 @@ func (a *args) set(name, value string) error {
 		a.nice, err = num()
 	case "metrics-address":
 		a.metricsAddr = value
+	case "offload":
+		if value != "ebpf" && value != "none" {
+			return &usageError{fmt.Sprintf("--offload %s: want ebpf or none", value)}
+		}
+		a.offload = value
 	}
 	return err
 }
@@ -273,6 +281,8 @@ govs options:
   --pmd, --pmd-cpu N      poll-mode thread per bridge, pinned to CPU N
   --nice N                niceness of every thread (default -10)
   --metrics-address ADDR  serve Prometheus metrics on ADDR (host:port), /metrics
+  --offload=ebpf|none     forward established connections of system ports in
+                          the kernel (XDP; docs/offload.md); default none
 
 Other options:
   -h, --help              display this help message

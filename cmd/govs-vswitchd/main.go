@@ -131,6 +131,9 @@ func run(a *args, ready *daemonproc.Notifier) error {
 		log.Info("serving Prometheus metrics", zap.String("address", ln.Addr().String()))
 	}
 	d.UserspaceTSO = a.tso
+	if err := d.SetOffload(a.offload); err != nil {
+		return err
+	}
 	d.PMD = datapath.PMDConfig{Enabled: a.pmd || a.pmdCPU >= 0, CPU: a.pmdCPU}
 	if a.config != "" {
 		c, err := vswitchd.LoadConfig(a.config)

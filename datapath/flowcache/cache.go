@@ -104,7 +104,25 @@ type Cache struct {
 	// NORMAL entry needs it); nowOK says it was read in this batch.
 	now   int64
 	nowOK bool
+
+	// TraceHits makes Process record in Hits the entries the packet went
+	// through (the kernel fast path's input); Hits is nil after a miss.
+	TraceHits bool
+	Hits      []*Entry
 }
+
+// Ops are the entry's datapath operations.
+func (e *Entry) Ops() []flowtable.DPOp { return e.ops }
+
+// Rules are the flows the entry's segment went through.
+func (e *Entry) Rules() []*flowtable.Rule { return e.rules }
+
+// Mask is the entry's megaflow mask.
+func (e *Entry) Mask() *flowtable.Key { return &e.st.mask }
+
+// UsesMACs says the entry holds NORMAL decisions (valid while the MAC
+// table does not change).
+func (e *Entry) UsesMACs() bool { return e.usesMACs }
 
 // New returns an empty cache in front of p.
 func New(p *flowtable.Pipeline) *Cache {
@@ -294,11 +312,16 @@ func (c *Cache) Process(pkt *flowtable.Packet, sink flowtable.Sink) {
 		c.gen = gen
 	}
 	k := &pkt.Key
+	c.Hits = c.Hits[:0]
 	for hops := 0; hops < flowtable.MaxSegments+1; hops++ {
 		e := c.lookup(k)
 		if e == nil || (e.usesMACs && !c.normalValid(e)) {
+			c.Hits = c.Hits[:0]
 			c.upcall(pkt, sink)
 			return
+		}
+		if c.TraceHits {
+			c.Hits = append(c.Hits, e)
 		}
 		c.stats.Hits++
 		e.used = c.clock
@@ -340,6 +363,7 @@ func (c *Cache) Process(pkt *flowtable.Packet, sink flowtable.Sink) {
 			return
 		}
 	}
+	c.Hits = c.Hits[:0]
 	c.upcall(pkt, sink)
 }
 

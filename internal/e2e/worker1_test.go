@@ -40,9 +40,9 @@ type worker1 struct {
 	mgmt string
 }
 
-func startWorker1(t *testing.T) *worker1 {
+func startWorker1(t *testing.T, extra ...string) *worker1 {
 	t.Helper()
-	n := startNode(t)
+	n := startNode(t, extra...)
 	w := &worker1{n: n, pods: map[string]*pod{}, mgmt: "unix:" + filepath.Join(n.rundir, "br-int.mgmt")}
 	n.mustRun("add-br", "br-int", "fail_mode=secure")
 	w.gw = netnstest.UniqueName("gw")
@@ -145,8 +145,13 @@ lines:
 
 // TestWorker1Seed recreates seed 003 §3 worker 1 with real interfaces and
 // checks the behaviour seed 001 describes, with real tools.
-func TestWorker1Seed(t *testing.T) {
-	w := startWorker1(t)
+func TestWorker1Seed(t *testing.T) { testWorker1Seed(t) }
+
+// The same checks with the kernel fast path on (docs/offload.md).
+func TestWorker1SeedKernelPath(t *testing.T) { testWorker1Seed(t, "--offload=ebpf") }
+
+func testWorker1Seed(t *testing.T, extra ...string) {
+	w := startWorker1(t, extra...)
 	backend1, frontend := w.pods["backend1"], w.pods["frontend"]
 	tcpServer(t, backend1, 80, "backend1")
 	tcpServer(t, backend1, 8080, "backend1-8080")

@@ -56,6 +56,7 @@ type Daemon struct {
 	// Limits bound flows, groups and connections (SetLimits changes them).
 	Limits Limits
 
+	offload   bool // the kernel fast path (SetOffload)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	tracker   *conntrack.Tracker
@@ -345,6 +346,7 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
 	dp.SetFlowRestoreWait(d.holding)
+	d.enableOffload(dp, log)
 	if cfg.FailMode == "standalone" && len(cfg.Controllers) == 0 {
 		// Standalone without controllers: a learning switch (OVS adds
 		// the same priority-0 NORMAL flow); with controllers, fail-open
@@ -503,7 +505,7 @@ func (d *Daemon) stopBridge(name string) error {
 	b.closeListeners()
 	err := b.dp.Close()
 	b.wg.Wait()
-	return err
+	return errors.Join(err, closeOffload(b.dp))
 }
 
 // Bridge returns a bridge's datapath (tests, benchmarks).
@@ -591,6 +593,7 @@ func (d *Daemon) DumpCache(names []string) (string, error) {
 		}
 		fmt.Fprintf(&s, "%s:\n  entries: %d\n  hits: %d\n  misses: %d (%.1f%% hit rate)\n  upcalls: %d\n  installed: %d\n  evictions: %d\n  flushes: %d\n  uncachable segments: %d\n",
 			n, entries, st.Hits, st.Misses, hitRate, st.Upcalls, st.Installed, st.Evictions, st.Flushes, st.Uncachable)
+		dumpOffload(&s, b.dp)
 	}
 	return s.String(), nil
 }
@@ -642,6 +645,7 @@ func (d *Daemon) FlushConntrack(args []string) (string, error) {
 	switch len(args) {
 	case 0:
 		d.tracker.Flush()
+		d.conntrackFlushed()
 		return "", nil
 	case 1:
 		z, ok := strings.CutPrefix(args[0], "zone=")
@@ -650,6 +654,7 @@ func (d *Daemon) FlushConntrack(args []string) (string, error) {
 			return "", fmt.Errorf("%q: usage: flush-conntrack [dp] [zone=N]", args[0])
 		}
 		d.tracker.FlushZone(uint16(n))
+		d.conntrackFlushed()
 		return "", nil
 	}
 	return "", fmt.Errorf("usage: flush-conntrack [dp] [zone=N]")

@@ -1,0 +1,315 @@
+package datapath
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/govs-project/govs/conntrack"
+	"github.com/govs-project/govs/datapath/afpacket"
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/offload"
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/internal/ctadapter"
+	"github.com/govs-project/govs/ofproto/flowtext"
+)
+
+// kpMACA and kpMACB are the pods' MACs in the kernel path tests.
+var (
+	kpMACA = net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 1}
+	kpMACB = net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 2}
+)
+
+// kpFlows is a small ct pipeline (zone 1): new connections from port 1
+// are committed, established ones forwarded with Ethernet rewrites and
+// dec_ttl, the shape of Antrea's established-traffic path.
+var kpFlows = fmt.Sprintf(`table=0,priority=10,arp,in_port=1,actions=output:2
+table=0,priority=10,arp,in_port=2,actions=output:1
+table=0,priority=10,ip,actions=ct(table=1,zone=1)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,in_port=1,actions=ct(commit,zone=1),output:2
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%[1]s,mod_dl_dst:%[2]s,dec_ttl,output:2
+table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,output:1
+`, kpMACA, kpMACB)
+
+// kpSetup is a bridge with the ct pipeline between pods A (10.210.0.1,
+// port 1) and B (10.210.0.2, port 2), the kernel path on or off.
+type kpSetup struct {
+	b     *Bridge
+	m     *offload.Manager
+	nsA   *netnstest.NS
+	nsB   *netnstest.NS
+	sw    *netnstest.NS
+	tr    *conntrack.Tracker
+	peerA string // A's interface
+}
+
+func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
+	s := &kpSetup{}
+	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA})
+	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB})
+	s.peerA = va.Peer
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, kpFlows, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel path relaxes TCP window tracking (docs/offload.md).
+	s.tr = conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel, Timeouts: timeouts})
+	p.Conntrack = &ctadapter.Adapter{T: s.tr}
+	s.b = NewBridge("br-kp", 1, p, nil)
+	t.Cleanup(func() {
+		if err := s.b.Close(); err != nil {
+			t.Errorf("close bridge: %v", err)
+		}
+		if s.m != nil {
+			s.m.Close()
+		}
+	})
+	if kernel {
+		m, err := offload.NewManager(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.m = m
+		s.b.EnableOffload(m)
+	}
+	// The program attaches by ifindex in the caller's namespace: add the
+	// ports from the switch namespace.
+	err := s.sw.Do(func() error {
+		for i, v := range []*netnstest.Veth{va, vb} {
+			pt, err := afpacket.Open(v.Host, afpacket.Config{})
+			if err != nil {
+				return err
+			}
+			if _, err := s.b.AddPort(uint32(i+1), pt, KindSystem); err != nil {
+				pt.Close()
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Static neighbours: no ARP in the measured traffic.
+	s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+	return s
+}
+
+// ruleStats returns the counters of the flow with cookie c.
+func (s *kpSetup) ruleStats(t *testing.T, c uint64) (packets, bytes uint64) {
+	rs := s.b.Pipeline().Flows(&flowtable.FlowFilter{Table: 255, Cookie: c, CookieMask: ^uint64(0), OutPort: flowtable.PortNone, OutGroup: 0xffffffff})
+	if len(rs) != 1 {
+		t.Fatalf("cookie %#x: %d flows", c, len(rs))
+	}
+	return rs[0].Stats.Packets.Load(), rs[0].Stats.Bytes.Load()
+}
+
+// tcpConnect opens a connection from A to B:port; B reads it to the end
+// and sends the byte count to the channel.
+func (s *kpSetup) tcpConnect(t *testing.T, port int) (net.Conn, chan int64) {
+	addr := fmt.Sprintf("10.210.0.2:%d", port)
+	var ln net.Listener
+	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int64, 1)
+	go func() {
+		defer ln.Close()
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		m, _ := io.Copy(io.Discard, c)
+		got <- m
+	}()
+	var c net.Conn
+	if err := s.nsA.Do(func() (err error) { c, err = net.DialTimeout("tcp4", addr, 5*time.Second); return err }); err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	return c, got
+}
+
+// tcpTransfer sends n bytes from A to B over one connection and returns
+// what B received.
+func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
+	c, got := s.tcpConnect(t, 7001)
+	buf := make([]byte, 64<<10)
+	for sent := 0; sent < n; sent += len(buf) {
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(buf[:min(len(buf), n-sent)]); err != nil {
+			t.Fatalf("tcp write after %d bytes: %v", sent, err)
+		}
+	}
+	c.Close()
+	select {
+	case m := <-got:
+		return int(m)
+	case <-time.After(15 * time.Second):
+		t.Fatal("tcp transfer did not finish")
+		return 0
+	}
+}
+
+// udpPingPong runs netnstest.UDPPingPong from A:srcPort to B:9001.
+func (s *kpSetup) udpPingPong(t *testing.T, srcPort, n, size int) int {
+	src := netip.AddrPortFrom(netip.MustParseAddr("10.210.0.1"), uint16(srcPort))
+	return netnstest.UDPPingPong(t, s.nsA, s.nsB, src, netip.MustParseAddrPort("10.210.0.2:9001"), n, size)
+}
+
+// TestNetnsKernelPathDifferential: TCP and UDP through the ct pipeline
+// deliver the same with the kernel path on and off; with it on, the kernel
+// forwarded most packets, and the OpenFlow counters include them exactly
+// (every established UDP datagram counted once, by one path or the other).
+func TestNetnsKernelPathDifferential(t *testing.T) {
+	const tcpBytes, udpN, udpSize = 8 << 20, 400, 200
+	// Port counters after the UDP phase: port 1's rx and port 2's tx
+	// count every datagram A sent once, whichever path forwarded it.
+	type result struct {
+		tcp, udp int
+		rx1, tx2 uint64
+	}
+	var res [2]result
+	for i, kernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+			s := newKPSetup(t, kernel, conntrack.Timeouts{})
+			res[i].udp = s.udpPingPong(t, 5001, udpN, udpSize)
+			var st offload.Stats
+			if kernel {
+				st = s.m.Stats() // pushes the kernel counters to the flows
+			}
+			p1, _ := s.b.Port(1)
+			p2, _ := s.b.Port(2)
+			res[i].rx1, res[i].tx2 = p1.Stats.RxPackets, p2.Stats.TxPackets
+			// The first datagram is new, every other one established and
+			// counted once, whichever path forwarded it.
+			if p, b := s.ruleStats(t, 0x2); p != udpN-1 || b != (udpN-1)*(14+20+8+udpSize) {
+				t.Errorf("est flow A->B after UDP: %d packets %d bytes, want %d and %d", p, b, udpN-1, (udpN-1)*(14+20+8+udpSize))
+			}
+			res[i].tcp = s.tcpTransfer(t, tcpBytes)
+			estPackets, _ := s.ruleStats(t, 0x2)
+			newPackets, _ := s.ruleStats(t, 0x1)
+			t.Logf("udp %d/%d, tcp %d bytes; flows: new %d est(A->B) %d", res[i].udp, udpN, res[i].tcp, newPackets, estPackets)
+			if !kernel {
+				return
+			}
+			if st.Packets < udpN {
+				t.Errorf("kernel forwarded %d UDP packets, want most of the %d each way", st.Packets, 2*udpN)
+			}
+			st = s.m.Stats()
+			t.Logf("kernel forwarded %d packets, %d bytes; %d entries", st.Packets, st.Bytes, st.Entries)
+			if st.Bytes < tcpBytes/2 {
+				t.Errorf("kernel forwarded %d bytes in all, want most of the %d bytes TCP stream", st.Bytes, tcpBytes)
+			}
+		})
+	}
+	if res[0] != res[1] {
+		t.Errorf("delivered without kernel path %+v, with %+v", res[0], res[1])
+	}
+	if res[1].rx1 < udpN || res[1].tx2 < udpN {
+		t.Errorf("port counters with the kernel path: port 1 rx %d, port 2 tx %d, want >= %d", res[1].rx1, res[1].tx2, udpN)
+	}
+	if res[1].tcp != tcpBytes || res[1].udp != udpN {
+		t.Errorf("with kernel path delivered %+v, want tcp %d udp %d", res[1], tcpBytes, udpN)
+	}
+}
+
+// TestNetnsKernelPathFlowMod: a flow-mod in the middle of offloaded
+// traffic applies to the very next packet (the kernel entries are
+// invalidated before the flow-mod returns), the restored flow is
+// offloaded again, and a port-mod applies at once as well.
+func TestNetnsKernelPathFlowMod(t *testing.T) {
+	s := newKPSetup(t, true, conntrack.Timeouts{})
+	if got := s.udpPingPong(t, 5002, 100, 100); got != 100 {
+		t.Fatalf("before the flow-mod: %d/100 answers", got)
+	}
+	before := s.m.Stats()
+	if before.Packets < 100 || before.Entries == 0 {
+		t.Fatalf("kernel path not in use before the flow-mod: %+v", before)
+	}
+	drop := "table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=drop"
+	if err := flowtext.Load(s.b.Pipeline(), drop, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 3, 100); got != 0 {
+		t.Errorf("after the flow-mod to drop: %d/3 answers, want 0 (a stale kernel entry forwarded)", got)
+	}
+	restore := fmt.Sprintf("table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%s,mod_dl_dst:%s,dec_ttl,output:2", kpMACA, kpMACB)
+	if err := flowtext.Load(s.b.Pipeline(), restore, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 100, 100); got != 100 {
+		t.Errorf("after restoring the flow: %d/100 answers", got)
+	}
+	if after := s.m.Stats(); after.Packets < before.Packets+100 {
+		t.Errorf("the restored flow was not offloaded again: kernel packets %d -> %d", before.Packets, after.Packets)
+	}
+	// A port-mod (no-fwd on B's port) stops the kernel path at once too.
+	if err := s.b.SetPortConfig(2, PortConfigNoFwd, PortConfigNoFwd); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 3, 100); got != 0 {
+		t.Errorf("with port 2 no-fwd: %d/3 answers, want 0", got)
+	}
+	if err := s.b.SetPortConfig(2, 0, PortConfigNoFwd); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.udpPingPong(t, 5002, 20, 100); got != 20 {
+		t.Errorf("with port 2 forwarding again: %d/20 answers", got)
+	}
+}
+
+// TestNetnsKernelPathLongTCP: a TCP connection the kernel forwards for
+// longer than conntrack's established timeout keeps its entry (the
+// program's keepalive packets refresh it); its FIN goes through userspace
+// and closes the entry as before.
+func TestNetnsKernelPathLongTCP(t *testing.T) {
+	const idle = 2 * time.Second
+	s := newKPSetup(t, true, conntrack.Timeouts{TCPEstablished: idle})
+	c, got := s.tcpConnect(t, 7002)
+	conn := func() *conntrack.Entry {
+		for _, e := range s.tr.Dump(conntrack.DumpFilter{}) {
+			if e.Orig.Proto == 6 && e.Orig.DstPort == 7002 {
+				return &e
+			}
+		}
+		return nil
+	}
+	buf := make([]byte, 16<<10)
+	var sent int64
+	end := time.Now().Add(2*idle + time.Second)
+	for time.Now().Before(end) {
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		n, err := c.Write(buf)
+		sent += int64(n)
+		if err != nil {
+			t.Fatalf("write after %d bytes: %v", sent, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e := conn()
+	if e == nil {
+		t.Fatalf("conntrack entry expired while the kernel forwarded the connection (%d bytes sent)", sent)
+	}
+	if e.TCPStateName() != "ESTABLISHED" {
+		t.Errorf("connection state %s, want ESTABLISHED", e.TCPStateName())
+	}
+	st := s.m.Stats()
+	if st.Bytes < uint64(sent)/2 {
+		t.Errorf("kernel forwarded %d bytes of %d: the connection was not offloaded", st.Bytes, sent)
+	}
+	c.Close()
+	if m := <-got; m != sent {
+		t.Errorf("received %d bytes, sent %d", m, sent)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if e := conn(); e != nil && e.TCPStateName() == "ESTABLISHED" {
+		t.Errorf("after the FIN the connection is still %s", e.TCPStateName())
+	}
+}

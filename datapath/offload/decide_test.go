@@ -1,0 +1,135 @@
+package offload
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/internal/ctadapter"
+	"github.com/govs-project/govs/ofproto/flowtext"
+)
+
+type nopSink struct{}
+
+func (nopSink) Output(uint32, *flowtable.Packet)                {}
+func (nopSink) PacketIn(*flowtable.Packet, *flowtable.PacketIn) {}
+
+// udpFrame is an IPv4/UDP frame from (srcIP, sport) to (dstIP, dport).
+func udpFrame(src, dst [4]byte, sport, dport uint16) []byte {
+	f := make([]byte, 14+20+8+16)
+	copy(f[0:6], []byte{2, 0, 0, 0, 0, dst[3]})
+	copy(f[6:12], []byte{2, 0, 0, 0, 0, src[3]})
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:]
+	ip[0], ip[8], ip[9] = 0x45, 64, 17
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-14))
+	copy(ip[12:16], src[:])
+	copy(ip[16:20], dst[:])
+	binary.BigEndian.PutUint16(ip[20:], sport)
+	binary.BigEndian.PutUint16(ip[22:], dport)
+	binary.BigEndian.PutUint16(ip[24:], uint16(len(f)-34))
+	return f
+}
+
+// TestDecide runs a connection through a real pipeline, conntrack and
+// megaflow cache (A on port 1 -> B on port 2, B's reply, A again) and asks
+// Decide about A's last packet, for each way of handling established
+// traffic from port 1: what the program can do exactly is offloaded,
+// anything else is refused.
+func TestDecide(t *testing.T) {
+	const eth = "mod_dl_src:02:00:00:00:00:aa,mod_dl_dst:02:00:00:00:00:bb,"
+	for _, tc := range []struct {
+		name   string
+		match  string // added to table 1's established flow from port 1
+		est    string // its actions
+		extra  string // more flows
+		ok     bool
+		out    uint32
+		flags  uint32
+		ethSrc byte // last byte of the rewritten eth_src
+	}{
+		{name: "output", est: "output:2", ok: true, out: 2},
+		{name: "eth rewrites and dec_ttl", est: eth + "dec_ttl,output:2", ok: true, out: 2, flags: ActSetEth | ActDecTTL, ethSrc: 0xaa},
+		{name: "register write", est: "load:1->NXM_NX_REG0[],output:2", ok: true, out: 2},
+		{name: "two outputs", est: "output:2,output:3"},
+		{name: "in_port", est: "in_port"},
+		{name: "tos rewrite", est: "mod_nw_tos:4,output:2"},
+		{name: "fixed ttl", est: "mod_nw_ttl:7,output:2"},
+		{name: "commit", est: "ct(commit,zone=1),output:2"},
+		{name: "nat", est: "ct(table=2,zone=1,nat)", extra: "table=2,actions=output:2\n"},
+		{name: "match on tos", match: "nw_tos=0,", est: "output:2"},
+		{name: "drop", est: "drop"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pkt, start, c := establish(t, tc.match, tc.est, tc.extra)
+			// Refusals must come from the decision itself, not from a
+			// packet that missed the cache or a connection not established.
+			if st := pkt.Key.CtState(); len(c.Hits) < 2 || st&flowtable.CtStateEst == 0 {
+				t.Fatalf("%d cache hits, ct_state %#x: the connection did not reach the decision", len(c.Hits), st)
+			}
+			d, ok := Decide(start, &pkt.Key, c.Hits)
+			if ok != tc.ok {
+				t.Fatalf("Decide ok = %v, want %v (hits %d, ct_state %#x)", ok, tc.ok, len(c.Hits), pkt.Key.CtState())
+			}
+			if !ok {
+				return
+			}
+			if d.OutPort != tc.out || d.Action.Flags != tc.flags || (tc.flags&ActSetEth != 0 && d.Action.EthSrc[5] != tc.ethSrc) {
+				t.Errorf("decision %+v, want out %d flags %d eth_src ..:%02x", d, tc.out, tc.flags, tc.ethSrc)
+			}
+			if len(d.Rules) == 0 {
+				t.Errorf("no rules to count the kernel's packets on")
+			}
+		})
+	}
+}
+
+// establish runs a UDP connection through a real pipeline, conntrack and
+// megaflow cache: A (port 1) -> B (port 2), B's reply, then A twice so
+// the cache learns and then serves the established path. It returns A's
+// last packet, its start key and the cache (its Hits).
+func establish(t testing.TB, match, est, extra string) (*flowtable.Packet, *flowtable.Key, *flowcache.Cache) {
+	flows := "table=0,ip,actions=ct(table=1,zone=1)\n" +
+		"table=1,priority=10,ct_state=+new+trk,ip,actions=ct(commit,zone=1),output:2\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=1," + match + "actions=" + est + "\n" + extra
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, flows, nil); err != nil {
+		t.Fatal(err)
+	}
+	ct := ctadapter.New()
+	p.Conntrack = ct
+	c := flowcache.New(p)
+	c.TraceHits = true
+	a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+	pkt := &flowtable.Packet{}
+	start := &flowtable.Key{}
+	send := func(in uint32, f []byte) {
+		pkt.Key = flowtable.Key{}
+		pkt.Key.SetInPort(in)
+		pkt.CtNow = ct.Now()
+		if err := pkt.Extract(f); err != nil {
+			t.Fatal(err)
+		}
+		*start = pkt.Key
+		c.Process(pkt, nopSink{})
+	}
+	send(1, udpFrame(a, b, 1000, 53))
+	send(2, udpFrame(b, a, 53, 1000))
+	send(1, udpFrame(a, b, 1000, 53))
+	send(1, udpFrame(a, b, 1000, 53))
+	return pkt, start, c
+}
+
+// BenchmarkDecideRefused: refusing a decision (here a commit on every
+// packet) costs little and allocates nothing.
+func BenchmarkDecideRefused(b *testing.B) {
+	pkt, start, c := establish(b, "", "ct(commit,zone=1),output:2", "")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := Decide(start, &pkt.Key, c.Hits); ok {
+			b.Fatal("offloaded a commit")
+		}
+	}
+}

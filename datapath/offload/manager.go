@@ -1,0 +1,467 @@
+package offload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/flowtable"
+)
+
+// Decision is what the kernel does with the packets of an offloaded flow:
+// the megaflow chain's single output and its frame rewrites.
+type Decision struct {
+	OutPort uint32
+	Action  Action // OutIfindex filled by the caller
+	Rules   []*flowtable.Rule
+}
+
+// tcpSynFinRst are the TCP flags the program never forwards.
+const tcpSynFinRst = 0x02 | 0x01 | 0x04
+
+// KeyKind says what the kernel path makes of a packet.
+type KeyKind uint8
+
+const (
+	// KeyNone: not IPv4 TCP/UDP without VLAN tag or fragmentation; the
+	// program never matches such packets.
+	KeyNone KeyKind = iota
+	// KeyOffer: a packet whose flow the kernel may forward.
+	KeyOffer
+	// KeyControl: a TCP SYN, FIN or RST, always for userspace; a FIN or
+	// RST ends the flow's kernel entry (Forget).
+	KeyControl
+)
+
+// KeyOf returns the exact kernel match of a packet received on ifindex,
+// from its key as extracted (before the pipeline ran), and its kind.
+func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, kind KeyKind) {
+	if k.EthType() != 0x0800 || k.VlanTCI() != 0 || k.NwFrag() != 0 {
+		return fk, KeyNone
+	}
+	kind = KeyOffer
+	switch k.NwProto() {
+	case 6:
+		if k.TCPFlags()&tcpSynFinRst != 0 {
+			kind = KeyControl
+		}
+	case 17:
+	default:
+		return fk, KeyNone
+	}
+	s, d := k.NwSrc(), k.NwDst()
+	return FlowKey{
+		Ifindex: uint32(ifindex), EthSrc: k.EthSrc(), EthDst: k.EthDst(),
+		Src:   netip.AddrFrom4([4]byte{byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}),
+		Dst:   netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}),
+		Proto: k.NwProto(), SrcPort: k.TpSrc(), DstPort: k.TpDst(), TTL: k.NwTTL(),
+	}, kind
+}
+
+// wordMask is a key mask with the list of its non-zero words, so a test
+// against it reads only those (a key is 52 words, a header mask 2 to 13).
+type wordMask struct {
+	m     flowtable.Key
+	words []int
+}
+
+func newWordMask(m flowtable.Key) *wordMask {
+	w := &wordMask{m: m}
+	for i := 0; i < flowtable.KeyWords; i++ {
+		if m.Word(i) != 0 {
+			w.words = append(w.words, i)
+		}
+	}
+	return w
+}
+
+// masked reports whether k has a bit under w.
+func (w *wordMask) masked(k *flowtable.Key) bool {
+	for _, i := range w.words {
+		if k.Word(i)&w.m.Word(i) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	perPacket   = newWordMask(flowtable.PerPacketMask)
+	frameFields = newWordMask(flowtable.FrameFieldsMask)
+	ethAddrs    = newWordMask(flowtable.EthAddrsMask)
+	nwTTL       = newWordMask(flowtable.NwTTLMask)
+)
+
+func and(a, b *flowtable.Key) (k flowtable.Key) {
+	for i := 0; i < flowtable.KeyWords; i++ {
+		k.SetWord(i, a.Word(i)&b.Word(i))
+	}
+	return k
+}
+
+func outside(k, m *flowtable.Key) bool {
+	for i := 0; i < flowtable.KeyWords; i++ {
+		if k.Word(i)&^m.Word(i) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var ethTTLMask = func() flowtable.Key {
+	k := flowtable.EthAddrsMask
+	k.Or(&flowtable.NwTTLMask)
+	return k
+}()
+
+// Decide reports whether the chain of megaflows a packet went through
+// (hits, from its start key start to its final key final) is exactly what
+// the program can do: ct() without commit or NAT recirculating, on an
+// established connection, then one output with at most Ethernet address
+// rewrites and dec_ttl, every mask over fields the exact match fixes.
+func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, ok bool) {
+	if len(hits) < 2 {
+		return d, false // no ct() recirculation: not a connection
+	}
+	// The cheapest test first: most refused packets are not established.
+	st := final.CtState()
+	if st&flowtable.CtStateTrk == 0 || st&flowtable.CtStateEst == 0 ||
+		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
+		return d, false
+	}
+	outputs := 0
+	for i, e := range hits {
+		if e.UsesMACs() || perPacket.masked(e.Mask()) {
+			return d, false
+		}
+		ops := e.Ops()
+		for j := range ops {
+			op := &ops[j]
+			switch op.Kind {
+			case flowtable.DPCT:
+				// ct() ends a segment that recirculates; its writes must not
+				// touch the frame (they would change the tuple).
+				if op.CT.Commit || op.CT.NAT != nil || op.CT.Alg != 0 || op.Table == flowtable.TableNone ||
+					i == len(hits)-1 || frameFields.masked(&op.WMask) {
+					return d, false
+				}
+			case flowtable.DPOutput:
+				outputs++
+				if op.InPort || i != len(hits)-1 {
+					return d, false
+				}
+				w := and(&op.WMask, &flowtable.FrameFieldsMask)
+				if outside(&w, &ethTTLMask) {
+					return d, false
+				}
+				d.OutPort = op.Port
+				if ethAddrs.masked(&w) {
+					d.Action.Flags |= ActSetEth
+					// Both addresses from the key as written (unwritten
+					// bits are the packet's own).
+					wk := *start
+					op.ApplyWrites(&wk)
+					d.Action.EthSrc, d.Action.EthDst = wk.EthSrc(), wk.EthDst()
+				}
+				if nwTTL.masked(&w) {
+					if op.Write.NwTTL() != start.NwTTL()-1 {
+						return d, false // set_field to a fixed TTL
+					}
+					d.Action.Flags |= ActDecTTL
+				}
+			}
+		}
+	}
+	if outputs != 1 {
+		return d, false
+	}
+	// Only now (an install is rare): a refused packet allocates nothing.
+	for _, e := range hits {
+		d.Rules = append(d.Rules, e.Rules()...)
+	}
+	return d, true
+}
+
+// installed is the Go side of a kernel entry: the rules whose counters
+// it advances and the kernel counters already pushed into them.
+type installed struct {
+	rules          []*flowtable.Rule
+	out            uint32 // output ifindex
+	since          int64  // CLOCK_MONOTONIC ns of the install
+	packets, bytes uint64
+}
+
+// PortCounters are what the kernel forwarded from (Rx) and to (Tx) one
+// interface, for the port counters (dump-ports).
+type PortCounters struct {
+	RxPackets, RxBytes, TxPackets, TxBytes uint64
+}
+
+// Manager is one switch's kernel fast path: the loaded program, the
+// entries the packet loops installed, and the push of their counters into
+// the OpenFlow rules.
+type Manager struct {
+	k   *Kernel
+	log *zap.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	gen     uint64 // the generation the program accepts
+	entries map[offloadFlowKey]*installed
+	// forwarded counts what the kernel forwarded, as pushed to the rules,
+	// in all and by interface.
+	packets, bytes uint64
+	ports          map[uint32]*PortCounters
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewManager loads the program and starts pushing kernel counters to the
+// rules every second (as Open vSwitch's revalidators do).
+func NewManager(log *zap.Logger) (*Manager, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	k, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go m.run()
+	return m, nil
+}
+
+func (m *Manager) run() {
+	defer close(m.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.PushStats()
+			m.expire(IdleTimeout)
+		}
+	}
+}
+
+// Close stops the stats push, pushes the last counters and frees the
+// program and maps (the ports' links keep the program until closed).
+func (m *Manager) Close() error {
+	close(m.stop)
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pushLocked()
+	m.closed = true
+	return m.k.Close()
+}
+
+// Attach attaches the program to a port's interface; closing the result
+// detaches it.
+func (m *Manager) Attach(ifindex int) (io.Closer, error) { return m.k.Attach(ifindex) }
+
+// Invalidate makes the program ignore every entry at once (the pipeline
+// moved to generation gen) and then deletes them, pushing their last
+// counters. Called from Pipeline.BumpGeneration, before the change that
+// bumped it is visible to the caller.
+func (m *Manager) Invalidate(gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen <= m.gen || m.closed {
+		return // a later change got here first, or the bridge is gone
+	}
+	if err := m.k.SetGeneration(gen); err != nil {
+		m.log.Error("offload: invalidating kernel entries failed", zap.Error(err))
+		return
+	}
+	m.gen = gen
+	m.pushLocked()
+	if err := m.k.Clear(); err != nil {
+		m.log.Warn("offload: deleting stale kernel entries failed", zap.Error(err))
+	}
+	clear(m.entries)
+}
+
+// Offer installs the kernel entry for a packet that went through the
+// megaflow cache, decided at pipeline generation gen, or deletes the
+// entry of its flow when its decision can no longer be offloaded.
+// ifindexOf gives the interface of an output port when the program can
+// redirect to it.
+func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hits []*flowcache.Entry, ifindexOf func(ofport uint32) (int, bool)) {
+	if len(hits) == 0 {
+		// A cache miss (the cache only decides after the upcall): nothing
+		// new about the flow. A pipeline change has already removed its
+		// entry; a mere cache expiry leaves the kernel's decision valid.
+		return
+	}
+	key, err := fk.kernel()
+	if err != nil {
+		return
+	}
+	d, ok := Decide(start, final, hits)
+	var out int
+	if ok {
+		out, ok = ifindexOf(d.OutPort)
+		ok = ok && uint32(out) != fk.Ifindex
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	old := m.entries[key]
+	if !ok {
+		if old != nil {
+			m.deleteLocked(key, old)
+		}
+		return
+	}
+	if gen != m.gen {
+		return // decided before the last invalidation: stale already
+	}
+	if old != nil {
+		m.pushOneLocked(key, old) // the replaced entry's counters restart
+	}
+	d.Action.OutIfindex = uint32(out)
+	if err := m.k.Install(fk, d.Action, gen); err != nil {
+		m.log.Warn("offload: installing entry failed", zap.Error(err))
+		delete(m.entries, key)
+		return
+	}
+	m.entries[key] = &installed{rules: d.Rules, out: uint32(out), since: int64(monotonicNow())}
+}
+
+// IdleTimeout is how long an entry the kernel has not used stays (a flow
+// that ended without a FIN or RST: UDP, or a lost FIN).
+const IdleTimeout = 10 * time.Second
+
+// expire deletes the entries idle for longer than idle.
+func (m *Manager) expire(idle time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	now := int64(monotonicNow())
+	var v offloadFlowAction
+	for key, e := range m.entries {
+		if m.k.objs.Flows.Lookup(&key, &v) != nil {
+			delete(m.entries, key)
+			continue
+		}
+		if now-max(int64(v.LastUsed), e.since) > int64(idle) {
+			m.deleteLocked(key, e)
+		}
+	}
+}
+
+// Forget deletes fk's entry, if any: its flow ended (a FIN or RST went
+// through userspace).
+func (m *Manager) Forget(fk FlowKey) {
+	key, err := fk.kernel()
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entries[key]; e != nil && !m.closed {
+		m.deleteLocked(key, e)
+	}
+}
+
+// deleteLocked pushes an entry's last counters and deletes it.
+func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
+	m.pushOneLocked(key, e)
+	if err := m.k.objs.Flows.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		m.log.Warn("offload: deleting entry failed", zap.Error(err))
+	}
+	delete(m.entries, key)
+}
+
+// PushStats adds what the kernel forwarded since the last push to the
+// counters of the rules of each entry.
+func (m *Manager) PushStats() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.pushLocked()
+	}
+}
+
+func (m *Manager) pushLocked() {
+	for key, e := range m.entries {
+		m.pushOneLocked(key, e)
+	}
+}
+
+func (m *Manager) pushOneLocked(key offloadFlowKey, e *installed) {
+	var v offloadFlowAction
+	if err := m.k.objs.Flows.Lookup(&key, &v); err != nil {
+		return
+	}
+	dp, db := v.Packets-e.packets, v.Bytes-e.bytes
+	if dp == 0 {
+		return
+	}
+	e.packets, e.bytes = v.Packets, v.Bytes
+	m.packets += dp
+	m.bytes += db
+	in, out := m.port(key.Ifindex), m.port(e.out)
+	in.RxPackets += dp
+	in.RxBytes += db
+	out.TxPackets += dp
+	out.TxBytes += db
+	for _, r := range e.rules {
+		r.Stats.Packets.Add(dp)
+		r.Stats.Bytes.Add(db)
+	}
+}
+
+func (m *Manager) port(ifindex uint32) *PortCounters {
+	c := m.ports[ifindex]
+	if c == nil {
+		c = &PortCounters{}
+		m.ports[ifindex] = c
+	}
+	return c
+}
+
+// PortStats returns what the kernel forwarded from and to ifindex, as of
+// the last push (at most a second old).
+func (m *Manager) PortStats(ifindex int) PortCounters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.ports[uint32(ifindex)]; c != nil {
+		return *c
+	}
+	return PortCounters{}
+}
+
+// Stats are the fast path's counters.
+type Stats struct {
+	Entries        int
+	Packets, Bytes uint64 // forwarded by the kernel
+}
+
+// Stats pushes the kernel counters and returns the totals.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.pushLocked()
+	}
+	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes}
+}
+
+// String names the manager in logs.
+func (m *Manager) String() string { return fmt.Sprintf("offload(gen %d)", m.gen) }

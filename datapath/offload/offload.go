@@ -1,0 +1,219 @@
+// Package offload is govs's kernel fast path: an XDP program, attached to
+// the system (AF_PACKET) ports, that forwards the packets of established
+// connections whose megaflow decision the Go datapath installed in a BPF
+// hash map, by exact match (see docs/offload.md). The Go pipeline, conntrack
+// and the megaflow cache stay the authority: a packet the map does not
+// know, a TCP SYN/FIN/RST, and one packet per entry and second go on to
+// userspace exactly as without the program.
+//
+// Memory the kernel owns never outlives its owner: programs are attached
+// through bpf_links (gone when the port's Link is closed or the process
+// dies) and the maps are freed with the Kernel.
+package offload
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// Action flags (ACT_* in bpf/offload.c).
+const (
+	ActSetEth uint32 = 1 // write the Ethernet addresses
+	ActDecTTL uint32 = 2 // decrement the IPv4 TTL
+)
+
+// FlowKey is the exact match of a kernel entry: ingress interface, Ethernet
+// addresses and the IPv4 5-tuple with the TTL.
+type FlowKey struct {
+	Ifindex        uint32
+	EthSrc, EthDst [6]byte
+	Src, Dst       netip.Addr // IPv4
+	Proto          uint8      // unix.IPPROTO_TCP or unix.IPPROTO_UDP
+	SrcPort        uint16
+	DstPort        uint16
+	TTL            uint8
+}
+
+// Action is what the program does with a matching packet.
+type Action struct {
+	OutIfindex     uint32
+	Flags          uint32 // ActSetEth | ActDecTTL
+	EthSrc, EthDst [6]byte
+}
+
+// Counters are an entry's kernel statistics.
+type Counters struct {
+	Packets, Bytes uint64
+	LastUsed       int64 // CLOCK_MONOTONIC ns of the last forwarded packet
+}
+
+// Kernel is the loaded program and its maps, shared by every port of a
+// switch. Its methods are safe for concurrent use (each is a syscall on a
+// map the kernel synchronizes).
+type Kernel struct {
+	objs offloadObjects
+	gen  uint64
+}
+
+// Load loads the program and maps into the kernel. It fails where the
+// kernel has no BPF (or the process lacks CAP_BPF/CAP_NET_ADMIN).
+func Load() (*Kernel, error) {
+	k := &Kernel{gen: 1}
+	if err := loadOffloadObjects(&k.objs, nil); err != nil {
+		return nil, fmt.Errorf("load offload program: %w", err)
+	}
+	if err := k.objs.Generation.Put(uint32(0), k.gen); err != nil {
+		k.Close()
+		return nil, fmt.Errorf("set offload generation: %w", err)
+	}
+	return k, nil
+}
+
+// Close detaches nothing (links are the ports') and frees program and maps;
+// the kernel drops them once the last link is gone.
+func (k *Kernel) Close() error {
+	return k.objs.Close()
+}
+
+// Attach attaches the program to the interface in generic (skb) mode: it
+// runs before the packet taps, so a frame the program redirects never
+// reaches the AF_PACKET socket and one it passes reaches only the socket.
+// Generic mode because a native-mode redirect to a veth needs a program on
+// that veth's peer, which lives in the pod. The program stays attached
+// until the returned link is closed or the process exits.
+func (k *Kernel) Attach(ifindex int) (link.Link, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: k.objs.GovsOffload, Interface: ifindex, Flags: link.XDPGenericMode})
+	if err != nil {
+		return nil, fmt.Errorf("attach offload program to ifindex %d: %w", ifindex, err)
+	}
+	return l, nil
+}
+
+func (fk *FlowKey) kernel() (offloadFlowKey, error) {
+	if !fk.Src.Is4() || !fk.Dst.Is4() {
+		return offloadFlowKey{}, errors.New("offload: not an IPv4 flow")
+	}
+	s, d := fk.Src.As4(), fk.Dst.As4()
+	return offloadFlowKey{
+		Ifindex: fk.Ifindex,
+		// Addresses and ports are in network order in the packet: keep
+		// their bytes as they are in the host-order struct fields.
+		Saddr:  nativeU32(s),
+		Daddr:  nativeU32(d),
+		Sport:  nativeU16(fk.SrcPort),
+		Dport:  nativeU16(fk.DstPort),
+		EthDst: fk.EthDst,
+		EthSrc: fk.EthSrc,
+		Proto:  fk.Proto,
+		Ttl:    fk.TTL,
+	}, nil
+}
+
+// nativeU32 returns the uint32 whose in-memory bytes are b (the program is
+// little-endian only: bpf2go -target bpfel).
+func nativeU32(b [4]byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// nativeU16 returns the uint16 whose in-memory bytes are v in network order.
+func nativeU16(v uint16) uint16 { return v>>8 | v<<8 }
+
+// monotonicNow is bpf_ktime_get_ns's clock.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// Install adds or replaces the entry for fk, valid in the current
+// generation. Counters restart at zero: the caller reads them first when
+// it replaces an entry.
+func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
+	key, err := fk.kernel()
+	if err != nil {
+		return err
+	}
+	// last_pass = now: the packet that got the entry installed went through
+	// userspace, the next keepalive is due in a second.
+	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
+	if err := k.objs.Flows.Put(&key, &v); err != nil {
+		return fmt.Errorf("install offload entry: %w", err)
+	}
+	return nil
+}
+
+// Delete removes fk's entry; a missing entry is no error.
+func (k *Kernel) Delete(fk FlowKey) error {
+	key, err := fk.kernel()
+	if err != nil {
+		return err
+	}
+	if err := k.objs.Flows.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("delete offload entry: %w", err)
+	}
+	return nil
+}
+
+// Lookup returns fk's counters, ok false without an entry.
+func (k *Kernel) Lookup(fk FlowKey) (c Counters, ok bool, err error) {
+	key, err := fk.kernel()
+	if err != nil {
+		return c, false, err
+	}
+	var v offloadFlowAction
+	if err := k.objs.Flows.Lookup(&key, &v); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return c, false, nil
+		}
+		return c, false, fmt.Errorf("look up offload entry: %w", err)
+	}
+	return Counters{Packets: v.Packets, Bytes: v.Bytes, LastUsed: int64(v.LastUsed)}, true, nil
+}
+
+// SetGeneration makes every entry installed with another generation
+// invalid at once (one array write the program reads per packet): the
+// caller calls it before a changed pipeline can be used, and deletes the
+// stale entries (Clear) later at leisure.
+func (k *Kernel) SetGeneration(gen uint64) error {
+	if err := k.objs.Generation.Put(uint32(0), gen); err != nil {
+		return fmt.Errorf("set offload generation: %w", err)
+	}
+	return nil
+}
+
+// Clear deletes every entry.
+func (k *Kernel) Clear() error {
+	var key offloadFlowKey
+	var keys []offloadFlowKey
+	var v offloadFlowAction
+	it := k.objs.Flows.Iterate()
+	for it.Next(&key, &v) {
+		keys = append(keys, key)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("list offload entries: %w", err)
+	}
+	for i := range keys {
+		if err := k.objs.Flows.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete offload entry: %w", err)
+		}
+	}
+	return nil
+}
+
+// Len counts the entries (tests, dump-cache).
+func (k *Kernel) Len() int {
+	var key offloadFlowKey
+	var v offloadFlowAction
+	n := 0
+	it := k.objs.Flows.Iterate()
+	for it.Next(&key, &v) {
+		n++
+	}
+	return n
+}
