@@ -138,7 +138,13 @@ type Move struct {
 
 // DecTTL decrements the IP TTL; if it reaches zero the packet goes to the
 // controllers with reason invalid_ttl (to the listed controller ids).
-type DecTTL struct{ IDs []uint16 }
+type DecTTL struct {
+	IDs []uint16
+	// CntIDs: the action came as NXAST_DEC_TTL_CNT_IDS, which OVS keeps
+	// (and prints as dec_ttl(...)) even with no ids, as ovn-controller
+	// sends it.
+	CntIDs bool
+}
 
 // SetMPLSTTL and friends are not modelled; push/pop VLAN are.
 

@@ -19,6 +19,13 @@ type Conntrack interface {
 	Execute(pkt *Packet, req *CTRequest)
 }
 
+// ConntrackFlusher is a Conntrack that can forget a zone's connections
+// (NXT_CT_FLUSH_ZONE, `ovs-ofctl ct-flush-zone`). It returns how many.
+type ConntrackFlusher interface {
+	Conntrack
+	FlushZone(zone uint16) int
+}
+
 // ConntrackClock is a Conntrack whose clock a packet loop can read once
 // per batch and hand to every packet of it (Packet.CtNow), rather than
 // have each ct() read the clock: connection timeouts do not need a finer

@@ -158,6 +158,8 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 	case *wire.NXSetControllerID:
 		c.State.ControllerID = m.ControllerID
 		return nil
+	case *wire.NXCTFlushZone:
+		return b.ctFlushZone(c, m)
 	case *wire.NXTLVTableMod:
 		return b.tlvMod(c, m)
 	case *wire.NXTLVTableRequest:
@@ -365,3 +367,19 @@ func (b *Bridge) PortStatus(reason uint8, p PortInfo) {
 }
 
 var errNotImplemented = errors.New("not implemented")
+
+// ctFlushZone is NXT_CT_FLUSH_ZONE: the zone's connections are forgotten
+// (ovn-controller flushes a port's zone when it claims the port). OVS
+// sends no reply.
+func (b *Bridge) ctFlushZone(c *Conn, m *wire.NXCTFlushZone) error {
+	ct, ok := b.p.Conntrack.(flowtable.ConntrackFlusher)
+	if !ok {
+		return wire.NewError(c.Version(), wire.OFPBRC_BAD_TYPE)
+	}
+	n := ct.FlushZone(m.Zone)
+	// Decisions cached outside the pipeline's reach (the kernel fast
+	// path) may rest on the flushed connections.
+	b.p.BumpGeneration()
+	b.log.Info("conntrack zone flushed", zap.Uint16("zone", m.Zone), zap.Int("connections", n))
+	return nil
+}

@@ -104,3 +104,6 @@ func (a *Adapter) Execute(pkt *flowtable.Packet, req *flowtable.CTRequest) {
 		pkt.Rebase()
 	}
 }
+
+// FlushZone forgets the zone's connections (flowtable.ConntrackFlusher).
+func (a *Adapter) FlushZone(zone uint16) int { return a.T.FlushZone(zone) }

@@ -17,7 +17,7 @@ func init() {
 	register(Def[*flowtable.DecTTL]{
 		Format: func(b *strings.Builder, a *flowtable.DecTTL, o *ofptext.PrintOptions) {
 			b.WriteString("dec_ttl")
-			if len(a.IDs) > 0 {
+			if a.CntIDs || len(a.IDs) > 0 {
 				b.WriteByte('(')
 				for i, id := range a.IDs {
 					if i > 0 {
@@ -29,7 +29,7 @@ func init() {
 			}
 		},
 		Encode: func(t Encoder, out []wire.Action, a *flowtable.DecTTL) ([]wire.Action, error) {
-			if len(a.IDs) == 0 {
+			if !a.CntIDs && len(a.IDs) == 0 {
 				return append(out, &wire.ActionDecNwTTL{}), nil
 			}
 			return append(out, &wire.ActionDecTTLCntIDs{IDs: a.IDs}), nil
@@ -38,13 +38,16 @@ func init() {
 	fromWire(func(t Decoder, a *wire.ActionDecNwTTL) (flowtable.Action, error) { return &flowtable.DecTTL{}, nil })
 	fromWire(func(t Decoder, a *wire.ActionDecTTLCntIDs) (flowtable.Action, error) {
 		ids := append([]uint16{}, a.IDs...)
-		return &flowtable.DecTTL{IDs: ids}, nil
+		return &flowtable.DecTTL{IDs: ids, CntIDs: true}, nil
 	})
 }
 
 func parseDecTTL(p Parser, e ofptext.KV) (flowtable.Action, error) {
 	d := &flowtable.DecTTL{}
-	if e.Delim == '(' {
+	// "dec_ttl()" is plain dec_ttl, as OVS parses it (the empty id list
+	// only ever comes from the wire).
+	if e.Delim == '(' && strings.TrimSpace(e.Value) != "" {
+		d.CntIDs = true
 		for _, x := range strings.Split(e.Value, ",") {
 			id, err := ofptext.ParseNum(strings.TrimSpace(x), 16)
 			if err != nil {

@@ -373,3 +373,43 @@ func TestCTFieldsOnlyInCT(t *testing.T) {
 		}
 	}
 }
+
+// TestDecTTLEmptyCntIDs: ovn-controller sends NXAST_DEC_TTL_CNT_IDS with
+// no controller ids; OVS keeps that form (it dumps as "dec_ttl()" and goes
+// back on the wire as NXAST_DEC_TTL_CNT_IDS), while the text "dec_ttl()"
+// parses as plain dec_ttl.
+func TestDecTTLEmptyCntIDs(t *testing.T) {
+	for _, v := range versions {
+		b, err := wire.AppendActions(nil, v.wire, []wire.Action{&wire.ActionDecTTLCntIDs{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dw, err := wire.DecodeActions(v.wire, b)
+		if err != nil {
+			t.Fatalf("%#x: decode: %v", v.wire, err)
+		}
+		acts, err := ofpact.ActionsFromWire(v.wire, dw, nil)
+		if err != nil {
+			t.Fatalf("%#x: %v", v.wire, err)
+		}
+		var sb strings.Builder
+		ofpact.FormatActions(&sb, acts, &ofptext.PrintOptions{Version: v.text})
+		if sb.String() != "dec_ttl()" {
+			t.Errorf("%#x: prints %q, want dec_ttl()", v.wire, sb.String())
+		}
+		back, err := ofpact.ActionsToWire(v.wire, acts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := back[0].(*wire.ActionDecTTLCntIDs); !ok || len(back) != 1 {
+			t.Errorf("%#x: re-encoded as %T, want NXAST_DEC_TTL_CNT_IDS", v.wire, back[0])
+		}
+	}
+	acts, err := ofpact.Parser{}.ParseActions("dec_ttl()", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := acts[0].(*flowtable.DecTTL); d.CntIDs || len(d.IDs) != 0 {
+		t.Errorf("dec_ttl() parses as %+v, want plain dec_ttl as OVS", d)
+	}
+}

@@ -59,6 +59,10 @@ type NXSetPacketInFormat struct{ Format uint32 }
 // NXSetControllerID is NXT_SET_CONTROLLER_ID.
 type NXSetControllerID struct{ ControllerID uint16 }
 
+// NXCTFlushZone is NXT_CT_FLUSH_ZONE (struct nx_zone_id: 6 zero bytes,
+// then the zone): flush the connection tracker's zone.
+type NXCTFlushZone struct{ Zone uint16 }
+
 // NXTLVMap is one nx_tlv_map entry: Geneve option class/type/length mapped
 // to tun_metadata<Index>.
 type NXTLVMap struct {
@@ -100,6 +104,11 @@ func (m *NXFlowModTableID) EncodeBody(_ uint8, b []byte) ([]byte, error) {
 func (m *NXSetPacketInFormat) MessageType(uint8) uint8 { return OFPT_EXPERIMENTER }
 func (m *NXSetPacketInFormat) EncodeBody(_ uint8, b []byte) ([]byte, error) {
 	return put32(nxHeader(b, NXT_SET_PACKET_IN_FORMAT), m.Format), nil
+}
+func (m *NXCTFlushZone) MessageType(uint8) uint8 { return OFPT_EXPERIMENTER }
+func (m *NXCTFlushZone) EncodeBody(_ uint8, b []byte) ([]byte, error) {
+	b = zeros(nxHeader(b, NXT_CT_FLUSH_ZONE), 6)
+	return put16(b, m.Zone), nil
 }
 func (m *NXSetControllerID) MessageType(uint8) uint8 { return OFPT_EXPERIMENTER }
 func (m *NXSetControllerID) EncodeBody(_ uint8, b []byte) ([]byte, error) {
@@ -203,6 +212,11 @@ func (d *Decoder) decodeExperimenterMsg(body []byte) (Message, error) {
 			return &NXTLVTableMod{Command: be16(p), Maps: maps}, err
 		case NXT_TLV_TABLE_REQUEST:
 			return &NXTLVTableRequest{}, fixed(0)
+		case NXT_CT_FLUSH_ZONE:
+			if err := fixed(8); err != nil {
+				return nil, err
+			}
+			return &NXCTFlushZone{Zone: be16(p[6:])}, nil
 		case NXT_TLV_TABLE_REPLY:
 			if len(p) < 16 {
 				return nil, errf(v, OFPBRC_BAD_LEN, "nx_tlv_table_reply truncated")
