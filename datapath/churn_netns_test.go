@@ -92,7 +92,7 @@ func runChurn(t *testing.T, m churnMode, rounds, subnet int) {
 		case KindInternal:
 			dstNS = sw
 			name := netnstest.UniqueName("gvt")
-			add2 = func() { addTap(t, b, sw, name, macB, addr(2)+"/24") }
+			add2 = func() { addTap(t, b, sw, 2, tap.Config{Name: name, MAC: macB, LeaveDown: true}, addr(2)+"/24") }
 		case KindAFXDP:
 			vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: addr(2) + "/24", PeerMAC: macB})
 			add2 = func() { attachXDP(t, b, sw, vb, 2, afxdp.Config{}) }
@@ -162,24 +162,25 @@ func delPort(t *testing.T, b *Bridge, n uint32) {
 	}
 }
 
-// addTap creates TAP name in sw with mac and addr and attaches it as
-// port 2; DelPort deletes the device again.
-func addTap(t *testing.T, b *Bridge, sw *netnstest.NS, name string, mac net.HardwareAddr, addr string) {
+// addTap creates a TAP in sw as cfg says, attaches it as ofport and gives
+// it addr (IPv6 off, so only the test's traffic crosses it); DelPort
+// deletes the device again.
+func addTap(t *testing.T, b *Bridge, sw *netnstest.NS, ofport uint32, cfg tap.Config, addr string) {
 	t.Helper()
 	var tp *tap.Port
 	if err := sw.Do(func() (err error) {
-		tp, err = tap.Create(tap.Config{Name: name, MAC: mac, LeaveDown: true})
+		tp, err = tap.Create(cfg)
 		return err
 	}); err != nil {
 		t.Fatalf("create tap: %v", err)
 	}
-	if _, err := b.AddPort(2, tp, KindInternal); err != nil {
+	if _, err := b.AddPort(ofport, tp, KindInternal); err != nil {
 		tp.Close()
 		t.Fatal(err)
 	}
-	netnstest.DisableIPv6(t, sw, name)
-	sw.MustExec(t, "ip", "addr", "add", addr, "dev", name)
-	sw.MustExec(t, "ip", "link", "set", name, "up")
+	netnstest.DisableIPv6(t, sw, tp.Name())
+	sw.MustExec(t, "ip", "addr", "add", addr, "dev", tp.Name())
+	sw.MustExec(t, "ip", "link", "set", tp.Name(), "up")
 }
 
 // pingFlood is a ping -f running until the test ends.

@@ -57,20 +57,7 @@ table=2,ip,nw_dst=10.202.0.254,actions=output:4
 			attachVeth(t, b, sw, vc, 3)
 			// An internal port with offload metadata: the switch
 			// namespace's own stack (a node's antrea-gw0) at .254.
-			tapName := netnstest.UniqueName("gvt")
-			var tp *tap.Port
-			if err := sw.Do(func() (err error) {
-				tp, err = tap.Create(tap.Config{Name: tapName, VnetHdr: true})
-				return err
-			}); err != nil {
-				t.Fatalf("create tap: %v", err)
-			}
-			if _, err := b.AddPort(4, tp, KindInternal); err != nil {
-				tp.Close()
-				t.Fatal(err)
-			}
-			netnstest.DisableIPv6(t, sw, tapName)
-			sw.MustExec(t, "ip", "addr", "add", "10.202.0.254/24", "dev", tapName)
+			addTap(t, b, sw, 4, tap.Config{Name: netnstest.UniqueName("gvt"), VnetHdr: true}, "10.202.0.254/24")
 
 			const size = 8 << 20
 			data := make([]byte, size)

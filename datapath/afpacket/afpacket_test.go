@@ -22,90 +22,10 @@ var (
 	foreignMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x99, 0x99}
 )
 
-// testEtherType is the IEEE "local experimental" EtherType: nothing in the
-// kernel reacts to it.
-const testEtherType = 0x88b5
-
-// rig is a veth pair with the host end in the test's namespace, attached
-// to an afpacket Port, and a raw socket on the peer end in a fresh netns.
-type rig struct {
-	ns   *netnstest.NS
-	veth *netnstest.Veth
-	port *Port
-	peer *netnstest.RawSocket
-}
-
-func newRig(t testing.TB, cfg Config, opts netnstest.VethOptions) *rig {
+// newRig opens an AF_PACKET port on a veth pair (porttest.Rig).
+func newRig(t testing.TB, cfg Config, opts netnstest.VethOptions) *porttest.Rig[*Port] {
 	t.Helper()
-	ns := netnstest.NewNS(t)
-	if opts.HostMAC == nil {
-		opts.HostMAC = hostMAC
-	}
-	if opts.PeerMAC == nil {
-		opts.PeerMAC = peerMAC
-	}
-	v := netnstest.NewVeth(t, nil, ns, opts)
-	p, err := Open(v.Host, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return &rig{ns: ns, veth: v, port: p, peer: netnstest.NewRawSocket(t, ns, v.Peer)}
-}
-
-// testFrame builds an Ethernet frame of total length n whose payload starts
-// with a 4-byte sequence number, so frames can be told apart.
-func testFrame(dst, src net.HardwareAddr, seq uint32, n int) []byte {
-	f := make([]byte, max(n, 14))
-	copy(f, dst)
-	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], testEtherType)
-	if n >= 18 {
-		binary.BigEndian.PutUint32(f[14:], seq)
-	}
-	for i := 18; i < n; i++ {
-		f[i] = byte(i * 7)
-	}
-	return f[:n]
-}
-
-// isTest reports whether f (possibly VLAN tagged) carries testEtherType.
-func isTest(f []byte) bool {
-	if len(f) < 14 {
-		return false
-	}
-	et := binary.BigEndian.Uint16(f[12:])
-	if (et == 0x8100 || et == 0x88a8) && len(f) >= 18 {
-		et = binary.BigEndian.Uint16(f[16:])
-	}
-	return et == testEtherType
-}
-
-// readFrames reads from p until count test frames arrived or timeout,
-// copying them out of the ring. Frames of other EtherTypes are skipped.
-func readFrames(t testing.TB, p port.Port, count int, timeout time.Duration) ([][]byte, []port.Meta) {
-	t.Helper()
-	b := port.NewBatch(32)
-	var frames [][]byte
-	var metas []port.Meta
-	deadline := time.Now().Add(timeout)
-	for len(frames) < count && time.Now().Before(deadline) {
-		n, err := p.ReadBatch(b)
-		if err != nil {
-			t.Fatalf("ReadBatch: %v", err)
-		}
-		for i := range n {
-			if isTest(b.Frames[i]) {
-				frames = append(frames, append([]byte(nil), b.Frames[i]...))
-				metas = append(metas, b.Meta[i])
-			}
-		}
-	}
-	return frames, metas
+	return porttest.NewRig(t, opts, hostMAC, peerMAC, func(name string) (*Port, error) { return Open(name, cfg) })
 }
 
 // rxRings runs a receive test on each ring layout.
@@ -147,13 +67,13 @@ func TestReceiveExactBytes(t *testing.T) {
 			r := newRig(t, withRing(Config{ReadTimeout: 20 * time.Millisecond}, rv), netnstest.VethOptions{})
 			var sent [][]byte
 			for i, s := range sizes {
-				f := testFrame(hostMAC, peerMAC, uint32(i), s.len)
+				f := porttest.TestFrame(hostMAC, peerMAC, uint32(i), s.len)
 				sent = append(sent, f)
-				if err := r.peer.Send(f); err != nil {
+				if err := r.Peer.Send(f); err != nil {
 					t.Fatalf("%s: %v", s.name, err)
 				}
 			}
-			got, _ := readFrames(t, r.port, len(sent), 3*time.Second)
+			got, _ := porttest.ReadFrames(t, r.Port, len(sent), 3*time.Second)
 			if len(got) != len(sent) {
 				t.Fatalf("received %d test frames, want %d", len(got), len(sent))
 			}
@@ -173,19 +93,19 @@ func TestReceiveJumboFrame(t *testing.T) {
 	for _, rv := range rxRings {
 		t.Run(rv.name, func(t *testing.T) {
 			r := newRig(t, withRing(Config{ReadTimeout: 20 * time.Millisecond}, rv), netnstest.VethOptions{MTU: mtu})
-			plain := testFrame(hostMAC, peerMAC, 1, mtu+port.EthHeaderLen)
+			plain := porttest.TestFrame(hostMAC, peerMAC, 1, mtu+port.EthHeaderLen)
 			tagged := append(append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x00, 0x07), plain[12:]...)
 			for _, f := range [][]byte{plain, tagged} {
-				if err := r.peer.Send(f); err != nil {
+				if err := r.Peer.Send(f); err != nil {
 					t.Fatal(err)
 				}
 			}
-			got, _ := readFrames(t, r.port, 2, 3*time.Second)
+			got, _ := porttest.ReadFrames(t, r.Port, 2, 3*time.Second)
 			if len(got) != 2 || !bytes.Equal(got[0], plain) || !bytes.Equal(got[1], tagged) {
 				t.Fatalf("received %d frames (lengths %v), want the %d-byte frame and its %d-byte tagged copy intact",
 					len(got), frameLens(got), len(plain), len(tagged))
 			}
-			if st := r.port.Stats(); st.RxErrors != 0 {
+			if st := r.Port.Stats(); st.RxErrors != 0 {
 				t.Errorf("stats = %+v, want no errors", st)
 			}
 		})
@@ -211,12 +131,12 @@ func TestLoneFrameNotHeldByBlockTimer(t *testing.T) {
 	r := newRig(t, cfg, netnstest.VethOptions{})
 	b := port.NewBatch(8)
 	for seq := range uint32(20) {
-		f := testFrame(hostMAC, peerMAC, seq, 60)
-		if err := r.peer.Send(f); err != nil {
+		f := porttest.TestFrame(hostMAC, peerMAC, seq, 60)
+		if err := r.Peer.Send(f); err != nil {
 			t.Fatal(err)
 		}
 		for found := false; !found; {
-			n, err := r.port.ReadBatch(b)
+			n, err := r.Port.ReadBatch(b)
 			if err != nil {
 				t.Fatalf("frame %d: ReadBatch: %v", seq, err)
 			}
@@ -224,7 +144,7 @@ func TestLoneFrameNotHeldByBlockTimer(t *testing.T) {
 				t.Fatalf("frame %d: ReadBatch timed out after %v: the frame was held back", seq, cfg.ReadTimeout)
 			}
 			for _, got := range b.Frames[:n] {
-				if isTest(got) {
+				if porttest.IsTest(got) {
 					if !bytes.Equal(got, f) {
 						t.Fatalf("frame %d: got %x, want %x", seq, got, f)
 					}
@@ -263,16 +183,16 @@ func TestSendArrivesOnPeer(t *testing.T) {
 		var frames [][]byte
 		var total uint64
 		for i := range 10 {
-			f := testFrame(peerMAC, hostMAC, uint32(i), 60+i*100)
+			f := porttest.TestFrame(peerMAC, hostMAC, uint32(i), 60+i*100)
 			frames = append(frames, f)
 			total += uint64(len(f))
 		}
-		n, err := r.port.WriteBatch(frames)
+		n, err := r.Port.WriteBatch(frames)
 		if err != nil || n != len(frames) {
 			t.Fatalf("WriteBatch = %d, %v; want %d, nil", n, err, len(frames))
 		}
 		for i, want := range frames {
-			got, err := r.peer.RecvMatch(2*time.Second, isTest)
+			got, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest)
 			if err != nil {
 				t.Fatalf("frame %d: %v", i, err)
 			}
@@ -280,7 +200,7 @@ func TestSendArrivesOnPeer(t *testing.T) {
 				t.Fatalf("frame %d: got %x\nwant %x", i, got, want)
 			}
 		}
-		st := r.port.Stats()
+		st := r.Port.Stats()
 		if st.TxPackets != 10 || st.TxBytes != total || st.TxDropped != 0 || st.TxErrors != 0 {
 			t.Errorf("stats = %+v, want 10 tx packets, %d bytes, no drops or errors", st, total)
 		}
@@ -290,21 +210,21 @@ func TestSendArrivesOnPeer(t *testing.T) {
 func TestWriteBatchDropsBadLengths(t *testing.T) {
 	forEachTxMode(t, func(t *testing.T, cfg Config) {
 		r := newRig(t, cfg, netnstest.VethOptions{MTU: 1000})
-		good1 := testFrame(peerMAC, hostMAC, 1, 100)
-		good2 := testFrame(peerMAC, hostMAC, 2, port.MaxFrameLen(1000)-8) // untagged, MTU-sized
+		good1 := porttest.TestFrame(peerMAC, hostMAC, 1, 100)
+		good2 := porttest.TestFrame(peerMAC, hostMAC, 2, port.MaxFrameLen(1000)-8) // untagged, MTU-sized
 		frames := [][]byte{
 			good1,
-			testFrame(peerMAC, hostMAC, 0, 13), // runt
-			testFrame(peerMAC, hostMAC, 0, port.MaxFrameLen(1000)+1), // too long
+			porttest.TestFrame(peerMAC, hostMAC, 0, 13),                       // runt
+			porttest.TestFrame(peerMAC, hostMAC, 0, port.MaxFrameLen(1000)+1), // too long
 			{}, // empty
 			good2,
 		}
-		n, err := r.port.WriteBatch(frames)
+		n, err := r.Port.WriteBatch(frames)
 		if err != nil || n != len(frames) {
 			t.Fatalf("WriteBatch = %d, %v; want %d, nil", n, err, len(frames))
 		}
 		for _, want := range [][]byte{good1, good2} {
-			got, err := r.peer.RecvMatch(2*time.Second, isTest)
+			got, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +232,7 @@ func TestWriteBatchDropsBadLengths(t *testing.T) {
 				t.Fatalf("got %d-byte frame, want %d-byte seq %d", len(got), len(want), want[17])
 			}
 		}
-		if st := r.port.Stats(); st.TxPackets != 2 || st.TxDropped != 3 {
+		if st := r.Port.Stats(); st.TxPackets != 2 || st.TxDropped != 3 {
 			t.Errorf("stats = %+v, want 2 sent and 3 dropped", st)
 		}
 	})
@@ -336,12 +256,12 @@ func TestVLANTagRecovered(t *testing.T) {
 			t.Run(tc.name+"/"+rv.name, func(t *testing.T) {
 				cfg := withRing(Config{ReadTimeout: 20 * time.Millisecond, KeepVLANStripped: tc.keep}, rv)
 				r := newRig(t, cfg, netnstest.VethOptions{})
-				plain := testFrame(hostMAC, peerMAC, 7, 100)
+				plain := porttest.TestFrame(hostMAC, peerMAC, 7, 100)
 				wire := append(append(append([]byte{}, plain[:12]...), byte(tc.tpid>>8), byte(tc.tpid), byte(tc.tci>>8), byte(tc.tci)), plain[12:]...)
-				if err := r.peer.Send(wire); err != nil {
+				if err := r.Peer.Send(wire); err != nil {
 					t.Fatal(err)
 				}
-				got, metas := readFrames(t, r.port, 1, 3*time.Second)
+				got, metas := porttest.ReadFrames(t, r.Port, 1, 3*time.Second)
 				if len(got) != 1 {
 					t.Fatalf("received %d frames, want 1", len(got))
 				}
@@ -384,11 +304,11 @@ func TestPromiscuous(t *testing.T) {
 				t.Errorf("promiscuity with port open = %d, want %d", got, before+1)
 			}
 			peer := netnstest.NewRawSocket(t, ns, v.Peer)
-			f := testFrame(foreignMAC, peerMAC, 1, 64)
+			f := porttest.TestFrame(foreignMAC, peerMAC, 1, 64)
 			if err := peer.Send(f); err != nil {
 				t.Fatal(err)
 			}
-			got, _ := readFrames(t, p, 1, 3*time.Second)
+			got, _ := porttest.ReadFrames(t, p, 1, 3*time.Second)
 			if len(got) != 1 || !bytes.Equal(got[0], f) {
 				t.Errorf("frame to foreign MAC %s not received intact: %x", foreignMAC, got)
 			}
@@ -416,21 +336,21 @@ func TestOwnOutgoingNotSeen(t *testing.T) {
 	forEachTxMode(t, func(t *testing.T, cfg Config) {
 		cfg.ReadTimeout = 20 * time.Millisecond
 		r := newRig(t, cfg, netnstest.VethOptions{})
-		mine := testFrame(peerMAC, hostMAC, 0xaaaa, 80)
-		if n, err := r.port.WriteBatch([][]byte{mine, mine, mine}); n != 3 || err != nil {
+		mine := porttest.TestFrame(peerMAC, hostMAC, 0xaaaa, 80)
+		if n, err := r.Port.WriteBatch([][]byte{mine, mine, mine}); n != 3 || err != nil {
 			t.Fatalf("WriteBatch = %d, %v", n, err)
 		}
 		// The peer got them, so they did leave through the port.
 		for range 3 {
-			if _, err := r.peer.RecvMatch(2*time.Second, isTest); err != nil {
+			if _, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest); err != nil {
 				t.Fatal(err)
 			}
 		}
-		sentinel := testFrame(hostMAC, peerMAC, 0xbbbb, 80)
-		if err := r.peer.Send(sentinel); err != nil {
+		sentinel := porttest.TestFrame(hostMAC, peerMAC, 0xbbbb, 80)
+		if err := r.Peer.Send(sentinel); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := readFrames(t, r.port, 1, 3*time.Second)
+		got, _ := porttest.ReadFrames(t, r.Port, 1, 3*time.Second)
 		if len(got) != 1 || !bytes.Equal(got[0], sentinel) {
 			t.Fatalf("first test frame read = %x, want only the peer's sentinel %x", got, sentinel)
 		}
@@ -444,13 +364,13 @@ func TestStatsCount(t *testing.T) {
 			const n = 50
 			var bytesSent uint64
 			for i := range n {
-				f := testFrame(hostMAC, peerMAC, uint32(i), 64+i)
+				f := porttest.TestFrame(hostMAC, peerMAC, uint32(i), 64+i)
 				bytesSent += uint64(len(f))
-				if err := r.peer.Send(f); err != nil {
+				if err := r.Peer.Send(f); err != nil {
 					t.Fatal(err)
 				}
 			}
-			got, _ := readFrames(t, r.port, n, 3*time.Second)
+			got, _ := porttest.ReadFrames(t, r.Port, n, 3*time.Second)
 			if len(got) != n {
 				t.Fatalf("received %d, want %d", len(got), n)
 			}
@@ -459,7 +379,7 @@ func TestStatsCount(t *testing.T) {
 					t.Fatalf("frame %d has sequence %d: reordered or lost", i, seq)
 				}
 			}
-			st := r.port.Stats()
+			st := r.Port.Stats()
 			if st.RxPackets != n || st.RxBytes != bytesSent || st.RxDropped != 0 || st.RxErrors != 0 {
 				t.Errorf("stats = %+v, want %d packets, %d bytes, no drops/errors", st, n, bytesSent)
 			}
@@ -484,13 +404,13 @@ func TestKernelDropsCounted(t *testing.T) {
 			r := newRig(t, cfg, netnstest.VethOptions{})
 			const n = 300
 			for i := range n {
-				if err := r.peer.Send(testFrame(hostMAC, peerMAC, uint32(i), 500)); err != nil {
+				if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, uint32(i), 500)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			time.Sleep(20 * time.Millisecond) // let the V3 retire timer hand over the last block
-			got, _ := readFrames(t, r.port, n, 500*time.Millisecond)
-			st := r.port.Stats()
+			got, _ := porttest.ReadFrames(t, r.Port, n, 500*time.Millisecond)
+			st := r.Port.Stats()
 			if st.RxDropped == 0 {
 				t.Errorf("no drops counted with a tiny ring and %d frames: %+v", n, st)
 			}
@@ -509,17 +429,17 @@ func TestReadTimeoutAndClose(t *testing.T) {
 		t.Run(rv.name, func(t *testing.T) {
 			r := newRig(t, withRing(Config{ReadTimeout: 30 * time.Millisecond}, rv), netnstest.VethOptions{})
 			b := port.NewBatch(8)
-			n, err := r.port.ReadBatch(b)
+			n, err := r.Port.ReadBatch(b)
 			if n != 0 || err != nil {
 				t.Fatalf("idle ReadBatch with timeout = %d, %v; want 0, nil", n, err)
 			}
 
 			// A reader blocked without timeout wakes up on Close.
-			p, err := Open(r.veth.Host, withRing(Config{}, rv))
+			p, err := Open(r.Veth.Host, withRing(Config{}, rv))
 			if err != nil {
 				t.Fatal(err)
 			}
-			porttest.CloseWakesReader(t, p, testFrame(peerMAC, hostMAC, 1, 60))
+			porttest.CloseWakesReader(t, p, porttest.TestFrame(peerMAC, hostMAC, 1, 60))
 			if err := p.Close(); err != nil {
 				t.Errorf("second Close = %v", err)
 			}
@@ -533,13 +453,13 @@ func TestReadTimeoutAndClose(t *testing.T) {
 // reader stuck in the busy-poll would fail it.
 func TestBusyPoll(t *testing.T) {
 	r := newRig(t, Config{RingVersion: TPacketV2, BusyPoll: time.Hour}, netnstest.VethOptions{})
-	p := r.port
+	p := r.Port
 	read := func() (chan int, chan error) {
 		nc, ec := make(chan int, 1), make(chan error, 1)
 		go func() {
 			b := port.NewBatch(8)
 			n, err := p.ReadBatch(b)
-			if n > 0 && !isTest(b.Frames[0]) {
+			if n > 0 && !porttest.IsTest(b.Frames[0]) {
 				n = -1
 			}
 			nc <- n
@@ -551,7 +471,7 @@ func TestBusyPoll(t *testing.T) {
 	p.rxBusy = true // as after a short sleep; set before the reader runs
 	nc, ec := read()
 	time.Sleep(20 * time.Millisecond) // let the reader reach the busy-poll
-	if err := r.peer.Send(testFrame(hostMAC, peerMAC, 1, 60)); err != nil {
+	if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, 1, 60)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -587,7 +507,7 @@ func TestDefaultRingIsV2(t *testing.T) {
 	for _, mtu := range []int{1500, 9000} {
 		t.Run(fmt.Sprint("MTU ", mtu), func(t *testing.T) {
 			r := newRig(t, Config{}, netnstest.VethOptions{MTU: mtu})
-			p := r.port
+			p := r.Port
 			if p.cfg.RingVersion != TPacketV2 || p.v3 || p.v2.mem == nil || p.ring.mem != nil {
 				t.Fatalf("default ring version %d (v3 %v), want TPACKET_V2", p.cfg.RingVersion, p.v3)
 			}
@@ -636,13 +556,13 @@ func TestOpenErrors(t *testing.T) {
 
 func TestPortMetadata(t *testing.T) {
 	r := newRig(t, Config{}, netnstest.VethOptions{MTU: 1400})
-	l, err := netnstest.LinkShow(nil, r.veth.Host)
+	l, err := netnstest.LinkShow(nil, r.Veth.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.port.Name() != r.veth.Host || r.port.Ifindex() != l.Ifindex || r.port.MTU() != 1400 ||
-		r.port.HardwareAddr().String() != hostMAC.String() {
-		t.Errorf("port = %s ifindex %d mtu %d mac %s; link = %+v", r.port.Name(), r.port.Ifindex(), r.port.MTU(), r.port.HardwareAddr(), l)
+	if r.Port.Name() != r.Veth.Host || r.Port.Ifindex() != l.Ifindex || r.Port.MTU() != 1400 ||
+		r.Port.HardwareAddr().String() != hostMAC.String() {
+		t.Errorf("port = %s ifindex %d mtu %d mac %s; link = %+v", r.Port.Name(), r.Port.Ifindex(), r.Port.MTU(), r.Port.HardwareAddr(), l)
 	}
 }
 
@@ -651,26 +571,26 @@ func TestPortMetadata(t *testing.T) {
 // to the 64 KiB limit.
 func TestWriteBatchVnetErrors(t *testing.T) {
 	plain := newRig(t, Config{}, netnstest.VethOptions{})
-	f := testFrame(peerMAC, hostMAC, 1, 100)
-	if plain.port.VnetEnabled() {
+	f := porttest.TestFrame(peerMAC, hostMAC, 1, 100)
+	if plain.Port.VnetEnabled() {
 		t.Errorf("port without VnetHdr reports VnetEnabled")
 	}
-	if _, err := plain.port.WriteBatchVnet([][]byte{f}, []port.VnetHdr{{}}); err == nil {
+	if _, err := plain.Port.WriteBatchVnet([][]byte{f}, []port.VnetHdr{{}}); err == nil {
 		t.Errorf("WriteBatchVnet on a port without VnetHdr: no error")
 	}
 	r := newRig(t, Config{VnetHdr: true}, netnstest.VethOptions{})
-	if !r.port.VnetEnabled() {
+	if !r.Port.VnetEnabled() {
 		t.Fatalf("port with VnetHdr does not report VnetEnabled")
 	}
-	if _, err := r.port.WriteBatchVnet([][]byte{f, f}, []port.VnetHdr{{}}); err == nil {
+	if _, err := r.Port.WriteBatchVnet([][]byte{f, f}, []port.VnetHdr{{}}); err == nil {
 		t.Errorf("two frames with one header: no error")
 	}
-	huge := testFrame(peerMAC, hostMAC, 2, port.MaxGSOFrameLen+1)
-	n, err := r.port.WriteBatchVnet([][]byte{huge}, []port.VnetHdr{{GSOType: port.VnetGSOTCPv4, GSOSize: 1448}})
+	huge := porttest.TestFrame(peerMAC, hostMAC, 2, port.MaxGSOFrameLen+1)
+	n, err := r.Port.WriteBatchVnet([][]byte{huge}, []port.VnetHdr{{GSOType: port.VnetGSOTCPv4, GSOSize: 1448}})
 	if err != nil || n != 1 {
 		t.Fatalf("WriteBatchVnet = %d, %v", n, err)
 	}
-	if st := r.port.Stats(); st.TxDropped != 1 {
+	if st := r.Port.Stats(); st.TxDropped != 1 {
 		t.Errorf("frame over the GSO limit: %d dropped, want 1", st.TxDropped)
 	}
 }
@@ -688,10 +608,10 @@ func TestInterfaceDownReported(t *testing.T) {
 			down := make(chan error, 1)
 			go func() {
 				time.Sleep(50 * time.Millisecond) // the reader is asleep by then
-				_, err := netnstest.Run("ip", "link", "set", "dev", r.veth.Host, "down")
+				_, err := netnstest.Run("ip", "link", "set", "dev", r.Veth.Host, "down")
 				down <- err
 			}()
-			_, err := r.port.ReadBatch(b)
+			_, err := r.Port.ReadBatch(b)
 			if derr := <-down; derr != nil {
 				t.Fatal(derr)
 			}
@@ -699,23 +619,23 @@ func TestInterfaceDownReported(t *testing.T) {
 				t.Fatalf("ReadBatch while the link went down = %v, want ENETDOWN", err)
 			}
 			start := time.Now()
-			if n, err := r.port.ReadBatch(b); n != 0 || err != nil {
+			if n, err := r.Port.ReadBatch(b); n != 0 || err != nil {
 				t.Fatalf("second ReadBatch = %d, %v; want a timeout (0, nil)", n, err)
 			}
 			if d := time.Since(start); d < timeout/2 {
 				t.Errorf("second ReadBatch returned after %v, want a sleep of about %v", d, timeout)
 			}
-			if _, err := netnstest.Run("ip", "link", "set", "dev", r.veth.Host, "up"); err != nil {
+			if _, err := netnstest.Run("ip", "link", "set", "dev", r.Veth.Host, "up"); err != nil {
 				t.Fatal(err)
 			}
-			f := testFrame(hostMAC, peerMAC, 7, 60)
+			f := porttest.TestFrame(hostMAC, peerMAC, 7, 60)
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				// The veth carrier takes a moment to come back.
-				if err := r.peer.Send(f); err != nil {
+				if err := r.Peer.Send(f); err != nil {
 					t.Fatal(err)
 				}
-				if got, _ := readFrames(t, r.port, 1, 100*time.Millisecond); len(got) == 1 {
+				if got, _ := porttest.ReadFrames(t, r.Port, 1, 100*time.Millisecond); len(got) == 1 {
 					if !bytes.Equal(got[0], f) {
 						t.Fatalf("frame after link up = %x, want %x", got[0], f)
 					}

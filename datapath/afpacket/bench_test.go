@@ -7,6 +7,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/porttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +42,7 @@ func benchRig(b *testing.B, cfg Config) (host, peer *Port) {
 func frames(n int, dst, src []byte) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
-		out[i] = testFrame(dst, src, uint32(i), benchFrameLen)
+		out[i] = porttest.TestFrame(dst, src, uint32(i), benchFrameLen)
 	}
 	return out
 }
@@ -212,7 +213,7 @@ func benchTx(b *testing.B, cfg Config) {
 			host, _ := benchRig(b, cfg)
 			load := make([][]byte, 32)
 			for i := range load {
-				load[i] = testFrame(peerMAC, hostMAC, uint32(i), size)
+				load[i] = porttest.TestFrame(peerMAC, hostMAC, uint32(i), size)
 			}
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
@@ -239,7 +240,7 @@ func BenchmarkTxSendPerFrame(b *testing.B) {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			host, _ := benchRig(b, Config{})
 			raw := netnstest.NewRawSocket(b, nil, host.Name())
-			f := testFrame(peerMAC, hostMAC, 1, size)
+			f := porttest.TestFrame(peerMAC, hostMAC, 1, size)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -264,7 +265,7 @@ func BenchmarkLoneFrameLatency(b *testing.B) {
 
 func benchLoneFrame(b *testing.B, cfg Config) {
 	host, peer := benchRig(b, cfg)
-	f := [][]byte{testFrame(hostMAC, peerMAC, 1, benchFrameLen)}
+	f := [][]byte{porttest.TestFrame(hostMAC, peerMAC, 1, benchFrameLen)}
 	batch := port.NewBatch(64)
 	b.ReportAllocs()
 	b.ResetTimer()

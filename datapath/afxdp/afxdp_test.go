@@ -20,39 +20,10 @@ var (
 	peerMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x02, 0x02}
 )
 
-// testEtherType is the IEEE "local experimental" EtherType: nothing in the
-// kernel reacts to it.
-const testEtherType = 0x88b5
-
-// rig is a veth pair with the host end in the test's namespace, attached
-// to an AF_XDP Port, and a raw socket on the peer end in a fresh netns.
-type rig struct {
-	ns   *netnstest.NS
-	veth *netnstest.Veth
-	port *Port
-	peer *netnstest.RawSocket
-}
-
-func newRig(t testing.TB, cfg Config, opts netnstest.VethOptions) *rig {
+// newRig opens an AF_XDP port on a veth pair (porttest.Rig).
+func newRig(t testing.TB, cfg Config, opts netnstest.VethOptions) *porttest.Rig[*Port] {
 	t.Helper()
-	ns := netnstest.NewNS(t)
-	if opts.HostMAC == nil {
-		opts.HostMAC = hostMAC
-	}
-	if opts.PeerMAC == nil {
-		opts.PeerMAC = peerMAC
-	}
-	v := netnstest.NewVeth(t, nil, ns, opts)
-	p, err := Open(v.Host, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return &rig{ns: ns, veth: v, port: p, peer: netnstest.NewRawSocket(t, ns, v.Peer)}
+	return porttest.NewRig(t, opts, hostMAC, peerMAC, func(name string) (*Port, error) { return Open(name, cfg) })
 }
 
 // xdpModes are the attach modes that bind on a veth. Every I/O test runs
@@ -70,65 +41,22 @@ func forEachMode(t *testing.T, cfg Config, fn func(t *testing.T, cfg Config)) {
 	}
 }
 
-// testFrame builds an Ethernet frame of total length n whose payload starts
-// with a 4-byte sequence number, so frames can be told apart.
-func testFrame(dst, src net.HardwareAddr, seq uint32, n int) []byte {
-	f := make([]byte, max(n, 14))
-	copy(f, dst)
-	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], testEtherType)
-	if n >= 18 {
-		binary.BigEndian.PutUint32(f[14:], seq)
-	}
-	for i := 18; i < n; i++ {
-		f[i] = byte(i * 7)
-	}
-	return f[:n]
-}
-
-func isTest(f []byte) bool {
-	return len(f) >= 14 && binary.BigEndian.Uint16(f[12:]) == testEtherType
-}
-
-// readFrames reads from p until count test frames arrived or timeout,
-// copying them out of the UMEM.
-func readFrames(t testing.TB, p port.Port, count int, timeout time.Duration) ([][]byte, []port.Meta) {
-	t.Helper()
-	b := port.NewBatch(32)
-	var frames [][]byte
-	var metas []port.Meta
-	deadline := time.Now().Add(timeout)
-	for len(frames) < count && time.Now().Before(deadline) {
-		n, err := p.ReadBatch(b)
-		if err != nil {
-			t.Fatalf("ReadBatch: %v", err)
-		}
-		for i := range n {
-			if isTest(b.Frames[i]) {
-				frames = append(frames, append([]byte(nil), b.Frames[i]...))
-				metas = append(metas, b.Meta[i])
-			}
-		}
-	}
-	return frames, metas
-}
-
 func TestReceiveExactBytes(t *testing.T) {
 	forEachMode(t, Config{ReadTimeout: 20 * time.Millisecond}, func(t *testing.T, cfg Config) {
 		r := newRig(t, cfg, netnstest.VethOptions{})
-		if got := r.port.Mode(); got != cfg.Mode {
+		if got := r.Port.Mode(); got != cfg.Mode {
 			t.Fatalf("bound in %s mode, asked %s", got, cfg.Mode)
 		}
 		lens := []int{14, 18, 60, 61, 64, 100, 1000, 1514}
 		var want [][]byte
 		for i, n := range lens {
-			f := testFrame(hostMAC, peerMAC, uint32(i), n)
+			f := porttest.TestFrame(hostMAC, peerMAC, uint32(i), n)
 			want = append(want, f)
-			if err := r.peer.Send(f); err != nil {
+			if err := r.Peer.Send(f); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, metas := readFrames(t, r.port, len(want), 3*time.Second)
+		got, metas := porttest.ReadFrames(t, r.Port, len(want), 3*time.Second)
 		if len(got) != len(want) {
 			t.Fatalf("received %d frames, want %d", len(got), len(want))
 		}
@@ -149,16 +77,16 @@ func TestSendArrivesOnPeer(t *testing.T) {
 		var frames [][]byte
 		var total uint64
 		for i := range 10 {
-			f := testFrame(peerMAC, hostMAC, uint32(i), 60+i*100)
+			f := porttest.TestFrame(peerMAC, hostMAC, uint32(i), 60+i*100)
 			frames = append(frames, f)
 			total += uint64(len(f))
 		}
-		n, err := r.port.WriteBatch(frames)
+		n, err := r.Port.WriteBatch(frames)
 		if err != nil || n != len(frames) {
 			t.Fatalf("WriteBatch = %d, %v; want %d, nil", n, err, len(frames))
 		}
 		for i, want := range frames {
-			got, err := r.peer.RecvMatch(2*time.Second, isTest)
+			got, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest)
 			if err != nil {
 				t.Fatalf("frame %d: %v", i, err)
 			}
@@ -166,7 +94,7 @@ func TestSendArrivesOnPeer(t *testing.T) {
 				t.Fatalf("frame %d: got %x\nwant %x", i, got, want)
 			}
 		}
-		st := r.port.Stats()
+		st := r.Port.Stats()
 		if st.TxPackets != 10 || st.TxBytes != total || st.TxDropped != 0 || st.TxErrors != 0 {
 			t.Errorf("stats = %+v, want 10 tx packets, %d bytes, no drops or errors", st, total)
 		}
@@ -176,21 +104,21 @@ func TestSendArrivesOnPeer(t *testing.T) {
 func TestWriteBatchDropsBadLengths(t *testing.T) {
 	forEachMode(t, Config{}, func(t *testing.T, cfg Config) {
 		r := newRig(t, cfg, netnstest.VethOptions{MTU: 1000})
-		good1 := testFrame(peerMAC, hostMAC, 1, 100)
-		good2 := testFrame(peerMAC, hostMAC, 2, port.MaxFrameLen(1000)-8) // untagged, MTU-sized
+		good1 := porttest.TestFrame(peerMAC, hostMAC, 1, 100)
+		good2 := porttest.TestFrame(peerMAC, hostMAC, 2, port.MaxFrameLen(1000)-8) // untagged, MTU-sized
 		frames := [][]byte{
 			good1,
-			testFrame(peerMAC, hostMAC, 0, 13), // runt
-			testFrame(peerMAC, hostMAC, 0, port.MaxFrameLen(1000)+1), // too long
+			porttest.TestFrame(peerMAC, hostMAC, 0, 13),                       // runt
+			porttest.TestFrame(peerMAC, hostMAC, 0, port.MaxFrameLen(1000)+1), // too long
 			{}, // empty
 			good2,
 		}
-		n, err := r.port.WriteBatch(frames)
+		n, err := r.Port.WriteBatch(frames)
 		if err != nil || n != len(frames) {
 			t.Fatalf("WriteBatch = %d, %v; want %d, nil", n, err, len(frames))
 		}
 		for _, want := range [][]byte{good1, good2} {
-			got, err := r.peer.RecvMatch(2*time.Second, isTest)
+			got, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +126,7 @@ func TestWriteBatchDropsBadLengths(t *testing.T) {
 				t.Fatalf("got %d-byte frame, want %d-byte seq %d", len(got), len(want), want[17])
 			}
 		}
-		if st := r.port.Stats(); st.TxPackets != 2 || st.TxDropped != 3 {
+		if st := r.Port.Stats(); st.TxPackets != 2 || st.TxDropped != 3 {
 			t.Errorf("stats = %+v, want 2 sent and 3 dropped", st)
 		}
 	})
@@ -213,20 +141,20 @@ func TestSendReusesTxFrames(t *testing.T) {
 		batch := make([][]byte, 50)
 		for i := 0; i < total; i += len(batch) {
 			for j := range batch {
-				batch[j] = testFrame(peerMAC, hostMAC, uint32(i+j), 60)
+				batch[j] = porttest.TestFrame(peerMAC, hostMAC, uint32(i+j), 60)
 			}
-			if n, err := r.port.WriteBatch(batch); err != nil || n != len(batch) {
+			if n, err := r.Port.WriteBatch(batch); err != nil || n != len(batch) {
 				t.Fatalf("WriteBatch at %d = %d, %v", i, n, err)
 			}
 		}
-		st := r.port.Stats()
+		st := r.Port.Stats()
 		if st.TxPackets != total || st.TxDropped != 0 || st.TxErrors != 0 {
 			t.Errorf("stats = %+v, want %d sent, no drops or errors", st, total)
 		}
-		r.port.TxMu.Lock()
-		r.port.reclaim()
-		free := len(r.port.txFree)
-		r.port.TxMu.Unlock()
+		r.Port.TxMu.Lock()
+		r.Port.reclaim()
+		free := len(r.Port.txFree)
+		r.Port.TxMu.Unlock()
 		if free != cfg.TxFrames {
 			t.Errorf("%d of %d TX frames free after the sends completed", free, cfg.TxFrames)
 		}
@@ -243,13 +171,13 @@ func TestStatsCountAndFillRingRefill(t *testing.T) {
 		var got [][]byte
 		for i := 0; i < n; i += chunk {
 			for j := range chunk {
-				f := testFrame(hostMAC, peerMAC, uint32(i+j), 64+j)
+				f := porttest.TestFrame(hostMAC, peerMAC, uint32(i+j), 64+j)
 				bytesSent += uint64(len(f))
-				if err := r.peer.Send(f); err != nil {
+				if err := r.Peer.Send(f); err != nil {
 					t.Fatal(err)
 				}
 			}
-			f, _ := readFrames(t, r.port, chunk, 3*time.Second)
+			f, _ := porttest.ReadFrames(t, r.Port, chunk, 3*time.Second)
 			got = append(got, f...)
 		}
 		if len(got) != n {
@@ -260,7 +188,7 @@ func TestStatsCountAndFillRingRefill(t *testing.T) {
 				t.Fatalf("frame %d has sequence %d: reordered or lost", i, seq)
 			}
 		}
-		st := r.port.Stats()
+		st := r.Port.Stats()
 		if st.RxPackets != n || st.RxBytes != bytesSent || st.RxDropped != 0 || st.RxErrors != 0 {
 			t.Errorf("stats = %+v, want %d packets, %d bytes, no drops/errors", st, n, bytesSent)
 		}
@@ -274,17 +202,17 @@ func TestKernelDropsCounted(t *testing.T) {
 		r := newRig(t, cfg, netnstest.VethOptions{})
 		const n = 300
 		for i := range n {
-			if err := r.peer.Send(testFrame(hostMAC, peerMAC, uint32(i), 500)); err != nil {
+			if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, uint32(i), 500)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, _ := readFrames(t, r.port, n, 500*time.Millisecond)
-		st := r.port.Stats()
+		got, _ := porttest.ReadFrames(t, r.Port, n, 500*time.Millisecond)
+		st := r.Port.Stats()
 		if st.RxDropped == 0 {
 			t.Errorf("no drops counted with 8 RX frames and %d sent: %+v", n, st)
 		}
 		if uint64(len(got))+st.RxDropped != n {
-			t.Errorf("read %d + dropped %d != sent %d (%+v)", len(got), st.RxDropped, n, r.port.xdpStats)
+			t.Errorf("read %d + dropped %d != sent %d (%+v)", len(got), st.RxDropped, n, r.Port.xdpStats)
 		}
 		if st.RxPackets != uint64(len(got)) {
 			t.Errorf("RxPackets %d, read %d", st.RxPackets, len(got))
@@ -297,7 +225,7 @@ func TestReadTimeoutAndClose(t *testing.T) {
 		r := newRig(t, cfg, netnstest.VethOptions{})
 		b := port.NewBatch(8)
 		start := time.Now()
-		n, err := r.port.ReadBatch(b)
+		n, err := r.Port.ReadBatch(b)
 		if n != 0 || err != nil {
 			t.Fatalf("idle ReadBatch with timeout = %d, %v; want 0, nil", n, err)
 		}
@@ -305,15 +233,15 @@ func TestReadTimeoutAndClose(t *testing.T) {
 			t.Errorf("idle ReadBatch returned after %v, before the 30ms timeout", d)
 		}
 		// One XDP program per interface: the rig's port must go first.
-		if err := r.port.Close(); err != nil {
+		if err := r.Port.Close(); err != nil {
 			t.Fatal(err)
 		}
 		cfg.ReadTimeout = 0
-		p, err := Open(r.veth.Host, cfg)
+		p, err := Open(r.Veth.Host, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		porttest.CloseWakesReader(t, p, testFrame(peerMAC, hostMAC, 1, 60))
+		porttest.CloseWakesReader(t, p, porttest.TestFrame(peerMAC, hostMAC, 1, 60))
 		if err := p.Close(); err != nil {
 			t.Errorf("second Close = %v", err)
 		}
@@ -324,19 +252,19 @@ func TestReadTimeoutAndClose(t *testing.T) {
 // sleeping; Close still stops it.
 func TestBusyPoll(t *testing.T) {
 	r := newRig(t, Config{BusyPoll: time.Hour}, netnstest.VethOptions{})
-	p := r.port
+	p := r.Port
 	p.rxBusy = true // as after a short sleep; set before the reader runs
 	done := make(chan int, 1)
 	go func() {
 		b := port.NewBatch(8)
 		n, _ := p.ReadBatch(b)
-		if n > 0 && !isTest(b.Frames[0]) {
+		if n > 0 && !porttest.IsTest(b.Frames[0]) {
 			n = -1
 		}
 		done <- n
 	}()
 	time.Sleep(20 * time.Millisecond) // let the reader reach the busy-poll
-	if err := r.peer.Send(testFrame(hostMAC, peerMAC, 1, 60)); err != nil {
+	if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, 1, 60)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -368,18 +296,18 @@ func TestPoller(t *testing.T) {
 	forEachMode(t, Config{}, func(t *testing.T, cfg Config) {
 		r := newRig(t, cfg, netnstest.VethOptions{})
 		b := port.NewBatch(8)
-		if n, err := r.port.TryReadBatch(b); n != 0 || err != nil {
+		if n, err := r.Port.TryReadBatch(b); n != 0 || err != nil {
 			t.Fatalf("idle TryReadBatch = %d, %v", n, err)
 		}
-		if err := r.peer.Send(testFrame(hostMAC, peerMAC, 7, 60)); err != nil {
+		if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, 7, 60)); err != nil {
 			t.Fatal(err)
 		}
-		fds := []unix.PollFd{{Fd: int32(r.port.PollFd()), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(r.Port.PollFd()), Events: unix.POLLIN}}
 		if n, err := unix.Poll(fds, 2000); n != 1 || err != nil || fds[0].Revents&unix.POLLIN == 0 {
 			t.Fatalf("poll(PollFd) = %d, %v, revents %#x: want readable with a frame waiting", n, err, fds[0].Revents)
 		}
-		n, err := r.port.TryReadBatch(b)
-		if n != 1 || err != nil || !isTest(b.Frames[0]) {
+		n, err := r.Port.TryReadBatch(b)
+		if n != 1 || err != nil || !porttest.IsTest(b.Frames[0]) {
 			t.Fatalf("TryReadBatch = %d, %v", n, err)
 		}
 	})
@@ -534,12 +462,12 @@ func TestOpenErrors(t *testing.T) {
 
 func TestPortMetadata(t *testing.T) {
 	r := newRig(t, Config{}, netnstest.VethOptions{MTU: 1400})
-	l, err := netnstest.LinkShow(nil, r.veth.Host)
+	l, err := netnstest.LinkShow(nil, r.Veth.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := r.port
-	if p.Name() != r.veth.Host || p.Ifindex() != l.Ifindex || p.MTU() != 1400 || p.HardwareAddr().String() != hostMAC.String() {
+	p := r.Port
+	if p.Name() != r.Veth.Host || p.Ifindex() != l.Ifindex || p.MTU() != 1400 || p.HardwareAddr().String() != hostMAC.String() {
 		t.Errorf("port %s ifindex %d mtu %d mac %s; link %+v", p.Name(), p.Ifindex(), p.MTU(), p.HardwareAddr(), l)
 	}
 	if p.frameSize != 2048 {
@@ -552,21 +480,21 @@ func TestPortMetadata(t *testing.T) {
 // MTU that large for a program without multi-buffer support).
 func TestLargeMTUUsesPageFrames(t *testing.T) {
 	r := newRig(t, Config{Mode: ModeGeneric, ReadTimeout: 20 * time.Millisecond}, netnstest.VethOptions{MTU: 3000})
-	if r.port.frameSize != 4096 {
-		t.Fatalf("MTU 3000 got %d-byte UMEM frames, want 4096", r.port.frameSize)
+	if r.Port.frameSize != 4096 {
+		t.Fatalf("MTU 3000 got %d-byte UMEM frames, want 4096", r.Port.frameSize)
 	}
-	want := testFrame(hostMAC, peerMAC, 1, 3014)
-	if err := r.peer.Send(want); err != nil {
+	want := porttest.TestFrame(hostMAC, peerMAC, 1, 3014)
+	if err := r.Peer.Send(want); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := readFrames(t, r.port, 1, 3*time.Second)
+	got, _ := porttest.ReadFrames(t, r.Port, 1, 3*time.Second)
 	if len(got) != 1 || !bytes.Equal(got[0], want) {
 		t.Fatalf("got %d frames, want the one 3014-byte frame", len(got))
 	}
-	if n, err := r.port.WriteBatch([][]byte{testFrame(peerMAC, hostMAC, 2, 3014)}); n != 1 || err != nil {
+	if n, err := r.Port.WriteBatch([][]byte{porttest.TestFrame(peerMAC, hostMAC, 2, 3014)}); n != 1 || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", n, err)
 	}
-	if f, err := r.peer.RecvMatch(2*time.Second, isTest); err != nil || len(f) != 3014 {
+	if f, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest); err != nil || len(f) != 3014 {
 		t.Fatalf("peer got %d bytes, %v", len(f), err)
 	}
 }

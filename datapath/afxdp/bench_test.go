@@ -8,6 +8,7 @@ import (
 	"github.com/govs-project/govs/datapath/afpacket"
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/porttest"
 )
 
 // Benchmarks run on a veth pair as datapath/afpacket's do, with the same
@@ -46,7 +47,7 @@ func benchRig(b *testing.B, cfg Config) (host *Port, peer *afpacket.Port) {
 func frames(n int, dst, src []byte) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
-		out[i] = testFrame(dst, src, uint32(i), benchFrameLen)
+		out[i] = porttest.TestFrame(dst, src, uint32(i), benchFrameLen)
 	}
 	return out
 }
@@ -171,7 +172,7 @@ func benchTx(b *testing.B, cfg Config) {
 			host, _ := benchRig(b, cfg)
 			load := make([][]byte, 32)
 			for i := range load {
-				load[i] = testFrame(peerMAC, hostMAC, uint32(i), size)
+				load[i] = porttest.TestFrame(peerMAC, hostMAC, uint32(i), size)
 			}
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
@@ -200,7 +201,7 @@ func BenchmarkLoneFrameLatency(b *testing.B) {
 
 func benchLoneFrame(b *testing.B, cfg Config) {
 	host, peer := benchRig(b, cfg)
-	f := [][]byte{testFrame(hostMAC, peerMAC, 1, benchFrameLen)}
+	f := [][]byte{porttest.TestFrame(hostMAC, peerMAC, 1, benchFrameLen)}
 	batch := port.NewBatch(64)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -52,21 +52,7 @@ func newUnderlay(t *testing.T, mtu int) *underlay {
 // openIn opens a tunnel port inside ns and closes it in t.Cleanup.
 func openIn(t *testing.T, ns *netnstest.NS, cfg Config) *Port {
 	t.Helper()
-	var p *Port
-	err := ns.Do(func() error {
-		var err error
-		p, err = Open(cfg)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return p
+	return porttest.OpenIn(t, ns, func() (*Port, error) { return Open(cfg) })
 }
 
 // readFrames reads until want frames arrived (copies) or the deadline

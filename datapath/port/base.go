@@ -47,8 +47,8 @@ type Base struct {
 	WakeFd  int
 	RxPoll  [2]unix.PollFd
 	Timeout int
-	// CheckSocket: Wait looks at the socket's pending error now and then.
-	CheckSocket bool
+	// checkSocket (ring kinds): Wait looks at the socket's pending error now and then.
+	checkSocket bool
 
 	closed atomic.Bool
 	// RxMu is held by reads, Release and Close: the receive side. TxMu
@@ -133,7 +133,7 @@ type Binding interface {
 	FreeFrames() error
 }
 
-// livenessCheck is how often a sleeping reader with CheckSocket looks at
+// livenessCheck is how often a sleeping reader with checkSocket looks at
 // its socket's error.
 const livenessCheck = time.Second
 
@@ -155,7 +155,7 @@ func (b *Base) Init(kind, name string, readTimeout time.Duration) {
 // turns busy polling on (see afpacket.Config.BusyPoll).
 func (b *Base) OpenRing(kind, name string, readTimeout, busyPoll time.Duration, k Binding) error {
 	b.Init(kind, name, readTimeout)
-	b.ring, b.sender, b.busyPoll, b.CheckSocket = k, k, max(busyPoll, 0), true
+	b.ring, b.sender, b.busyPoll, b.checkSocket = k, k, max(busyPoll, 0), true
 	err := b.KeepNetns()
 	if err == nil {
 		b.StatMu.Lock()
@@ -544,11 +544,11 @@ func (b *Base) Munmap(mem *[]byte, what string) error {
 }
 
 // Wait polls RxPoll: the receive descriptor's events, 0 on timeout, or an
-// error wrapping ErrClosed. With CheckSocket set it wakes every
+// error wrapping ErrClosed. With checkSocket set it wakes every
 // livenessCheck to look at the socket's pending error, which it returns:
 // an AF_XDP socket whose device is deleted never wakes poll(2).
 func (b *Base) Wait() (int16, error) {
-	if !b.CheckSocket {
+	if !b.checkSocket {
 		ev, err := PollRx(&b.RxPoll, b.Timeout, &b.closed)
 		if err != nil {
 			return 0, b.Errorf("%w", err)

@@ -23,21 +23,7 @@ var (
 // createIn creates a TAP inside ns and closes it in t.Cleanup.
 func createIn(t testing.TB, ns *netnstest.NS, cfg Config) *Port {
 	t.Helper()
-	var p *Port
-	err := ns.Do(func() error {
-		var err error
-		p, err = Create(cfg)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return p
+	return porttest.OpenIn(t, ns, func() (*Port, error) { return Create(cfg) })
 }
 
 func TestCreateConfiguresDevice(t *testing.T) {
