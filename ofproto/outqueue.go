@@ -41,6 +41,8 @@ const dumpBacklogBytes = 4 << 20
 
 // Counters over all connections of the process (exposed for appctl and tests).
 var (
+	// PacketInsQueued counts packet-ins queued for a controller.
+	PacketInsQueued atomic.Uint64
 	// PacketInsDropped counts packet-ins dropped on a full queue.
 	PacketInsDropped atomic.Uint64
 	// BacklogDisconnects counts connections closed on a reply backlog.
@@ -138,6 +140,7 @@ func (c *Conn) enqueue(b []byte, kind uint8) error {
 	q.bytes += len(b)
 	if kind == kindPacketIn {
 		q.pins++
+		PacketInsQueued.Add(1)
 	}
 	q.mu.Unlock()
 	select {

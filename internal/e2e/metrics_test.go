@@ -119,6 +119,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		`govs_conntrack_connections`,
 		`govs_conntrack_connections_limit`,
 		`govs_conntrack_limit_hits_total`,
+		`govs_packet_ins_queued_total`,
+		`govs_packet_ins_dropped_total`,
+		`govs_openflow_panics_recovered_total`,
+		`govs_datapath_drops_total{bridge="br0",reason="panic"}`,
 		fmt.Sprintf(`govs_port_tx_packets_total{bridge="br0",port="%s"}`, b.veth.Host),
 	} {
 		if _, ok := after[name]; !ok {

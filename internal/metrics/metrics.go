@@ -22,6 +22,17 @@ import (
 type Snapshot struct {
 	Bridges   []Bridge
 	Conntrack Conntrack
+	OpenFlow  OpenFlow
+}
+
+// OpenFlow is the controller connections' counters (all bridges).
+type OpenFlow struct {
+	// PacketInsQueued and PacketInsDropped: packet-ins queued for a
+	// controller, and dropped because its queue was full.
+	PacketInsQueued, PacketInsDropped uint64
+	// BacklogDisconnects: connections closed because their peer did not
+	// read its replies; PanicsRecovered: requests whose handling panicked.
+	BacklogDisconnects, PanicsRecovered uint64
 }
 
 // Bridge is one bridge's counters.
@@ -33,6 +44,14 @@ type Bridge struct {
 	Cache Cache
 	// Drops counts frames the bridge dropped, by reason.
 	Drops map[string]uint64
+	// Offload is the kernel fast path (nil: off).
+	Offload *Offload
+}
+
+// Offload is the kernel fast path's counters.
+type Offload struct {
+	Entries        int
+	Packets, Bytes uint64 // forwarded by the kernel
 }
 
 // Port is one port's counters (OVS's struct netdev_stats).
@@ -100,6 +119,13 @@ var (
 	ctLimitHitsDesc  = prometheus.NewDesc("govs_conntrack_limit_hits_total", "Commits refused by a global or zone connection limit.", nil, nil)
 	ctInvalidDesc    = prometheus.NewDesc("govs_conntrack_invalid_total", "Packets the tracker marked invalid.", nil, nil)
 	ctNATFailDesc    = prometheus.NewDesc("govs_conntrack_nat_failures_total", "Commits refused because no NAT tuple was free.", nil, nil)
+	offEntriesDesc   = prometheus.NewDesc("govs_offload_entries", "Megaflows installed in the kernel fast path.", []string{"bridge"}, nil)
+	offPacketsDesc   = prometheus.NewDesc("govs_offload_packets_total", "Packets the kernel fast path forwarded.", []string{"bridge"}, nil)
+	offBytesDesc     = prometheus.NewDesc("govs_offload_bytes_total", "Bytes the kernel fast path forwarded.", []string{"bridge"}, nil)
+	pinQueuedDesc    = prometheus.NewDesc("govs_packet_ins_queued_total", "Packet-ins queued for a controller.", nil, nil)
+	pinDroppedDesc   = prometheus.NewDesc("govs_packet_ins_dropped_total", "Packet-ins dropped because the controller's queue was full.", nil, nil)
+	backlogDesc      = prometheus.NewDesc("govs_openflow_backlog_disconnects_total", "OpenFlow connections closed because the peer did not read its replies.", nil, nil)
+	panicsDesc       = prometheus.NewDesc("govs_openflow_panics_recovered_total", "OpenFlow requests whose handling panicked and was recovered.", nil, nil)
 )
 
 // collector turns a Snapshot into metrics at scrape time.
@@ -129,7 +155,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{flowsDesc, cacheEntriesDesc, dropsDesc, ctConnsDesc, ctLimitDesc,
-		ctZoneDesc, ctLimitHitsDesc, ctInvalidDesc, ctNATFailDesc} {
+		ctZoneDesc, ctLimitHitsDesc, ctInvalidDesc, ctNATFailDesc, offEntriesDesc, offPacketsDesc, offBytesDesc,
+		pinQueuedDesc, pinDroppedDesc, backlogDesc, panicsDesc} {
 		ch <- d
 	}
 }
@@ -160,7 +187,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for reason, n := range b.Drops {
 			counter(dropsDesc, n, b.Name, reason)
 		}
+		if o := b.Offload; o != nil {
+			gauge(offEntriesDesc, o.Entries, b.Name)
+			counter(offPacketsDesc, o.Packets, b.Name)
+			counter(offBytesDesc, o.Bytes, b.Name)
+		}
 	}
+	counter(pinQueuedDesc, s.OpenFlow.PacketInsQueued)
+	counter(pinDroppedDesc, s.OpenFlow.PacketInsDropped)
+	counter(backlogDesc, s.OpenFlow.BacklogDisconnects)
+	counter(panicsDesc, s.OpenFlow.PanicsRecovered)
 	ct := &s.Conntrack
 	gauge(ctConnsDesc, ct.Connections)
 	gauge(ctLimitDesc, ct.Limit)

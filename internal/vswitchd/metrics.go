@@ -2,6 +2,7 @@ package vswitchd
 
 import (
 	"github.com/govs-project/govs/internal/metrics"
+	"github.com/govs-project/govs/ofproto"
 )
 
 // MetricsSnapshot reads every counter the Prometheus endpoint serves:
@@ -25,10 +26,19 @@ func (d *Daemon) MetricsSnapshot() metrics.Snapshot {
 			mb.Drops["tx_no_room"] += st.TxDropped
 			mb.Drops["tx_error"] += st.TxErrors
 		}
+		mb.Drops["panic"] = b.dp.Panics()
+		if m := b.dp.Offload(); m != nil {
+			st := m.Stats()
+			mb.Offload = &metrics.Offload{Entries: st.Entries, Packets: st.Packets, Bytes: st.Bytes}
+		}
 		cs, entries := b.dp.CacheStats()
 		mb.Cache = metrics.Cache{Hits: cs.Hits, Misses: cs.Misses, Upcalls: cs.Upcalls, Installed: cs.Installed,
 			Evictions: cs.Evictions, Flushes: cs.Flushes, Entries: entries}
 		s.Bridges = append(s.Bridges, mb)
+	}
+	s.OpenFlow = metrics.OpenFlow{
+		PacketInsQueued: ofproto.PacketInsQueued.Load(), PacketInsDropped: ofproto.PacketInsDropped.Load(),
+		BacklogDisconnects: ofproto.BacklogDisconnects.Load(), PanicsRecovered: ofproto.PanicsRecovered.Load(),
 	}
 	ct := d.tracker.Stats()
 	s.Conntrack = metrics.Conntrack{
