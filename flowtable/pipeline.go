@@ -136,6 +136,7 @@ type xlate struct {
 	cookie    uint64
 	conjBuf   [16]*Rule
 	r         *recorder // nil unless a flow cache records this run
+	counters  *TableCounters
 }
 
 var seed = maphash.MakeSeed()
@@ -152,7 +153,10 @@ func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Resul
 }
 
 func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *recorder) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r}
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r, counters: &p.sharedCounters}
+	if r != nil && r.rec.Counters != nil {
+		x.counters = r.rec.Counters
+	}
 	x.res.Segments = 1
 	p.mu.RLock()
 	x.runTable(table)
@@ -317,6 +321,7 @@ func (x *xlate) runTable(id uint8) {
 	x.depth++
 	defer func() { x.depth-- }()
 	r := x.lookup(id)
+	x.countLookup(id, r != nil)
 	if x.tr != nil {
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceLookup, Depth: x.depth, Table: id, Rule: r, Before: x.pkt.Key})
 	}

@@ -61,6 +61,12 @@ type Pipeline struct {
 	MaxResubmitDepth int
 	// Now returns the time (tests use a fake clock).
 	Now func() time.Time
+
+	// Table lookup and match counts: one set per packet loop, and a
+	// shared one for runs outside a loop (see TableCounters).
+	countersMu     sync.Mutex
+	counters       []*TableCounters
+	sharedCounters TableCounters
 }
 
 // PortLister lists the bridge's ports, for flooding.
@@ -72,6 +78,7 @@ type PortLister interface {
 func NewPipeline() *Pipeline {
 	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
 		MaxResubmitDepth: 64, Now: time.Now}
+	p.sharedCounters.shared = true
 	return p
 }
 
@@ -380,17 +387,4 @@ func (p *Pipeline) NumFlows() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.nRules
-}
-
-// TableStats returns the number of flows in each non-empty table.
-func (p *Pipeline) TableStats() map[uint8]int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := map[uint8]int{}
-	for id, t := range p.tables {
-		if t != nil && t.hard.n+t.soft.n > 0 {
-			out[uint8(id)] = t.hard.n + t.soft.n
-		}
-	}
-	return out
 }
