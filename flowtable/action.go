@@ -247,33 +247,51 @@ type LearnSpec struct {
 	ImmText bool
 }
 
+// StackPush pushes a subfield onto the translation's field stack
+// (push:SRC[..], NXAST_STACK_PUSH).
+type StackPush struct{ Src FieldRange }
+
+// StackPop pops the top of the field stack into a subfield (pop:DST[..],
+// NXAST_STACK_POP); the value is zero-extended or truncated to Dst.NBits.
+type StackPop struct{ Dst FieldRange }
+
+// CheckPktLarger sets the 1-bit Dst to 1 when the packet is longer than
+// Len bytes, else to 0 (check_pkt_larger(Len)->DST, NXAST_CHECK_PKT_LARGER).
+type CheckPktLarger struct {
+	Len uint16
+	Dst FieldRange
+}
+
 // Multipath, Bundle and Sample are parsed by OVS but not modelled here.
 
-func (*Output) Name() string        { return "output" }
-func (*OutputReg) Name() string     { return "output" }
-func (*Controller) Name() string    { return "controller" }
-func (*Enqueue) Name() string       { return "enqueue" }
-func (*Resubmit) Name() string      { return "resubmit" }
-func (*GotoTable) Name() string     { return "goto_table" }
-func (*WriteMetadata) Name() string { return "write_metadata" }
-func (*ClearActions) Name() string  { return "clear_actions" }
-func (*WriteActions) Name() string  { return "write_actions" }
-func (*Meter) Name() string         { return "meter" }
-func (*SetField) Name() string      { return "set_field" }
-func (*Move) Name() string          { return "move" }
-func (*DecTTL) Name() string        { return "dec_ttl" }
-func (*PushVLAN) Name() string      { return "push_vlan" }
-func (*PopVLAN) Name() string       { return "pop_vlan" }
-func (*CT) Name() string            { return "ct" }
-func (*CTClear) Name() string       { return "ct_clear" }
-func (*Conjunction) Name() string   { return "conjunction" }
-func (*Group) Name() string         { return "group" }
-func (*Note) Name() string          { return "note" }
-func (*Exit) Name() string          { return "exit" }
-func (*SetQueue) Name() string      { return "set_queue" }
-func (*PopQueue) Name() string      { return "pop_queue" }
-func (*FinTimeout) Name() string    { return "fin_timeout" }
-func (*Learn) Name() string         { return "learn" }
+func (*Output) Name() string         { return "output" }
+func (*OutputReg) Name() string      { return "output" }
+func (*Controller) Name() string     { return "controller" }
+func (*Enqueue) Name() string        { return "enqueue" }
+func (*Resubmit) Name() string       { return "resubmit" }
+func (*GotoTable) Name() string      { return "goto_table" }
+func (*WriteMetadata) Name() string  { return "write_metadata" }
+func (*ClearActions) Name() string   { return "clear_actions" }
+func (*WriteActions) Name() string   { return "write_actions" }
+func (*Meter) Name() string          { return "meter" }
+func (*SetField) Name() string       { return "set_field" }
+func (*Move) Name() string           { return "move" }
+func (*DecTTL) Name() string         { return "dec_ttl" }
+func (*PushVLAN) Name() string       { return "push_vlan" }
+func (*PopVLAN) Name() string        { return "pop_vlan" }
+func (*CT) Name() string             { return "ct" }
+func (*CTClear) Name() string        { return "ct_clear" }
+func (*Conjunction) Name() string    { return "conjunction" }
+func (*Group) Name() string          { return "group" }
+func (*Note) Name() string           { return "note" }
+func (*Exit) Name() string           { return "exit" }
+func (*SetQueue) Name() string       { return "set_queue" }
+func (*PopQueue) Name() string       { return "pop_queue" }
+func (*FinTimeout) Name() string     { return "fin_timeout" }
+func (*Learn) Name() string          { return "learn" }
+func (*StackPush) Name() string      { return "push" }
+func (*StackPop) Name() string       { return "pop" }
+func (*CheckPktLarger) Name() string { return "check_pkt_larger" }
 
 // FlowFlags are the OpenFlow flow-mod flags.
 type FlowFlags uint16

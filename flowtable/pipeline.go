@@ -137,6 +137,7 @@ type xlate struct {
 	conjBuf   [16]*Rule
 	r         *recorder // nil unless a flow cache records this run
 	counters  *TableCounters
+	stack     []stackEntry
 }
 
 var seed = maphash.MakeSeed()
@@ -461,6 +462,12 @@ func (x *xlate) do(a Action) {
 		if f := x.learn(a); f != nil {
 			x.learned = append(x.learned, f)
 		}
+	case *StackPush:
+		x.stackPush(a)
+	case *StackPop:
+		x.stackPop(a)
+	case *CheckPktLarger:
+		x.checkPktLarger(a)
 	}
 }
 
@@ -688,21 +695,32 @@ func (x *xlate) conntrack(a *CT) {
 		req.Zone = uint16(readRange(k, a.ZoneSrc))
 	}
 	for _, e := range a.Exec {
-		sf, ok := e.(*SetField)
-		if !ok {
+		var field *Field
+		var value, mask []byte
+		switch e := e.(type) {
+		case *SetField:
+			field, value, mask = e.Field, e.Value, e.Mask
+		case *Move:
+			// The source is read now, from the packet as it reaches ct():
+			// it joins the megaflow, so a cached ct op carries the same
+			// mark for every packet of the megaflow.
+			x.orMaskRange(e.Src)
+			field = e.Dst.Field
+			value, mask = placeRange(e.Dst, readRangeBytes(k, e.Src))
+		default:
 			continue
 		}
-		switch sf.Field {
+		switch field {
 		case FieldCtMark:
 			req.SetMark = true
-			m, v := uint32(bytesToU64(sf.Mask)), uint32(bytesToU64(sf.Value))
+			m, v := uint32(bytesToU64(mask)), uint32(bytesToU64(value))
 			req.Mark = req.Mark&^m | v&m
 			req.MarkMask |= m
 		case FieldCtLabel:
 			req.SetLabel = true
 			for i := 0; i < 16; i++ {
-				req.Label[i] = req.Label[i]&^sf.Mask[i] | sf.Value[i]&sf.Mask[i]
-				req.LabelMask[i] |= sf.Mask[i]
+				req.Label[i] = req.Label[i]&^mask[i] | value[i]&mask[i]
+				req.LabelMask[i] |= mask[i]
 			}
 		}
 	}

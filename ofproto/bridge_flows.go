@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpact"
 	"github.com/govs-project/govs/ofproto/translate"
 	"github.com/govs-project/govs/ofproto/wire"
 )
@@ -154,7 +155,7 @@ func (b *Bridge) flowOp(c *Conn, fm *translate.FlowMod) (flowtable.FlowOp, error
 			Cookie: fm.Cookie, CookieMask: fm.CookieMask, OutPort: fm.OutPort, OutGroup: fm.OutGroup}
 	}
 	if op.Kind == flowtable.OpAdd || op.Kind == flowtable.OpModify || op.Kind == flowtable.OpModifyStrict {
-		if err := f.Validate(); err != nil {
+		if err := ofpact.Validate(f); err != nil {
 			return op, validationError(c, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // Worker1 is worker 1's pipeline (ovs-ofctl add-flows format).
@@ -23,4 +24,18 @@ var Worker2 string
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "testdata")
+}
+
+// GoldenNames lists the seed flow files that have goldens (every
+// testdata/*.flows but rejected.flows), without the .flows suffix, so that
+// a new seed file is picked up by every golden test.
+func GoldenNames() []string {
+	all, _ := filepath.Glob(filepath.Join(Dir(), "*.flows"))
+	var names []string
+	for _, f := range all {
+		if n := strings.TrimSuffix(filepath.Base(f), ".flows"); n != "rejected" {
+			names = append(names, n)
+		}
+	}
+	return names
 }

@@ -8,39 +8,13 @@
 package flowtext
 
 import (
-	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
-
-// Version is the OpenFlow version whose dump a printout imitates.
-type Version uint8
-
-const (
-	OF10 Version = 0x01
-	OF13 Version = 0x04
-	OF15 Version = 0x06
-)
-
-// PrintOptions control printing.
-type PrintOptions struct {
-	Version Version           // default OF13
-	Ports   map[uint32]string // port names to print instead of numbers
-	Stats   bool              // not used by --no-stats printouts
-	TLV     *flowtable.TLVMap // to print tun_metadata matches
-}
-
-func (o *PrintOptions) version() Version {
-	if o == nil || o.Version == 0 {
-		return OF13
-	}
-	return o.Version
-}
 
 // FormatFlow prints a flow as `ovs-ofctl dump-flows --no-stats` does
 // (without the leading space).
@@ -116,7 +90,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldActsetOutput); msk != 0 {
 		b.WriteString("actset_output=")
-		b.WriteString(portString(uint32(val), o))
+		b.WriteString(ofptext.PortString(uint32(val), o))
 		b.WriteByte(',')
 	}
 	if val, msk := u(flowtable.FieldCtState); msk != 0 {
@@ -125,10 +99,10 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 			if val == 0 {
 				b.WriteString("0")
 			} else {
-				formatFlags(b, val, ctStateNames, '|')
+				ofptext.FormatFlags(b, val, ofptext.CtStateNames, '|')
 			}
 		} else {
-			formatFlagsMasked(b, val, msk, ctStateNames, 0xff)
+			ofptext.FormatFlagsMasked(b, val, msk, ofptext.CtStateNames, 0xff)
 		}
 		b.WriteByte(',')
 	}
@@ -138,12 +112,12 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	if val, msk := u(flowtable.FieldCtMark); msk != 0 {
 		hexMasked(b, "ct_mark", val, msk)
 	}
-	if lv, lm := m.FieldValue(flowtable.FieldCtLabel); !allZero(lm) {
+	if lv, lm := m.FieldValue(flowtable.FieldCtLabel); !ofptext.AllZero(lm) {
 		b.WriteString("ct_label=")
-		putHex(b, lv)
-		if !allOnes(lm) {
+		ofptext.PutHex(b, lv)
+		if !ofptext.AllOnes(lm) {
 			b.WriteByte('/')
-			putHex(b, lm)
+			ofptext.PutHex(b, lm)
 		}
 		b.WriteByte(',')
 	}
@@ -222,7 +196,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	ipMaskedV(b, "tun_dst", p(flowtable.FieldTunDst))
 	if val, msk := u(flowtable.FieldTunFlags); msk != 0 {
 		b.WriteString("tun_flags=")
-		formatFlagsMasked(b, val, msk, tunFlagNames, 0x1)
+		ofptext.FormatFlagsMasked(b, val, msk, ofptext.TunFlagNames, 0x1)
 		b.WriteByte(',')
 	}
 	formatTunMetadata(b, m, o)
@@ -231,7 +205,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldInPort); msk != 0 {
 		b.WriteString("in_port=")
-		b.WriteString(portString(uint32(val), o))
+		b.WriteString(ofptext.PortString(uint32(val), o))
 		b.WriteByte(',')
 	}
 	if tci, tmask := u(flowtable.FieldVlanTCI); tmask != 0 {
@@ -302,7 +276,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if val, msk := u(flowtable.FieldIPFrag); msk != 0 {
 		b.WriteString("nw_frag=")
-		b.WriteString(fragString(val, msk))
+		b.WriteString(ofptext.FragString(val, msk))
 		b.WriteByte(',')
 	}
 	switch {
@@ -322,7 +296,7 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	if (dlType == flowtable.EthTypeIPv4 || dlType == flowtable.EthTypeIPv6) && proto == flowtable.IPProtoTCP {
 		if val, msk := u(flowtable.FieldTCPFlags); msk != 0 {
 			b.WriteString("tcp_flags=")
-			formatFlagsMasked(b, val, msk, tcpFlagNames, 0xfff)
+			ofptext.FormatFlagsMasked(b, val, msk, ofptext.TCPFlagNames, 0xfff)
 			b.WriteByte(',')
 		}
 	}
@@ -374,10 +348,10 @@ func formatTunMetadata(b *strings.Builder, m *flowtable.Match, o *PrintOptions) 
 		}
 		val, msk := m.FieldValue(f)
 		fmt.Fprintf(b, "tun_metadata%d=", mp.Index)
-		putHex(b, val)
-		if !allOnes(msk) {
+		ofptext.PutHex(b, val)
+		if !ofptext.AllOnes(msk) {
 			b.WriteByte('/')
-			putHex(b, msk)
+			ofptext.PutHex(b, msk)
 		}
 		b.WriteByte(',')
 	}
@@ -390,10 +364,10 @@ func hexMasked(b *strings.Builder, name string, val, msk uint64) {
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(cHex(val))
+	b.WriteString(ofptext.CHex(val))
 	if !isAllOnesWidth(name, msk) {
 		b.WriteByte('/')
-		b.WriteString(cHex(msk))
+		b.WriteString(ofptext.CHex(msk))
 	}
 	b.WriteByte(',')
 }
@@ -404,14 +378,6 @@ func isAllOnesWidth(name string, msk uint64) bool {
 		return msk == ^uint64(0)
 	}
 	return msk == 0xffffffff
-}
-
-// cHex prints like C's "%#x": "0" for zero, "0x..." otherwise.
-func cHex(v uint64) string {
-	if v == 0 {
-		return "0"
-	}
-	return "0x" + strconv.FormatUint(v, 16)
 }
 
 func uintMasked(b *strings.Builder, name string, val, msk, all uint64) {
@@ -435,242 +401,30 @@ func ipMasked(b *strings.Builder, name string, val, msk uint64) {
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(ipMaskedString(uint32(val), uint32(msk)))
+	b.WriteString(ofptext.IPMaskedString(uint32(val), uint32(msk)))
 	b.WriteByte(',')
-}
-
-func ipString(v uint32) string {
-	var a [4]byte
-	binary.BigEndian.PutUint32(a[:], v)
-	return netip.AddrFrom4(a).String()
-}
-
-// ipMaskedString is OVS ip_format_masked: a.b.c.d, a.b.c.d/len for CIDR
-// masks, a.b.c.d/m.m.m.m otherwise.
-func ipMaskedString(v, m uint32) string {
-	s := ipString(v)
-	if m == 0xffffffff {
-		return s
-	}
-	ones := 0
-	for x := m; x&0x80000000 != 0; x <<= 1 {
-		ones++
-	}
-	if ones < 32 && m<<uint(ones) == 0 {
-		return s + "/" + strconv.Itoa(ones)
-	}
-	return s + "/" + ipString(m)
 }
 
 func ipv6Masked(b *strings.Builder, name string, m *flowtable.Match, f *flowtable.Field) {
 	val, msk := m.FieldValue(f)
-	if allZero(msk) {
+	if ofptext.AllZero(msk) {
 		return
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(ipv6MaskedString(val, msk))
+	b.WriteString(ofptext.IPv6MaskedString(val, msk))
 	b.WriteByte(',')
-}
-
-func ipv6MaskedString(val, msk []byte) string {
-	s := netip.AddrFrom16([16]byte(val)).String()
-	if allOnes(msk) {
-		return s
-	}
-	ones, cidr := 0, true
-	for _, c := range msk {
-		for bit := 7; bit >= 0; bit-- {
-			if c&(1<<uint(bit)) != 0 {
-				if !cidr {
-					return s + "/" + netip.AddrFrom16([16]byte(msk)).String()
-				}
-				ones++
-			} else {
-				cidr = false
-			}
-		}
-	}
-	return s + "/" + strconv.Itoa(ones)
 }
 
 func ethMasked(b *strings.Builder, name string, m *flowtable.Match, f *flowtable.Field) {
 	val, msk := m.FieldValue(f)
-	if allZero(msk) {
+	if ofptext.AllZero(msk) {
 		return
 	}
 	b.WriteString(name)
 	b.WriteByte('=')
-	b.WriteString(ethMaskedString(val, msk))
+	b.WriteString(ofptext.EthMaskedString(val, msk))
 	b.WriteByte(',')
-}
-
-func ethString(a []byte) string {
-	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3], a[4], a[5])
-}
-
-func ethMaskedString(val, msk []byte) string {
-	if msk == nil || allOnes(msk) {
-		return ethString(val)
-	}
-	return ethString(val) + "/" + ethString(msk)
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func allOnes(b []byte) bool {
-	for _, c := range b {
-		if c != 0xff {
-			return false
-		}
-	}
-	return true
-}
-
-// putHex is OVS ds_put_hex: 0x followed by the bytes without leading zero
-// bytes, or "0".
-func putHex(b *strings.Builder, v []byte) {
-	printed := false
-	for _, c := range v {
-		if c != 0 || printed {
-			if !printed {
-				fmt.Fprintf(b, "0x%x", c)
-			} else {
-				fmt.Fprintf(b, "%02x", c)
-			}
-			printed = true
-		}
-	}
-	if !printed {
-		b.WriteByte('0')
-	}
-}
-
-type flagName struct {
-	bit  uint64
-	name string
-}
-
-var ctStateNames = []flagName{{0x01, "new"}, {0x02, "est"}, {0x04, "rel"}, {0x08, "rpl"},
-	{0x10, "inv"}, {0x20, "trk"}, {0x40, "snat"}, {0x80, "dnat"}}
-var tcpFlagNames = []flagName{{0x001, "fin"}, {0x002, "syn"}, {0x004, "rst"}, {0x008, "psh"},
-	{0x010, "ack"}, {0x020, "urg"}, {0x040, "ece"}, {0x080, "cwr"}, {0x100, "ns"},
-	{0x200, "[200]"}, {0x400, "[400]"}, {0x800, "[800]"}}
-var tunFlagNames = []flagName{{0x1, "oam"}}
-
-// formatFlags is OVS format_flags: names joined by del.
-func formatFlags(b *strings.Builder, val uint64, names []flagName, del byte) {
-	first := true
-	for _, n := range names {
-		if val&n.bit != 0 {
-			if !first {
-				b.WriteByte(del)
-			}
-			b.WriteString(n.name)
-			first = false
-			val &^= n.bit
-		}
-	}
-	if val != 0 {
-		if !first {
-			b.WriteByte(del)
-		}
-		fmt.Fprintf(b, "0x%x", val)
-	}
-}
-
-// formatFlagsMasked is OVS format_flags_masked: +name/-name for each
-// masked bit; a mask wider than the named bits prints value/mask in hex.
-func formatFlagsMasked(b *strings.Builder, val, msk uint64, names []flagName, maxMask uint64) {
-	if msk == maxMask {
-		if val == 0 {
-			b.WriteByte('0')
-			return
-		}
-		formatFlags(b, val, names, '|')
-		return
-	}
-	if msk == 0 {
-		b.WriteString("0/0")
-		return
-	}
-	for _, n := range names {
-		if msk&n.bit != 0 {
-			if val&n.bit != 0 {
-				b.WriteByte('+')
-			} else {
-				b.WriteByte('-')
-			}
-			b.WriteString(n.name)
-			msk &^= n.bit
-		}
-	}
-	if msk != 0 {
-		fmt.Fprintf(b, "%#x/%#x", val&msk, msk)
-	}
-}
-
-func fragString(val, msk uint64) string {
-	switch msk & 3 {
-	case 3:
-		switch {
-		case val&1 != 0 && val&2 != 0:
-			return "later"
-		case val&1 != 0:
-			return "first"
-		case val&2 != 0:
-			return "<error>"
-		}
-		return "no"
-	case 1:
-		if val&1 != 0 {
-			return "yes"
-		}
-		return "no"
-	case 2:
-		if val&2 != 0 {
-			return "later"
-		}
-		return "not_later"
-	}
-	return ""
-}
-
-func portString(p uint32, o *PrintOptions) string {
-	if o != nil && o.Ports != nil {
-		if n, ok := o.Ports[p]; ok {
-			return strconv.Quote(n)
-		}
-	}
-	return flowtable.PortName(p)
-}
-
-// FormatActions prints an action list as OVS does (ofpacts_format).
-func FormatActions(b *strings.Builder, acts []flowtable.Action, o *PrintOptions) {
-	if len(acts) == 0 {
-		b.WriteString("drop")
-		return
-	}
-	for i, a := range acts {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		formatAction(b, a, o)
-	}
-}
-
-// ActionsString returns FormatActions as a string.
-func ActionsString(acts []flowtable.Action, o *PrintOptions) string {
-	var b strings.Builder
-	FormatActions(&b, acts, o)
-	return b.String()
 }
 
 // MatchString returns FormatMatch as a string.
@@ -678,545 +432,6 @@ func MatchString(m *flowtable.Match, priority int, o *PrintOptions) string {
 	var b strings.Builder
 	FormatMatch(&b, m, priority, o)
 	return b.String()
-}
-
-func formatAction(b *strings.Builder, a flowtable.Action, o *PrintOptions) {
-	switch a := a.(type) {
-	case *flowtable.Output:
-		if a.Port < flowtable.PortMax {
-			b.WriteString("output:")
-		}
-		b.WriteString(portString(a.Port, o))
-		if a.Port == flowtable.PortController {
-			fmt.Fprintf(b, ":%d", a.MaxLen)
-		}
-	case *flowtable.OutputReg:
-		b.WriteString("output:")
-		b.WriteString(SubfieldString(a.Src))
-	case *flowtable.Controller:
-		formatController(b, a)
-	case *flowtable.Enqueue:
-		fmt.Fprintf(b, "enqueue:%s:%d", portString(a.Port, o), a.Queue)
-	case *flowtable.Resubmit:
-		if a.InPort != flowtable.PortInPort && a.Table == flowtable.TableNone && !a.CT {
-			b.WriteString("resubmit:")
-			b.WriteString(portString(a.InPort, o))
-			return
-		}
-		b.WriteString("resubmit(")
-		if a.InPort != flowtable.PortInPort {
-			b.WriteString(portString(a.InPort, o))
-		}
-		b.WriteByte(',')
-		if a.Table != flowtable.TableNone {
-			b.WriteString(strconv.Itoa(int(a.Table)))
-		}
-		if a.CT {
-			b.WriteString(",ct")
-		}
-		b.WriteByte(')')
-	case *flowtable.GotoTable:
-		if o.version() == OF10 {
-			// OpenFlow 1.0 has no instructions: ovs-ofctl sends resubmit(,T).
-			fmt.Fprintf(b, "resubmit(,%d)", a.Table)
-			return
-		}
-		fmt.Fprintf(b, "goto_table:%d", a.Table)
-	case *flowtable.WriteMetadata:
-		fmt.Fprintf(b, "write_metadata:%s", cHex(a.Value))
-		if a.Mask != ^uint64(0) {
-			fmt.Fprintf(b, "/%s", cHex(a.Mask))
-		}
-	case *flowtable.ClearActions:
-		b.WriteString("clear_actions")
-	case *flowtable.WriteActions:
-		b.WriteString("write_actions(")
-		FormatActions(b, a.Actions, o)
-		b.WriteByte(')')
-	case *flowtable.Meter:
-		fmt.Fprintf(b, "meter:%d", a.ID)
-	case *flowtable.SetField:
-		formatSetField(b, a, o)
-	case *flowtable.Move:
-		b.WriteString("move:")
-		b.WriteString(SubfieldString(a.Src))
-		b.WriteString("->")
-		b.WriteString(SubfieldString(a.Dst))
-	case *flowtable.DecTTL:
-		b.WriteString("dec_ttl")
-		if len(a.IDs) > 0 {
-			b.WriteByte('(')
-			for i, id := range a.IDs {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(strconv.Itoa(int(id)))
-			}
-			b.WriteByte(')')
-		}
-	case *flowtable.PushVLAN:
-		fmt.Fprintf(b, "push_vlan:%#x", a.EthType)
-	case *flowtable.PopVLAN:
-		if a.Strip || o.version() == OF10 {
-			b.WriteString("strip_vlan")
-		} else {
-			b.WriteString("pop_vlan")
-		}
-	case *flowtable.CT:
-		formatCT(b, a, o)
-	case *flowtable.CTClear:
-		b.WriteString("ct_clear")
-	case *flowtable.Conjunction:
-		fmt.Fprintf(b, "conjunction(%d,%d/%d)", a.ID, a.Clause, a.NClauses)
-	case *flowtable.Group:
-		fmt.Fprintf(b, "group:%d", a.ID)
-	case *flowtable.Note:
-		b.WriteString("note:")
-		for i, c := range a.Data {
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			fmt.Fprintf(b, "%02x", c)
-		}
-	case *flowtable.Exit:
-		b.WriteString("exit")
-	case *flowtable.SetQueue:
-		fmt.Fprintf(b, "set_queue:%d", a.ID)
-	case *flowtable.PopQueue:
-		b.WriteString("pop_queue")
-	case *flowtable.FinTimeout:
-		b.WriteString("fin_timeout(")
-		sep := ""
-		if a.IdleTimeout != 0 {
-			fmt.Fprintf(b, "idle_timeout=%d", a.IdleTimeout)
-			sep = ","
-		}
-		if a.HardTimeout != 0 {
-			fmt.Fprintf(b, "%shard_timeout=%d", sep, a.HardTimeout)
-		}
-		b.WriteByte(')')
-	case *flowtable.Learn:
-		formatLearn(b, a, o)
-	default:
-		fmt.Fprintf(b, "<%s>", a.Name())
-	}
-}
-
-func formatController(b *strings.Builder, a *flowtable.Controller) {
-	if a.Reason == 1 && a.ControllerID == 0 && len(a.UserData) == 0 && !a.Pause && a.MeterID == 0 {
-		fmt.Fprintf(b, "CONTROLLER:%d", a.MaxLen)
-		return
-	}
-	var parts []string
-	if a.Reason != 1 {
-		parts = append(parts, "reason="+reasonName(a.Reason))
-	}
-	if a.MaxLen != 0xffff {
-		parts = append(parts, fmt.Sprintf("max_len=%d", a.MaxLen))
-	}
-	if a.ControllerID != 0 {
-		parts = append(parts, fmt.Sprintf("id=%d", a.ControllerID))
-	}
-	if len(a.UserData) > 0 {
-		var u []string
-		for _, c := range a.UserData {
-			u = append(u, fmt.Sprintf("%02x", c))
-		}
-		parts = append(parts, "userdata="+strings.Join(u, "."))
-	}
-	if a.Pause {
-		parts = append(parts, "pause")
-	}
-	if a.MeterID != 0 {
-		parts = append(parts, fmt.Sprintf("meter_id=%d", a.MeterID))
-	}
-	b.WriteString("controller(" + strings.Join(parts, ",") + ")")
-}
-
-var reasonNames = []string{"no_match", "action", "invalid_ttl", "action_set", "group", "packet_out"}
-
-func reasonName(r uint8) string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return strconv.Itoa(int(r))
-}
-
-// SubfieldString prints NXM_NX_REG0[0..15] style subfields (OVS
-// mf_format_subfield): the NXM name when the field has one.
-func SubfieldString(r flowtable.FieldRange) string {
-	name := r.Field.NXM
-	if name == "" {
-		name = r.Field.OXM
-	}
-	if name == "" {
-		name = r.Field.Name
-	}
-	switch {
-	case r.Ofs == 0 && r.NBits == r.Field.Bits:
-		return name + "[]"
-	case r.NBits == 1:
-		return fmt.Sprintf("%s[%d]", name, r.Ofs)
-	}
-	return fmt.Sprintf("%s[%d..%d]", name, r.Ofs, r.Ofs+r.NBits-1)
-}
-
-// legacyRaw returns the OpenFlow 1.0 action that a full-field set-field of
-// f travels as, if any.
-func legacyRaw(f *flowtable.Field) (string, bool) {
-	switch f {
-	case flowtable.FieldEthSrc:
-		return "mod_dl_src", true
-	case flowtable.FieldEthDst:
-		return "mod_dl_dst", true
-	case flowtable.FieldIPv4Src:
-		return "mod_nw_src", true
-	case flowtable.FieldIPv4Dst:
-		return "mod_nw_dst", true
-	case flowtable.FieldNwTos, flowtable.FieldIPDSCP:
-		return "mod_nw_tos", true
-	case flowtable.FieldTCPSrc, flowtable.FieldUDPSrc:
-		return "mod_tp_src", true
-	case flowtable.FieldTCPDst, flowtable.FieldUDPDst:
-		return "mod_tp_dst", true
-	}
-	return "", false
-}
-
-// formatSetField prints a set-field action the way it comes back from an
-// OVS switch in the given version (lib/ofp-actions.c encode_SET_FIELD and
-// format_SET_FIELD).
-func formatSetField(b *strings.Builder, a *flowtable.SetField, o *PrintOptions) {
-	v := o.version()
-	full := allOnes(a.Mask) || isFullFieldMask(a.Field, a.Mask)
-	switch {
-	case v >= OF15:
-		formatSetFieldSyntax(b, a)
-	case a.Raw == flowtable.RawLoad:
-		formatLoad(b, a)
-	case v == OF10 && full:
-		if name, ok := legacyRaw(a.Field); ok {
-			formatLegacy(b, name, a)
-			return
-		}
-		formatLoad(b, a)
-	case v == OF10:
-		formatLoad(b, a)
-	case full:
-		formatSetFieldSyntax(b, a)
-	default:
-		formatLoad(b, a)
-	}
-}
-
-func isFullFieldMask(f *flowtable.Field, mask []byte) bool {
-	if f.Wide() {
-		return allOnes(mask)
-	}
-	var x uint64
-	for _, c := range mask {
-		x = x<<8 | uint64(c)
-	}
-	all := uint64(1)<<uint(f.Bits) - 1
-	if f.Bits >= 64 {
-		all = ^uint64(0)
-	}
-	return x == all
-}
-
-func formatLegacy(b *strings.Builder, name string, a *flowtable.SetField) {
-	b.WriteString(name)
-	b.WriteByte(':')
-	switch a.Field.Format {
-	case flowtable.FmtEthernet:
-		b.WriteString(ethString(a.Value))
-	case flowtable.FmtIPv4:
-		b.WriteString(ipString(uint32(bytesU64(a.Value))))
-	default:
-		val := bytesU64(a.Value)
-		if a.Field == flowtable.FieldIPDSCP {
-			val <<= 2
-		}
-		b.WriteString(strconv.FormatUint(val, 10))
-	}
-}
-
-func bytesU64(v []byte) uint64 {
-	var x uint64
-	for _, c := range v {
-		x = x<<8 | uint64(c)
-	}
-	return x
-}
-
-// formatLoad prints load:V->F[a..b] segments: one per contiguous run of
-// mask bits (OVS next_load_segment).
-func formatLoad(b *strings.Builder, a *flowtable.SetField) {
-	f := a.Field
-	nbits := f.Bits
-	first := true
-	bit := func(buf []byte, i int) bool { // i counts from the LSB
-		byteIdx := len(buf) - 1 - i/8
-		return byteIdx >= 0 && buf[byteIdx]&(1<<uint(i%8)) != 0
-	}
-	for ofs := 0; ofs < nbits; {
-		if !bit(a.Mask, ofs) {
-			ofs++
-			continue
-		}
-		end := ofs
-		for end < nbits && bit(a.Mask, end) && end-ofs < 64 {
-			end++
-		}
-		var val uint64
-		for i := end - 1; i >= ofs; i-- {
-			val <<= 1
-			if bit(a.Value, i) {
-				val |= 1
-			}
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		b.WriteString("load:")
-		b.WriteString(cHex(val))
-		b.WriteString("->")
-		b.WriteString(SubfieldString(flowtable.FieldRange{Field: f, Ofs: ofs, NBits: end - ofs}))
-		ofs = end
-	}
-	if first {
-		// An all-zero mask loads nothing; OVS would not produce one.
-		b.WriteString("load:0->" + SubfieldString(flowtable.Whole(f)))
-	}
-}
-
-// formatSetFieldSyntax prints set_field:VALUE[/MASK]->name (mf_format).
-func formatSetFieldSyntax(b *strings.Builder, a *flowtable.SetField) {
-	b.WriteString("set_field:")
-	mask := a.Mask
-	if isFullFieldMask(a.Field, mask) {
-		mask = nil
-	}
-	b.WriteString(FieldValueString(a.Field, a.Value, mask))
-	b.WriteString("->")
-	b.WriteString(a.Field.Name)
-}
-
-// FieldValueString formats value[/mask] of f as OVS mf_format does (mask
-// nil: exact).
-func FieldValueString(f *flowtable.Field, value, mask []byte) string {
-	var b strings.Builder
-	switch f.Format {
-	case flowtable.FmtEthernet:
-		return ethMaskedString(value, mask)
-	case flowtable.FmtIPv4:
-		m := uint32(0xffffffff)
-		if mask != nil {
-			m = uint32(bytesU64(mask))
-		}
-		return ipMaskedString(uint32(bytesU64(value)), m)
-	case flowtable.FmtIPv6:
-		if mask == nil {
-			mask = onesOf(16)
-		}
-		return ipv6MaskedString(value, mask)
-	case flowtable.FmtCtState:
-		m := uint64(0xffffffff)
-		if mask != nil {
-			m = bytesU64(mask)
-		}
-		formatFlagsMasked(&b, bytesU64(value), m, ctStateNames, 0xffff)
-		return b.String()
-	case flowtable.FmtFrag:
-		m := uint64(3)
-		if mask != nil {
-			m = bytesU64(mask)
-		}
-		return fragString(bytesU64(value), m)
-	case flowtable.FmtTCPFlags, flowtable.FmtTunFlags:
-		names := tcpFlagNames
-		if f.Format == flowtable.FmtTunFlags {
-			names = tunFlagNames
-		}
-		m := uint64(1)<<uint(f.Bits) - 1
-		if mask != nil {
-			m = bytesU64(mask)
-		}
-		formatFlagsMasked(&b, bytesU64(value), m, names, 0)
-		return b.String()
-	case flowtable.FmtPort:
-		if mask == nil {
-			return flowtable.PortName(uint32(bytesU64(value)))
-		}
-		fallthrough
-	case flowtable.FmtHex, flowtable.FmtDecimal:
-		if f.Format == flowtable.FmtHex || f.Format == flowtable.FmtPort && mask != nil {
-			putHex(&b, value)
-		} else {
-			b.WriteString(strconv.FormatUint(bytesU64(value), 10))
-		}
-		if mask != nil {
-			b.WriteByte('/')
-			putHex(&b, mask)
-		}
-	}
-	return b.String()
-}
-
-func onesOf(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = 0xff
-	}
-	return b
-}
-
-func formatCT(b *strings.Builder, a *flowtable.CT, o *PrintOptions) {
-	var parts []string
-	if a.Commit {
-		parts = append(parts, "commit")
-	}
-	if a.Force {
-		parts = append(parts, "force")
-	}
-	if a.Table != flowtable.TableNone {
-		parts = append(parts, fmt.Sprintf("table=%d", a.Table))
-	}
-	if a.ZoneSrc.Field != nil {
-		parts = append(parts, "zone="+SubfieldString(a.ZoneSrc))
-	} else if a.Zone != 0 {
-		parts = append(parts, fmt.Sprintf("zone=%d", a.Zone))
-	}
-	if a.NAT != nil {
-		parts = append(parts, natString(a.NAT))
-	}
-	if len(a.Exec) > 0 {
-		parts = append(parts, "exec("+ActionsString(a.Exec, o)+")")
-	}
-	switch a.Alg {
-	case 0:
-	case 21:
-		parts = append(parts, "alg=ftp")
-	case 69:
-		parts = append(parts, "alg=tftp")
-	default:
-		parts = append(parts, fmt.Sprintf("alg=%d", a.Alg))
-	}
-	b.WriteString("ct(" + strings.Join(parts, ",") + ")")
-}
-
-func natString(n *flowtable.NAT) string {
-	s := "nat"
-	if n.Flags&(flowtable.NATSrc|flowtable.NATDst) == 0 {
-		return s
-	}
-	s += "("
-	if n.Flags&flowtable.NATSrc != 0 {
-		s += "src"
-	} else {
-		s += "dst"
-	}
-	if n.AddrMin.IsValid() {
-		s += "="
-		if n.AddrMin.Is4() {
-			s += n.AddrMin.String()
-			if n.AddrMax.IsValid() && n.AddrMax != n.AddrMin {
-				s += "-" + n.AddrMax.String()
-			}
-		} else {
-			br := n.PortMin != 0
-			s += v6Bracket(n.AddrMin, br)
-			if n.AddrMax.IsValid() && n.AddrMax != n.AddrMin {
-				s += "-" + v6Bracket(n.AddrMax, br)
-			}
-		}
-		if n.PortMin != 0 {
-			s += fmt.Sprintf(":%d", n.PortMin)
-			if n.PortMax != 0 && n.PortMax != n.PortMin {
-				s += fmt.Sprintf("-%d", n.PortMax)
-			}
-		}
-		if n.Flags&flowtable.NATPersistent != 0 {
-			s += ",persistent"
-		}
-		if n.Flags&flowtable.NATHash != 0 {
-			s += ",hash"
-		}
-		if n.Flags&flowtable.NATRandom != 0 {
-			s += ",random"
-		}
-	}
-	return s + ")"
-}
-
-func v6Bracket(a netip.Addr, bracket bool) string {
-	if bracket {
-		return "[" + a.String() + "]"
-	}
-	return a.String()
-}
-
-func formatLearn(b *strings.Builder, l *flowtable.Learn, o *PrintOptions) {
-	fmt.Fprintf(b, "learn(table=%d", l.Table)
-	if l.IdleTimeout != 0 {
-		fmt.Fprintf(b, ",idle_timeout=%d", l.IdleTimeout)
-	}
-	if l.HardTimeout != 0 {
-		fmt.Fprintf(b, ",hard_timeout=%d", l.HardTimeout)
-	}
-	if l.FinIdle != 0 {
-		fmt.Fprintf(b, ",fin_idle_timeout=%d", l.FinIdle)
-	}
-	if l.FinHard != 0 {
-		fmt.Fprintf(b, ",fin_hard_timeout=%d", l.FinHard)
-	}
-	if l.Priority != flowtable.DefaultPriority {
-		fmt.Fprintf(b, ",priority=%d", l.Priority)
-	}
-	if l.Flags&flowtable.LearnSendFlowRem != 0 {
-		b.WriteString(",send_flow_rem")
-	}
-	if l.Flags&flowtable.LearnDeleteLearned != 0 {
-		b.WriteString(",delete_learned")
-	}
-	if l.Cookie != 0 {
-		fmt.Fprintf(b, ",cookie=%#x", l.Cookie)
-	}
-	if l.Limit != 0 {
-		fmt.Fprintf(b, ",limit=%d", l.Limit)
-	}
-	if l.Flags&flowtable.LearnWriteResult != 0 {
-		b.WriteString(",result_dst=" + SubfieldString(l.ResultDst))
-	}
-	for _, s := range l.Specs {
-		b.WriteByte(',')
-		switch {
-		case s.Kind == flowtable.LearnMatch && s.Imm != nil:
-			if s.Dst.IsWhole() {
-				val := make([]byte, s.Dst.Field.Bytes)
-				copy(val[len(val)-len(s.Imm):], s.Imm)
-				b.WriteString(s.Dst.Field.Name + "=" + FieldValueString(s.Dst.Field, val, nil))
-			} else {
-				b.WriteString(SubfieldString(s.Dst) + "=")
-				putHex(b, s.Imm)
-			}
-		case s.Kind == flowtable.LearnMatch:
-			b.WriteString(SubfieldString(s.Dst))
-			if s.Src.Field != s.Dst.Field || s.Src.Ofs != s.Dst.Ofs {
-				b.WriteString("=" + SubfieldString(s.Src))
-			}
-		case s.Kind == flowtable.LearnLoad && s.Imm != nil:
-			b.WriteString("load:")
-			putHex(b, s.Imm)
-			b.WriteString("->" + SubfieldString(s.Dst))
-		case s.Kind == flowtable.LearnLoad:
-			b.WriteString("load:" + SubfieldString(s.Src) + "->" + SubfieldString(s.Dst))
-		case s.Kind == flowtable.LearnOutput:
-			b.WriteString("output:" + SubfieldString(s.Src))
-		}
-	}
-	b.WriteByte(')')
 }
 
 // SortedFlowStrings formats flows and sorts the lines byte-wise, like

@@ -17,7 +17,7 @@ var seedDir = seeds.Dir()
 // dump-flows --no-stats does in OpenFlow 1.3 and 1.0; the golden files
 // were produced by real Open vSwitch 3.1 (internal/ovstest re-checks them).
 func TestSeedGolden(t *testing.T) {
-	for _, name := range []string{"worker1", "worker2", "antrea-reference"} {
+	for _, name := range seeds.GoldenNames() {
 		for _, v := range []struct {
 			suffix string
 			ver    flowtext.Version

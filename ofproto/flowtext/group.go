@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
 
 // ParseGroup parses a group in ovs-ofctl add-group syntax:
@@ -17,27 +18,27 @@ func ParseGroup(s string, o *ParseOptions) (*flowtable.GroupEntry, error) {
 	// Split at each "bucket=" (buckets hold commas of their own).
 	parts := splitBuckets(s)
 	head := parts[0]
-	sc := scanner{s: head.text, base: head.pos}
+	sc := ofptext.Scanner{S: head.text, Base: head.pos}
 	haveID, haveType := false, false
 	for {
-		e, ok := sc.next()
+		e, ok := sc.Next()
 		if !ok {
 			break
 		}
-		switch e.key {
+		switch e.Key {
 		case "group_id":
-			if e.value == "all" {
+			if e.Value == "all" {
 				g.ID = flowtable.GroupAllID
 			} else {
-				id, err := parseNum(e.value, 32)
+				id, err := ofptext.ParseNum(e.Value, 32)
 				if err != nil {
-					return nil, errAt(e.valPos, "group_id", "%v", err)
+					return nil, ofptext.ErrAt(e.ValPos, "group_id", "%v", err)
 				}
 				g.ID = uint32(id)
 			}
 			haveID = true
 		case "type":
-			switch e.value {
+			switch e.Value {
 			case "all":
 				g.Type = flowtable.GroupAll
 			case "select":
@@ -47,20 +48,20 @@ func ParseGroup(s string, o *ParseOptions) (*flowtable.GroupEntry, error) {
 			case "ff", "fast_failover":
 				g.Type = flowtable.GroupFastFailover
 			default:
-				return nil, errAt(e.valPos, "type", "%q: unknown group type (all, select, indirect, ff)", e.value)
+				return nil, ofptext.ErrAt(e.ValPos, "type", "%q: unknown group type (all, select, indirect, ff)", e.Value)
 			}
 			haveType = true
 		case "selection_method", "selection_method_param", "fields":
 			// Accepted for compatibility; govs selects by a 5-tuple hash.
 		default:
-			return nil, errAt(e.keyPos, e.key, "unknown group keyword %q", e.key)
+			return nil, ofptext.ErrAt(e.KeyPos, e.Key, "unknown group keyword %q", e.Key)
 		}
 	}
 	if !haveID {
-		return nil, errAt(0, "group_id", "must specify a group_id")
+		return nil, ofptext.ErrAt(0, "group_id", "must specify a group_id")
 	}
 	if !haveType {
-		return nil, errAt(0, "type", "must specify a group type")
+		return nil, ofptext.ErrAt(0, "type", "must specify a group type")
 	}
 	for i, b := range parts[1:] {
 		bk, weighted, err := parseBucket(b.text, b.pos, o, uint32(i))
@@ -71,7 +72,7 @@ func ParseGroup(s string, o *ParseOptions) (*flowtable.GroupEntry, error) {
 		// weight 0 and refuse one, as ovs-ofctl does.
 		if g.Type != flowtable.GroupSelect {
 			if weighted && bk.Weight != 0 {
-				return nil, errAt(b.pos, "weight", "only select groups can have bucket weights")
+				return nil, ofptext.ErrAt(b.pos, "weight", "only select groups can have bucket weights")
 			}
 			bk.Weight = 0
 		}
@@ -128,28 +129,28 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (b *flow
 		var x uint64
 		switch {
 		case strings.HasPrefix(rest, "actions="):
-			acts, err := parseActions(rest[len("actions="):], pos+len("actions="), o, nil)
+			acts, err := parseActions(rest[len("actions="):], pos+len("actions="), o)
 			if err != nil {
 				return nil, false, err
 			}
 			b.Actions = acts
 			return b, weighted, nil
 		case k == "bucket_id":
-			x, err = parseNum(v, 32)
+			x, err = ofptext.ParseNum(v, 32)
 			b.ID = uint32(x)
 		case k == "weight":
-			x, err = parseNum(v, 16)
+			x, err = ofptext.ParseNum(v, 16)
 			b.Weight, weighted = uint16(x), true
 		case k == "watch_port":
 			var p uint32
-			p, err = parsePortName(v, o.Ports)
+			p, err = ofptext.ParsePortName(v, o.Ports)
 			b.WatchPort = p
 		case k == "watch_group":
-			x, err = parseNum(v, 32)
+			x, err = ofptext.ParseNum(v, 32)
 			b.WatchGroup = uint32(x)
 		default:
 			// A bucket may list its actions without "actions=".
-			acts, err := parseActions(rest, pos, o, nil)
+			acts, err := parseActions(rest, pos, o)
 			if err != nil {
 				return nil, false, err
 			}
@@ -157,7 +158,7 @@ func parseBucket(s string, base int, o *ParseOptions, defaultID uint32) (b *flow
 			return b, weighted, nil
 		}
 		if err != nil {
-			return nil, false, errAt(pos, k, "%v", err)
+			return nil, false, ofptext.ErrAt(pos, k, "%v", err)
 		}
 		n := strings.IndexByte(rest, ',')
 		if n < 0 {
@@ -178,14 +179,14 @@ func FormatGroup(g *flowtable.GroupEntry, o *PrintOptions) string {
 	for _, bk := range g.Buckets {
 		b.WriteString(",bucket=")
 		var parts []string
-		if v := o.version(); v >= OF15 || v == OF10 {
+		if v := o.Ver(); v >= OF15 || v == OF10 {
 			parts = append(parts, fmt.Sprintf("bucket_id:%d", bk.ID))
 		}
 		if g.Type == flowtable.GroupSelect {
 			parts = append(parts, fmt.Sprintf("weight:%d", bk.Weight))
 		}
 		if bk.WatchPort != flowtable.PortNone {
-			parts = append(parts, "watch_port:"+portString(bk.WatchPort, o))
+			parts = append(parts, "watch_port:"+ofptext.PortString(bk.WatchPort, o))
 		}
 		if bk.WatchGroup != GroupAny {
 			parts = append(parts, fmt.Sprintf("watch_group:%d", bk.WatchGroup))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
 
 // Command is the flow-mod command a flow text is parsed for; it decides
@@ -43,32 +44,6 @@ type FlowMod struct {
 // GroupAny is the "any group" value of out_group.
 const GroupAny = 0xffffffff
 
-// Error is a flow text error with its position.
-type Error struct {
-	Line  int    // 1-based line number in the file (0 for a single flow)
-	Col   int    // 1-based byte column in the line
-	Field string // the keyword or field at fault
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d, ", e.Line)
-	}
-	fmt.Fprintf(&b, "column %d: ", e.Col)
-	if e.Field != "" && !strings.HasPrefix(e.Msg, e.Field+":") {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-func errAt(pos int, field string, format string, args ...any) *Error {
-	return &Error{Col: pos + 1, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
 // protocols are the ovs-ofctl shorthand keywords.
 var protocols = map[string]struct {
 	ethType uint16
@@ -95,27 +70,27 @@ func ParseFlow(s string, o *ParseOptions) (*FlowMod, error) {
 	if i := strings.Index(s, "action"); i >= 0 {
 		eq := strings.IndexByte(s[i:], '=')
 		if eq < 0 {
-			return nil, errAt(i, "actions", "missing '=' after actions")
+			return nil, ofptext.ErrAt(i, "actions", "missing '=' after actions")
 		}
 		if !wantActions {
-			return nil, errAt(i, "actions", "actions are not allowed in this command")
+			return nil, ofptext.ErrAt(i, "actions", "actions are not allowed in this command")
 		}
 		matchStr = s[:i]
 		actPos = i + eq + 1
 		actStr = s[actPos:]
 	} else if wantActions {
-		return nil, errAt(len(s), "actions", "must specify an action")
+		return nil, ofptext.ErrAt(len(s), "actions", "must specify an action")
 	}
 	if err := parseMatchPart(fm, matchStr, o); err != nil {
 		return nil, err
 	}
 	if actPos >= 0 {
-		acts, err := parseActions(actStr, actPos, o, &fm.Flow)
+		acts, err := parseActions(actStr, actPos, o)
 		if err != nil {
 			return nil, err
 		}
 		fm.Actions = acts
-		if err := checkActions(&fm.Flow, acts, actPos); err != nil {
+		if err := checkActions(&fm.Flow, actPos); err != nil {
 			return nil, err
 		}
 	}
@@ -123,22 +98,22 @@ func ParseFlow(s string, o *ParseOptions) (*FlowMod, error) {
 }
 
 func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
-	sc := scanner{s: s}
+	sc := ofptext.Scanner{S: s}
 	m := &fm.Match
 	for {
-		e, ok := sc.next()
+		e, ok := sc.Next()
 		if !ok {
 			break
 		}
-		name, value := e.key, e.value
-		if p, ok := protocols[name]; ok && e.delim == 0 {
+		name, value := e.Key, e.Value
+		if p, ok := protocols[name]; ok && e.Delim == 0 {
 			m.SetUint64(flowtable.FieldEthType, uint64(p.ethType))
 			if p.proto >= 0 {
 				m.SetUint64(flowtable.FieldIPProto, uint64(p.proto))
 			}
 			continue
 		}
-		if e.delim != '=' && e.delim != ':' {
+		if e.Delim != '=' && e.Delim != ':' {
 			switch name {
 			case "send_flow_rem":
 				fm.Flags |= flowtable.FlagSendFlowRem
@@ -152,9 +127,9 @@ func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
 				fm.Flags |= flowtable.FlagNoBytCounts
 			default:
 				if flowtable.FieldByName(name) != nil {
-					return errAt(e.keyPos, name, "missing value")
+					return ofptext.ErrAt(e.KeyPos, name, "missing value")
 				}
-				return errAt(e.keyPos, name, "unknown keyword %q", name)
+				return ofptext.ErrAt(e.KeyPos, name, "unknown keyword %q", name)
 			}
 			continue
 		}
@@ -164,62 +139,62 @@ func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
 			var t uint64
 			if value == "all" || value == "ALL" {
 				t = 255
-			} else if t, err = parseNum(value, 8); err != nil {
+			} else if t, err = ofptext.ParseNum(value, 8); err != nil {
 				break
 			}
 			fm.Table, fm.TableSet = uint8(t), true
 		case "priority":
 			var p uint64
-			if p, err = parseNum(value, 16); err == nil {
+			if p, err = ofptext.ParseNum(value, 16); err == nil {
 				fm.Priority = uint16(p)
 			}
 		case "cookie":
 			v, mstr, hasMask := strings.Cut(value, "/")
 			var c uint64
-			if c, err = parseNum(v, 64); err != nil {
+			if c, err = ofptext.ParseNum(v, 64); err != nil {
 				break
 			}
 			fm.Cookie = c
 			if hasMask {
 				if o.Command == CmdAdd {
-					return errAt(e.valPos, name, "cannot set cookie mask when adding a flow")
+					return ofptext.ErrAt(e.ValPos, name, "cannot set cookie mask when adding a flow")
 				}
 				if mstr == "-1" {
 					fm.CookieMask = ^uint64(0)
-				} else if fm.CookieMask, err = parseNum(mstr, 64); err != nil {
+				} else if fm.CookieMask, err = ofptext.ParseNum(mstr, 64); err != nil {
 					break
 				}
 			}
 		case "idle_timeout":
 			var t uint64
-			if t, err = parseNum(value, 16); err == nil {
+			if t, err = ofptext.ParseNum(value, 16); err == nil {
 				fm.IdleTimeout = uint16(t)
 			}
 		case "hard_timeout":
 			var t uint64
-			if t, err = parseNum(value, 16); err == nil {
+			if t, err = ofptext.ParseNum(value, 16); err == nil {
 				fm.HardTimeout = uint16(t)
 			}
 		case "importance":
 			var t uint64
-			if t, err = parseNum(value, 16); err == nil {
+			if t, err = ofptext.ParseNum(value, 16); err == nil {
 				fm.Importance = uint16(t)
 			}
 		case "out_port":
 			var p uint32
-			if p, err = parsePortName(value, o.Ports); err == nil {
+			if p, err = ofptext.ParsePortName(value, o.Ports); err == nil {
 				fm.OutPort = p
 			}
 		case "out_group":
 			var g uint64
-			if g, err = parseNum(value, 32); err == nil {
+			if g, err = ofptext.ParseNum(value, 32); err == nil {
 				fm.OutGroup = uint32(g)
 			}
 		case "duration", "n_packets", "n_bytes", "idle_age", "hard_age":
 			// Ignored, so that dump-flows output can be fed back in.
 		case "dl_vlan":
 			var v uint64
-			if v, err = parseNum(value, 16); err != nil {
+			if v, err = ofptext.ParseNum(value, 16); err != nil {
 				break
 			}
 			if v > 0xfff && v != 0xffff {
@@ -234,7 +209,7 @@ func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
 			}
 		case "dl_vlan_pcp":
 			var v uint64
-			if v, err = parseNum(value, 8); err != nil {
+			if v, err = ofptext.ParseNum(value, 8); err != nil {
 				break
 			}
 			if v > 7 {
@@ -246,10 +221,10 @@ func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
 		default:
 			f := fieldForMatch(name, m)
 			if f == nil {
-				return errAt(e.keyPos, name, "unknown field %q", name)
+				return ofptext.ErrAt(e.KeyPos, name, "unknown field %q", name)
 			}
 			if f, err = o.TLV.Resolve(f); err != nil {
-				return errAt(e.keyPos, name, "%v", err)
+				return ofptext.ErrAt(e.KeyPos, name, "%v", err)
 			}
 			var v, mk []byte
 			v, mk, err = ParseFieldValue(f, value, o.Ports)
@@ -261,7 +236,7 @@ func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
 			}
 		}
 		if err != nil {
-			return errAt(e.valPos, name, "%v", trimFieldPrefix(err, name))
+			return ofptext.ErrAt(e.ValPos, name, "%v", ofptext.TrimFieldPrefix(err, name))
 		}
 	}
 	if err := m.CheckPrereqs(); err != nil {
@@ -273,7 +248,7 @@ func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
 		if pos < 0 {
 			pos = 0
 		}
-		return errAt(pos, pe.Field.Name, "prerequisites not met (needs %s)", pe.Field.Prereq)
+		return ofptext.ErrAt(pos, pe.Field.Name, "prerequisites not met (needs %s)", pe.Field.Prereq)
 	}
 	return nil
 }
@@ -334,15 +309,6 @@ func fieldForMatch(name string, m *flowtable.Match) *flowtable.Field {
 		f = flowtable.FieldByNXM(name)
 	}
 	return f
-}
-
-func trimFieldPrefix(err error, name string) string {
-	return strings.TrimPrefix(err.Error(), name+": ")
-}
-
-// parseNum parses a decimal or 0x-hex number of at most bits bits.
-func parseNum(s string, bits int) (uint64, error) {
-	return flowtable.ParseUint(s, bits)
 }
 
 // ParseFlows reads a flows file in the ovs-ofctl add-flows format: one

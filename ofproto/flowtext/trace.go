@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
 
 // ParsePacket parses a packet description in match syntax
@@ -63,7 +64,7 @@ func FormatTrace(tr *flowtable.Trace, o *PrintOptions) string {
 			if e.Msg != "" {
 				fmt.Fprintf(&b, "%s     => %s\n", ind, e.Msg)
 			} else {
-				fmt.Fprintf(&b, "%s     => output to port %s\n", ind, portString(e.Port, o))
+				fmt.Fprintf(&b, "%s     => output to port %s\n", ind, ofptext.PortString(e.Port, o))
 			}
 		}
 	}
@@ -122,8 +123,8 @@ func KeyString(k *flowtable.Key, o *PrintOptions) string {
 		}
 		if f.Wide() {
 			v := f.Value(k)
-			if !allZero(v) {
-				f.SetValue(&m.Mask, onesOf(f.Bytes))
+			if !ofptext.AllZero(v) {
+				f.SetValue(&m.Mask, ofptext.OnesOf(f.Bytes))
 			}
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpact"
+	"github.com/govs-project/govs/ofproto/ofpfield"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -39,8 +41,7 @@ type FlowMod struct {
 
 	// Inline backing for the action lists and set-field values of a
 	// typical flow, so that translating one costs few allocations.
-	actBuf  [8]flowtable.Action
-	byteBuf [64]byte
+	pool ofpact.Pool
 }
 
 // FlowModFromWire translates a decoded flow-mod. For OpenFlow 1.0 and NX
@@ -63,7 +64,7 @@ func FlowModFromWireTID(fm *wire.FlowMod, version uint8, tlv *flowtable.TLVMap, 
 }
 
 func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, tid bool) error {
-	t := fromWire{version: v, tlv: tlv, pool: pool{acts: out.actBuf[:0], bytes: out.byteBuf[:0]}}
+	t := ofpact.NewDecoder(v, tlv, &out.pool)
 	f := &out.Flow
 	f.Priority = fm.Priority
 	f.IdleTimeout, f.HardTimeout = fm.IdleTimeout, fm.HardTimeout
@@ -74,7 +75,7 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 	switch fm.Format {
 	case wire.FlowModOF11:
 		if v == wire.OFP10 {
-			return ofpErr(v, wire.OFPBRC_BAD_VERSION, "OpenFlow 1.1+ flow_mod in OpenFlow 1.0")
+			return ofpfield.Err(v, wire.OFPBRC_BAD_VERSION, "OpenFlow 1.1+ flow_mod in OpenFlow 1.0")
 		}
 		command = fm.Command & 0xff
 		if _, _, err = matchFromWire(&f.Match, v, fm.Match, tlv, false); err != nil {
@@ -87,20 +88,20 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 		}
 		f.Table = fm.TableID
 		if f.Table == TableAll && command != wire.OFPFC_DELETE && command != wire.OFPFC_DELETE_STRICT {
-			return ofpErr(v, wire.OFPFMFC_BAD_TABLE_ID, "table 255 (all) is only allowed for deletes")
+			return ofpfield.Err(v, wire.OFPFMFC_BAD_TABLE_ID, "table 255 (all) is only allowed for deletes")
 		}
 		if v >= wire.OFP14 && command == wire.OFPFC_ADD {
 			f.Importance = fm.Importance
 		}
-		p, ok := PortFromOFP11(fm.OutPort)
+		p, ok := ofpfield.PortFromOFP11(fm.OutPort)
 		if !ok {
-			return ofpErr(v, wire.OFPBAC_BAD_OUT_PORT, "out_port %#x", fm.OutPort)
+			return ofpfield.Err(v, wire.OFPBAC_BAD_OUT_PORT, "out_port %#x", fm.OutPort)
 		}
 		out.OutPort = p
 		if command == wire.OFPFC_DELETE || command == wire.OFPFC_DELETE_STRICT {
 			out.OutGroup = fm.OutGroup
 		}
-		if f.Actions, err = t.instructions(fm.Instructions); err != nil {
+		if f.Actions, err = t.Instructions(fm.Instructions); err != nil {
 			return err
 		}
 	case wire.FlowModOF10, wire.FlowModNX:
@@ -116,7 +117,7 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 				return err
 			}
 			if fm.Command&0xff == wire.OFPFC_ADD && ckMask != 0 {
-				return ofpErr(v, wire.NXBRC_NXM_INVALID, "an add may not match on the cookie")
+				return ofpfield.Err(v, wire.NXBRC_NXM_INVALID, "an add may not match on the cookie")
 			}
 			out.Cookie, out.CookieMask = ck&ckMask, ckMask
 		}
@@ -128,14 +129,14 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 		if tid {
 			command, f.Table = fm.Command&0xff, uint8(fm.Command>>8)
 		}
-		if f.Actions, err = t.actions(fm.Actions); err != nil {
+		if f.Actions, err = t.Actions(fm.Actions); err != nil {
 			return err
 		}
 	default:
 		return fmt.Errorf("unknown flow-mod format %d", fm.Format)
 	}
 	if command > uint16(wire.OFPFC_DELETE_STRICT) {
-		return ofpErr(v, wire.OFPFMFC_BAD_COMMAND, "flow_mod command %d", command)
+		return ofpfield.Err(v, wire.OFPFMFC_BAD_COMMAND, "flow_mod command %d", command)
 	}
 	out.Command = uint8(command)
 	if out.Command == uint8(wire.OFPFC_ADD) && f.Table == TableAll {
@@ -150,7 +151,7 @@ func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, t
 	ip6 := dlMask == 0xffff && dl == flowtable.EthTypeIPv6
 	if ((slotSet(m, flowtable.FieldCtNwSrc) || slotSet(m, flowtable.FieldCtNwDst)) && !ip4) ||
 		((slotSet(m, flowtable.FieldCtIPv6Src) || slotSet(m, flowtable.FieldCtIPv6Dst)) && !ip6) {
-		return ofpErr(v, wire.OFPBAC_MATCH_INCONSISTENT, "ct original-direction addresses do not match the IP version of the flow")
+		return ofpfield.Err(v, wire.OFPBAC_MATCH_INCONSISTENT, "ct original-direction addresses do not match the IP version of the flow")
 	}
 	return out.flagsFromWire(fm.Flags, v, command)
 }
@@ -170,9 +171,9 @@ func (out *FlowMod) flagsFromWire(raw uint16, v uint8, command uint16) error {
 		if rest&emerg != 0 {
 			// OVS does not support the emergency flow cache.
 			if f.IdleTimeout != 0 || f.HardTimeout != 0 {
-				return ofpErr(v, wire.OFPFMFC_BAD_EMERG_TIMEOUT, "emergency flow with timeouts")
+				return ofpfield.Err(v, wire.OFPFMFC_BAD_EMERG_TIMEOUT, "emergency flow with timeouts")
 			}
-			return ofpErr(v, wire.OFPFMFC_TABLE_FULL, "emergency flows are not supported")
+			return ofpfield.Err(v, wire.OFPFMFC_TABLE_FULL, "emergency flows are not supported")
 		}
 		if command == uint16(wire.OFPFC_ADD) {
 			out.ResetCounts = true
@@ -190,7 +191,7 @@ func (out *FlowMod) flagsFromWire(raw uint16, v uint8, command uint16) error {
 		rest &^= wire.OFPFF_RESET_COUNTS | wire.OFPFF_NO_PKT_COUNTS | wire.OFPFF_NO_BYT_COUNTS
 	}
 	if rest != 0 {
-		return ofpErr(v, wire.OFPFMFC_BAD_FLAGS, "unknown flow_mod flags %#x", raw)
+		return ofpfield.Err(v, wire.OFPFMFC_BAD_FLAGS, "unknown flow_mod flags %#x", raw)
 	}
 	return nil
 }
@@ -257,7 +258,7 @@ func FlowModToWire(fm *FlowMod, version uint8, tlv *flowtable.TLVMap) (*wire.Flo
 	} else {
 		out.Cookie, out.CookieMask = fm.Cookie, fm.CookieMask
 	}
-	out.OutPort = PortToOFP11(fm.OutPort)
+	out.OutPort = ofpfield.PortToOFP11(fm.OutPort)
 	out.OutGroup = fm.OutGroup
 	out.Importance = f.Importance
 	out.Match = match
@@ -381,11 +382,10 @@ func FlowStatsFromWire(ws *wire.FlowStats, version uint8, tlv *flowtable.TLVMap)
 	if _, _, err = matchFromWire(&f.Match, version, ws.Match, tlv, false); err != nil {
 		return nil, err
 	}
-	t := fromWire{version: version, tlv: tlv}
 	if ws.Actions != nil || version == wire.OFP10 {
-		f.Actions, err = t.actions(ws.Actions)
+		f.Actions, err = ofpact.ActionsFromWire(version, ws.Actions, tlv)
 	} else {
-		f.Actions, err = t.instructions(ws.Instructions)
+		f.Actions, err = ofpact.InstructionsFromWire(version, ws.Instructions, tlv)
 	}
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpfield"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -23,16 +24,16 @@ type GroupMod struct {
 // layout buckets get ids 0, 1, ... in order as OVS assigns them.
 func GroupModFromWire(gm *wire.GroupMod, version uint8, tlv *flowtable.TLVMap) (*GroupMod, error) {
 	if gm.Type > wire.OFPGT_FF {
-		return nil, ofpErr(version, wire.OFPGMFC_BAD_TYPE, "group type %d", gm.Type)
+		return nil, ofpfield.Err(version, wire.OFPGMFC_BAD_TYPE, "group type %d", gm.Type)
 	}
 	switch gm.Command {
 	case wire.OFPGC_ADD, wire.OFPGC_MODIFY, wire.OFPGC_DELETE:
 	case wire.OFPGC15_INSERT_BUCKET, wire.OFPGC15_REMOVE_BUCKET:
 		if version == wire.OFP13 && !gm.NX {
-			return nil, ofpErr(version, wire.OFPGMFC_BAD_COMMAND, "group command %d needs OpenFlow 1.5", gm.Command)
+			return nil, ofpfield.Err(version, wire.OFPGMFC_BAD_COMMAND, "group command %d needs OpenFlow 1.5", gm.Command)
 		}
 	default:
-		return nil, ofpErr(version, wire.OFPGMFC_BAD_COMMAND, "group command %d", gm.Command)
+		return nil, ofpfield.Err(version, wire.OFPGMFC_BAD_COMMAND, "group command %d", gm.Command)
 	}
 	g := &flowtable.GroupEntry{ID: gm.GroupID, Type: flowtable.GroupType(gm.Type)}
 	var err error
@@ -64,26 +65,26 @@ func bucketsFromWire(bs []wire.Bucket, version uint8, tlv *flowtable.TLVMap, lay
 				switch p.Type {
 				case wire.OFPGBPT15_WEIGHT:
 					if len(p.Data) < 2 {
-						return nil, ofpErr(version, wire.OFPBPC_BAD_LEN, "bucket %d: weight property", i)
+						return nil, ofpfield.Err(version, wire.OFPBPC_BAD_LEN, "bucket %d: weight property", i)
 					}
 					b.Weight = binary.BigEndian.Uint16(p.Data)
 				case wire.OFPGBPT15_WATCH_PORT:
 					if len(p.Data) < 4 {
-						return nil, ofpErr(version, wire.OFPBPC_BAD_LEN, "bucket %d: watch_port property", i)
+						return nil, ofpfield.Err(version, wire.OFPBPC_BAD_LEN, "bucket %d: watch_port property", i)
 					}
 					watchPort = binary.BigEndian.Uint32(p.Data)
 				case wire.OFPGBPT15_WATCH_GROUP:
 					if len(p.Data) < 4 {
-						return nil, ofpErr(version, wire.OFPBPC_BAD_LEN, "bucket %d: watch_group property", i)
+						return nil, ofpfield.Err(version, wire.OFPBPC_BAD_LEN, "bucket %d: watch_group property", i)
 					}
 					b.WatchGroup = binary.BigEndian.Uint32(p.Data)
 				}
 			}
 		}
 		if watchPort != wire.OFPP_ANY {
-			p, ok := PortFromOFP11(watchPort)
+			p, ok := ofpfield.PortFromOFP11(watchPort)
 			if !ok {
-				return nil, ofpErr(version, wire.OFPGMFC_BAD_WATCH, "bucket %d: watch_port %#x", i, watchPort)
+				return nil, ofpfield.Err(version, wire.OFPGMFC_BAD_WATCH, "bucket %d: watch_port %#x", i, watchPort)
 			}
 			b.WatchPort = p
 		}
@@ -123,7 +124,7 @@ func bucketsToWire(g *flowtable.GroupEntry, version uint8, tlv *flowtable.TLVMap
 		wb.Actions = acts
 		watchPort := wire.OFPP_ANY
 		if b.WatchPort != flowtable.PortNone {
-			watchPort = PortToOFP11(b.WatchPort)
+			watchPort = ofpfield.PortToOFP11(b.WatchPort)
 		}
 		if version == wire.OFP13 {
 			wb.Weight, wb.WatchPort, wb.WatchGroup = b.Weight, watchPort, b.WatchGroup

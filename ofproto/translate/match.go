@@ -2,17 +2,9 @@ package translate
 
 import (
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofpfield"
 	"github.com/govs-project/govs/ofproto/wire"
 )
-
-// ones is an all-ones mask source for wide fields (no allocation).
-var ones [flowtable.TunMetadataSize]byte
-
-func init() {
-	for i := range ones {
-		ones[i] = 0xff
-	}
-}
 
 // MatchFromWire builds a model match from NXM/OXM fields (as decoded from a
 // flow-mod, flow stats request, packet-in ...). Fields the model does not
@@ -47,11 +39,11 @@ func matchFromWire(m *flowtable.Match, version uint8, fields []wire.MatchField, 
 		w := mf.Field
 		if w != nil && w.Name == "cookie" && w.Index() < 0 {
 			if !allowCookie {
-				return 0, 0, ofpErr(version, wire.OFPBMC_BAD_FIELD, "NXM_NX_COOKIE is only allowed in NXT_FLOW_MOD and NX stats requests")
+				return 0, 0, ofpfield.Err(version, wire.OFPBMC_BAD_FIELD, "NXM_NX_COOKIE is only allowed in NXT_FLOW_MOD and NX stats requests")
 			}
-			cookie, cookieMask = bytesU64(mf.Value), ^uint64(0)
+			cookie, cookieMask = ofpfield.BytesU64(mf.Value), ^uint64(0)
 			if mf.Mask != nil {
-				cookieMask = bytesU64(mf.Mask)
+				cookieMask = ofpfield.BytesU64(mf.Mask)
 			}
 			continue
 		}
@@ -63,7 +55,7 @@ func matchFromWire(m *flowtable.Match, version uint8, fields []wire.MatchField, 
 			if np == len(withPrereq) {
 				// More than the stack array holds: check everything.
 				if err := m.CheckPrereqs(); err != nil {
-					return 0, 0, ofpErr(version, wire.OFPBMC_BAD_PREREQ, "%v", err)
+					return 0, 0, ofpfield.Err(version, wire.OFPBMC_BAD_PREREQ, "%v", err)
 				}
 				np = 0
 			}
@@ -73,7 +65,7 @@ func matchFromWire(m *flowtable.Match, version uint8, fields []wire.MatchField, 
 	}
 	for _, f := range withPrereq[:np] {
 		if !m.PrereqOK(f.Prereq) {
-			return 0, 0, ofpErr(version, wire.OFPBMC_BAD_PREREQ, "%s: prerequisites not met (needs %s)", f.Name, f.Prereq)
+			return 0, 0, ofpfield.Err(version, wire.OFPBMC_BAD_PREREQ, "%s: prerequisites not met (needs %s)", f.Name, f.Prereq)
 		}
 	}
 	return cookie, cookieMask, nil
@@ -83,54 +75,54 @@ func matchFromWire(m *flowtable.Match, version uint8, fields []wire.MatchField, 
 func setMatchField(m *flowtable.Match, version uint8, mf *wire.MatchField, tlv *flowtable.TLVMap) (*flowtable.Field, error) {
 	w := mf.Field
 	switch w {
-	case wireInPortOX, wireActset:
+	case ofpfield.WireInPortOX, ofpfield.WireActset:
 		// 32-bit OpenFlow 1.1+ port numbers; the model keeps OVS's 16-bit
 		// ones (in_port_oxm and in_port are the same key bits).
 		if len(mf.Value) != 4 {
-			return nil, ofpErr(version, wire.OFPBMC_BAD_LEN, "%s: %d-byte value", w.Name, len(mf.Value))
+			return nil, ofpfield.Err(version, wire.OFPBMC_BAD_LEN, "%s: %d-byte value", w.Name, len(mf.Value))
 		}
-		p, ok := PortFromOFP11(uint32(bytesU64(mf.Value)))
-		if !ok || (mf.Mask != nil && bytesU64(mf.Mask) != 0xffffffff) {
-			return nil, ofpErr(version, wire.OFPBMC_BAD_VALUE, "%s: port %#x out of range", w.Name, bytesU64(mf.Value))
+		p, ok := ofpfield.PortFromOFP11(uint32(ofpfield.BytesU64(mf.Value)))
+		if !ok || (mf.Mask != nil && ofpfield.BytesU64(mf.Mask) != 0xffffffff) {
+			return nil, ofpfield.Err(version, wire.OFPBMC_BAD_VALUE, "%s: port %#x out of range", w.Name, ofpfield.BytesU64(mf.Value))
 		}
 		f := flowtable.FieldInPort
-		if w == wireActset {
+		if w == ofpfield.WireActset {
 			f = flowtable.FieldActsetOutput
 		}
-		m.SetMaskedUint64(f, uint64(p), lowMask(f.Bits))
+		m.SetMaskedUint64(f, uint64(p), ofpfield.LowMask(f.Bits))
 		return f, nil
-	case wireNwTos:
+	case ofpfield.WireNwTos:
 		// NXM_OF_IP_TOS matches the DSCP bits only (MFF_IP_DSCP).
 		if len(mf.Value) != 1 {
-			return nil, ofpErr(version, wire.OFPBMC_BAD_LEN, "nw_tos: %d-byte value", len(mf.Value))
+			return nil, ofpfield.Err(version, wire.OFPBMC_BAD_LEN, "nw_tos: %d-byte value", len(mf.Value))
 		}
 		m.SetMaskedUint64(flowtable.FieldNwTos, uint64(mf.Value[0]), 0xfc)
 		return flowtable.FieldNwTos, nil
 	}
-	f, err := modelField(version, w, tlv, false)
+	f, err := ofpfield.ModelField(version, w, tlv, false)
 	if err != nil {
 		return nil, err
 	}
 	value, mask := mf.Value, mf.Mask
 	if mask != nil && len(mask) != len(value) {
-		return nil, ofpErr(version, wire.OFPBMC_BAD_LEN, "%s: mask length %d differs from value length %d", f.Name, len(mask), len(value))
+		return nil, ofpfield.Err(version, wire.OFPBMC_BAD_LEN, "%s: mask length %d differs from value length %d", f.Name, len(mask), len(value))
 	}
 	if f.IsTunMetadata() {
 		return f, setTunMetadata(m, version, f, value, mask)
 	}
 	if len(value) != f.Bytes {
-		return nil, ofpErr(version, wire.OFPBMC_BAD_LEN, "%s: %d-byte value, want %d", f.Name, len(value), f.Bytes)
+		return nil, ofpfield.Err(version, wire.OFPBMC_BAD_LEN, "%s: %d-byte value, want %d", f.Name, len(value), f.Bytes)
 	}
 	if !f.Wide() {
-		mk := lowMask(f.Bits)
+		mk := ofpfield.LowMask(f.Bits)
 		if mask != nil {
-			mk &= bytesU64(mask)
+			mk &= ofpfield.BytesU64(mask)
 		}
-		m.SetMaskedUint64(f, bytesU64(value), mk)
+		m.SetMaskedUint64(f, ofpfield.BytesU64(value), mk)
 		return f, nil
 	}
 	if mask == nil {
-		mask = ones[:f.Bytes]
+		mask = ofpfield.Ones[:f.Bytes]
 	}
 	m.Set(f, value, mask)
 	return f, nil
@@ -144,7 +136,7 @@ func setTunMetadata(m *flowtable.Match, version uint8, f *flowtable.Field, value
 	if n > f.Bytes {
 		for _, c := range value[:n-f.Bytes] {
 			if c != 0 {
-				return ofpErr(version, wire.OFPBMC_BAD_VALUE, "%s: %d-byte value exceeds the %d-byte option", f.Name, n, f.Bytes)
+				return ofpfield.Err(version, wire.OFPBMC_BAD_VALUE, "%s: %d-byte value exceeds the %d-byte option", f.Name, n, f.Bytes)
 			}
 		}
 		value = value[n-f.Bytes:]
@@ -156,7 +148,7 @@ func setTunMetadata(m *flowtable.Match, version uint8, f *flowtable.Field, value
 	var vb, mb [flowtable.TunMetadataSize]byte
 	copy(vb[f.Bytes-n:f.Bytes], value)
 	if mask == nil {
-		copy(mb[f.Bytes-n:f.Bytes], ones[:n])
+		copy(mb[f.Bytes-n:f.Bytes], ofpfield.Ones[:n])
 	} else {
 		copy(mb[f.Bytes-n:f.Bytes], mask)
 	}
@@ -202,7 +194,7 @@ func (e *matchEncoder) bytes(n int) []byte {
 func (e *matchEncoder) putRaw(name string, value, mask []byte) {
 	w := wire.FieldByName(name)
 	if w == nil {
-		e.err = ofpErr(e.version, wire.OFPBMC_BAD_FIELD, "no wire field %s", name)
+		e.err = ofpfield.Err(e.version, wire.OFPBMC_BAD_FIELD, "no wire field %s", name)
 		return
 	}
 	e.out = append(e.out, wire.MatchField{Field: w, Value: value, Mask: mask})
@@ -211,11 +203,11 @@ func (e *matchEncoder) putRaw(name string, value, mask []byte) {
 // putUint appends a fixed-width field from integers.
 func (e *matchEncoder) putUint(name string, width int, value, mask uint64, exact bool) {
 	v := e.bytes(width)
-	putU64(v, value&mask)
+	ofpfield.PutU64(v, value&mask)
 	var mk []byte
 	if !exact {
 		mk = e.bytes(width)
-		putU64(mk, mask)
+		ofpfield.PutU64(mk, mask)
 	}
 	e.putRaw(name, v, mk)
 }
@@ -226,14 +218,14 @@ func (e *matchEncoder) put(f *flowtable.Field) {
 	if !e.m.Has(f) {
 		return
 	}
-	w, err := wireField(e.version, f)
+	w, err := ofpfield.WireField(e.version, f)
 	if err != nil {
 		e.err = err
 		return
 	}
 	if !f.Wide() {
 		v, mk := e.m.Uint64(f)
-		full := lowMask(f.Bits)
+		full := ofpfield.LowMask(f.Bits)
 		e.putUintField(w, f.Bytes, v, mk, mk == full)
 		return
 	}
@@ -255,11 +247,11 @@ func (e *matchEncoder) put(f *flowtable.Field) {
 
 func (e *matchEncoder) putUintField(w *wire.FieldInfo, width int, value, mask uint64, exact bool) {
 	v := e.bytes(width)
-	putU64(v, value&mask)
+	ofpfield.PutU64(v, value&mask)
 	var mk []byte
 	if !exact {
 		mk = e.bytes(width)
-		putU64(mk, mask)
+		ofpfield.PutU64(mk, mask)
 	}
 	e.out = append(e.out, wire.MatchField{Field: w, Value: v, Mask: mk})
 }
@@ -272,14 +264,14 @@ func (e *matchEncoder) encode(tlv *flowtable.TLVMap) error {
 	if m.Has(flowtable.FieldInPort) {
 		p, _ := m.Uint64(flowtable.FieldInPort)
 		if e.oxm {
-			e.putUint("in_port_oxm", 4, uint64(PortToOFP11(uint32(p))), 0xffffffff, true)
+			e.putUint("in_port_oxm", 4, uint64(ofpfield.PortToOFP11(uint32(p))), 0xffffffff, true)
 		} else {
 			e.putUint("in_port", 2, p, 0xffff, true)
 		}
 	}
 	if m.Has(flowtable.FieldActsetOutput) {
 		p, _ := m.Uint64(flowtable.FieldActsetOutput)
-		e.putUint("actset_output", 4, uint64(PortToOFP11(uint32(p))), 0xffffffff, true)
+		e.putUint("actset_output", 4, uint64(ofpfield.PortToOFP11(uint32(p))), 0xffffffff, true)
 	}
 	e.put(flowtable.FieldEthSrc)
 	e.put(flowtable.FieldEthDst)
@@ -437,10 +429,10 @@ func MatchFromMatch10(m10 *wire.Match10) flowtable.Match {
 		m.SetMaskedUint64(flowtable.FieldVlanTCI, tci, tciMask)
 	}
 	if wc&wire.OFPFW10_DL_SRC == 0 {
-		m.Set(flowtable.FieldEthSrc, m10.DlSrc[:], ones[:6])
+		m.Set(flowtable.FieldEthSrc, m10.DlSrc[:], ofpfield.Ones[:6])
 	}
 	if wc&wire.OFPFW10_DL_DST == 0 {
-		m.Set(flowtable.FieldEthDst, m10.DlDst[:], ones[:6])
+		m.Set(flowtable.FieldEthDst, m10.DlDst[:], ofpfield.Ones[:6])
 	}
 	if wc&wire.OFPFW10_DL_TYPE == 0 {
 		m.SetUint64(flowtable.FieldEthType, uint64(m10.DlType))

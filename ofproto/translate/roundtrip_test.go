@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/internal/seeds"
 	"github.com/govs-project/govs/ofproto/flowtext"
 	"github.com/govs-project/govs/ofproto/translate"
 	"github.com/govs-project/govs/ofproto/wire"
@@ -48,7 +49,7 @@ func wireRoundTrip(t *testing.T, fm *translate.FlowMod, version uint8, tlv *flow
 // same version (so both the encoding and the decoding are checked), and
 // each flow must print the same as the parsed flow.
 func TestSeedRoundTrip(t *testing.T) {
-	for _, name := range []string{"worker1", "worker2", "antrea-reference"} {
+	for _, name := range seeds.GoldenNames() {
 		for _, v := range versions {
 			t.Run(name+"/"+v.name, func(t *testing.T) {
 				text, tlv := seedFile(t, name+".flows")

@@ -1,4 +1,4 @@
-package flowtext
+package ofptext
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 // parseInt parses an integer as ovs-ofctl does for field values: 0x... is
 // hexadecimal of any length, anything else decimal. The result is
 // big-endian in n bytes.
-func parseIntBytes(s string, n int) ([]byte, error) {
+func ParseIntBytes(s string, n int) ([]byte, error) {
 	var v big.Int
 	switch {
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
@@ -38,7 +38,7 @@ func parseIntBytes(s string, n int) ([]byte, error) {
 	return out, nil
 }
 
-func u64Bytes(v uint64, n int) []byte {
+func U64Bytes(v uint64, n int) []byte {
 	out := make([]byte, n)
 	for i := n - 1; i >= 0; i-- {
 		out[i] = byte(v)
@@ -54,8 +54,8 @@ func ParseFieldValue(f *flowtable.Field, s string, ports map[string]uint32) (val
 	if hasMask && !f.Maskable {
 		// ovs-ofctl still accepts an all-ones mask; anything else is rejected.
 		if f.Format != flowtable.FmtIPv4 && f.Format != flowtable.FmtIPv6 && f.Format != flowtable.FmtEthernet {
-			m, err := parseIntBytes(maskStr, f.Bytes)
-			if err == nil && isFullFieldMask(f, m) {
+			m, err := ParseIntBytes(maskStr, f.Bytes)
+			if err == nil && IsFullFieldMask(f, m) {
 				hasMask = false
 			} else {
 				return nil, nil, fmt.Errorf("%s: this field does not support masking", f.Name)
@@ -64,50 +64,50 @@ func ParseFieldValue(f *flowtable.Field, s string, ports map[string]uint32) (val
 	}
 	switch f.Format {
 	case flowtable.FmtEthernet:
-		value, err = parseMAC(valStr)
+		value, err = ParseMAC(valStr)
 		if err != nil {
 			return nil, nil, err
 		}
 		if hasMask {
-			if mask, err = parseMAC(maskStr); err != nil {
+			if mask, err = ParseMAC(maskStr); err != nil {
 				return nil, nil, err
 			}
 		}
 	case flowtable.FmtIPv4:
 		var v, m uint32
-		v, m, err = parseIPv4Masked(s)
+		v, m, err = ParseIPv4Masked(s)
 		if err != nil {
 			return nil, nil, err
 		}
-		value = u64Bytes(uint64(v), 4)
+		value = U64Bytes(uint64(v), 4)
 		if m != 0xffffffff {
-			mask = u64Bytes(uint64(m), 4)
+			mask = U64Bytes(uint64(m), 4)
 		}
 	case flowtable.FmtIPv6:
 		var v, m []byte
-		v, m, err = parseIPv6Masked(s)
+		v, m, err = ParseIPv6Masked(s)
 		if err != nil {
 			return nil, nil, err
 		}
 		value = v
-		if !allOnes(m) {
+		if !AllOnes(m) {
 			mask = m
 		}
 	case flowtable.FmtPort:
 		if hasMask {
 			return nil, nil, fmt.Errorf("%s: this field does not support masking", f.Name)
 		}
-		p, err := parsePortName(valStr, ports)
+		p, err := ParsePortName(valStr, ports)
 		if err != nil {
 			return nil, nil, err
 		}
-		value = u64Bytes(uint64(p), f.Bytes)
+		value = U64Bytes(uint64(p), f.Bytes)
 	case flowtable.FmtCtState:
-		return parseFlagsField(f, s, ctStateNames)
+		return ParseFlagsField(f, s, CtStateNames)
 	case flowtable.FmtTCPFlags:
-		return parseFlagsField(f, s, tcpFlagNames)
+		return ParseFlagsField(f, s, TCPFlagNames)
 	case flowtable.FmtTunFlags:
-		return parseFlagsField(f, s, tunFlagNames)
+		return ParseFlagsField(f, s, TunFlagNames)
 	case flowtable.FmtFrag:
 		var v, m uint64
 		switch valStr {
@@ -126,12 +126,12 @@ func ParseFieldValue(f *flowtable.Field, s string, ports map[string]uint32) (val
 		}
 		return []byte{byte(v)}, []byte{byte(m)}, nil
 	default:
-		value, err = parseIntBytes(valStr, f.Bytes)
+		value, err = ParseIntBytes(valStr, f.Bytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
 		if hasMask {
-			if mask, err = parseIntBytes(maskStr, f.Bytes); err != nil {
+			if mask, err = ParseIntBytes(maskStr, f.Bytes); err != nil {
 				return nil, nil, fmt.Errorf("%s mask: %w", f.Name, err)
 			}
 		}
@@ -159,14 +159,14 @@ func checkWidth(f *flowtable.Field, v []byte) error {
 	if f.Wide() || f.Bits >= f.Bytes*8 {
 		return nil
 	}
-	x := bytesU64(v)
+	x := BytesU64(v)
 	if x>>uint(f.Bits) != 0 {
 		return fmt.Errorf("%s: value %#x does not fit in %d bits", f.Name, x, f.Bits)
 	}
 	return nil
 }
 
-func parseMAC(s string) ([]byte, error) {
+func ParseMAC(s string) ([]byte, error) {
 	hw, err := net.ParseMAC(s)
 	if err != nil || len(hw) != 6 {
 		return nil, fmt.Errorf("%q: invalid Ethernet address", s)
@@ -174,8 +174,8 @@ func parseMAC(s string) ([]byte, error) {
 	return []byte(hw), nil
 }
 
-// parseIPv4Masked parses a.b.c.d[/len|/m.m.m.m].
-func parseIPv4Masked(s string) (v, m uint32, err error) {
+// ParseIPv4Masked parses a.b.c.d[/len|/m.m.m.m].
+func ParseIPv4Masked(s string) (v, m uint32, err error) {
 	addrStr, maskStr, hasMask := strings.Cut(s, "/")
 	a, err := netip.ParseAddr(addrStr)
 	if err != nil || !a.Is4() {
@@ -203,14 +203,14 @@ func parseIPv4Masked(s string) (v, m uint32, err error) {
 	return v & m, m, nil
 }
 
-func parseIPv6Masked(s string) (v, m []byte, err error) {
+func ParseIPv6Masked(s string) (v, m []byte, err error) {
 	addrStr, maskStr, hasMask := strings.Cut(s, "/")
 	a, err := netip.ParseAddr(addrStr)
 	if err != nil || !a.Is6() {
 		return nil, nil, fmt.Errorf("%q: invalid IPv6 address", s)
 	}
 	v = a.AsSlice()
-	m = onesOf(16)
+	m = OnesOf(16)
 	if hasMask {
 		if n, err := strconv.Atoi(maskStr); err == nil {
 			if n < 0 || n > 128 {
@@ -234,9 +234,9 @@ func parseIPv6Masked(s string) (v, m []byte, err error) {
 	return v, m, nil
 }
 
-// parsePortName parses a port number, a reserved name, or a port name
+// ParsePortName parses a port number, a reserved name, or a port name
 // (optionally quoted) known in ports.
-func parsePortName(s string, ports map[string]uint32) (uint32, error) {
+func ParsePortName(s string, ports map[string]uint32) (uint32, error) {
 	name := s
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		uq, err := strconv.Unquote(s)
@@ -255,21 +255,21 @@ func parsePortName(s string, ports map[string]uint32) (uint32, error) {
 	return 0, fmt.Errorf("%s: invalid or unknown port", s)
 }
 
-// parseFlagsField parses "+a-b", "a|b" or "value[/mask]" for flag fields.
-func parseFlagsField(f *flowtable.Field, s string, names []flagName) (value, mask []byte, err error) {
+// ParseFlagsField parses "+a-b", "a|b" or "value[/mask]" for flag fields.
+func ParseFlagsField(f *flowtable.Field, s string, names []FlagName) (value, mask []byte, err error) {
 	if s == "" {
 		return nil, nil, fmt.Errorf("%s: missing value", f.Name)
 	}
 	if s[0] >= '0' && s[0] <= '9' {
 		valStr, maskStr, hasMask := strings.Cut(s, "/")
-		v, err := parseIntBytes(valStr, f.Bytes)
+		v, err := ParseIntBytes(valStr, f.Bytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
 		if !hasMask {
 			return v, nil, nil
 		}
-		m, err := parseIntBytes(maskStr, f.Bytes)
+		m, err := ParseIntBytes(maskStr, f.Bytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
@@ -289,9 +289,9 @@ func parseFlagsField(f *flowtable.Field, s string, names []flagName) (value, mas
 			v |= bit
 		}
 		for _, n := range names {
-			m |= n.bit
+			m |= n.Bit
 		}
-		return u64Bytes(v, f.Bytes), u64Bytes(m, f.Bytes), nil
+		return U64Bytes(v, f.Bytes), U64Bytes(m, f.Bytes), nil
 	}
 	for i := 0; i < len(s); {
 		sign := s[i]
@@ -315,21 +315,21 @@ func parseFlagsField(f *flowtable.Field, s string, names []flagName) (value, mas
 		}
 		i = j
 	}
-	return u64Bytes(v, f.Bytes), u64Bytes(m, f.Bytes), nil
+	return U64Bytes(v, f.Bytes), U64Bytes(m, f.Bytes), nil
 }
 
-func flagBit(name string, names []flagName) (uint64, bool) {
+func flagBit(name string, names []FlagName) (uint64, bool) {
 	for _, n := range names {
-		if n.name == name {
-			return n.bit, true
+		if n.Name == name {
+			return n.Bit, true
 		}
 	}
 	return 0, false
 }
 
-// parseSubfield parses NXM_NX_REG0[0..15], NXM_NX_REG0[3], NXM_NX_REG0[],
+// ParseSubfield parses NXM_NX_REG0[0..15], NXM_NX_REG0[3], NXM_NX_REG0[],
 // reg0[0..15] or a bare field name (the whole field).
-func parseSubfield(s string, tlv *flowtable.TLVMap) (flowtable.FieldRange, error) {
+func ParseSubfield(s string, tlv *flowtable.TLVMap) (flowtable.FieldRange, error) {
 	name, rng, hasRange := strings.Cut(s, "[")
 	f := flowtable.FieldByNXM(name)
 	if f == nil {

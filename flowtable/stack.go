@@ -1,0 +1,59 @@
+package flowtable
+
+// The field stack (push/pop) and check_pkt_larger: translation state and
+// packet properties that are not part of the key, so each says what a
+// flow cache may keep.
+
+// stackEntry is one pushed value: (NBits+7)/8 bytes, right-aligned, and
+// the segment that pushed it.
+type stackEntry struct {
+	value []byte
+	seg   int
+}
+
+// stackPush pushes the source subfield (nxm_execute_stack_push); the
+// source joins the megaflow. The stack lives for the whole translation,
+// across resubmits and recirculations, as OVS keeps it.
+func (x *xlate) stackPush(a *StackPush) {
+	x.orMaskRange(a.Src)
+	x.stack = append(x.stack, stackEntry{value: readRangeBytes(&x.pkt.Key, a.Src), seg: x.seg})
+}
+
+// stackPop writes the top of the stack into the destination subfield
+// (nxm_execute_stack_pop); popping an empty stack changes nothing and is
+// reported, as OVS does.
+func (x *xlate) stackPop(a *StackPop) {
+	if len(x.stack) == 0 {
+		x.note("pop: stack underflow")
+		return
+	}
+	e := x.stack[len(x.stack)-1]
+	x.stack = x.stack[:len(x.stack)-1]
+	if e.seg != x.seg {
+		// The value came from before a recirculation: the segment's start
+		// key does not determine it.
+		x.uncacheable("pop of a value pushed before recirculation")
+	}
+	val, mask := placeRange(a.Dst, e.value)
+	setFieldMasked(&x.pkt.Key, a.Dst.Field, val, mask)
+	if x.r != nil {
+		x.r.wroteField(a.Dst.Field, mask)
+	}
+}
+
+// checkPktLarger sets the 1-bit destination to whether the packet is
+// longer than a.Len bytes. The length is not in the key, so a flow cache
+// must not keep the segment (OVS sets SLOW_ACTION when its datapath lacks
+// check_pkt_len).
+func (x *xlate) checkPktLarger(a *CheckPktLarger) {
+	x.uncacheable("check_pkt_larger: depends on the packet length")
+	bit := byte(0)
+	if len(x.pkt.Frame) > int(a.Len) {
+		bit = 1
+	}
+	val, mask := placeRange(a.Dst, []byte{bit})
+	setFieldMasked(&x.pkt.Key, a.Dst.Field, val, mask)
+	if x.r != nil {
+		x.r.wroteField(a.Dst.Field, mask)
+	}
+}
