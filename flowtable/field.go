@@ -278,6 +278,11 @@ var (
 	FieldIPv6Src   = reg(&Field{Name: "ipv6_src", NXM: "NXM_NX_IPV6_SRC", OXM: "OXM_OF_IPV6_SRC", Bytes: 16, Bits: 128, Off: offIPv6Src, Size: 16, Maskable: true, Writable: true, Prereq: PrereqIPv6, Format: FmtIPv6})
 	FieldIPv6Dst   = reg(&Field{Name: "ipv6_dst", NXM: "NXM_NX_IPV6_DST", OXM: "OXM_OF_IPV6_DST", Bytes: 16, Bits: 128, Off: offIPv6Dst, Size: 16, Maskable: true, Writable: true, Prereq: PrereqIPv6, Format: FmtIPv6})
 	FieldIPv6Label = reg(&Field{Name: "ipv6_label", NXM: "NXM_NX_IPV6_LABEL", OXM: "OXM_OF_IPV6_FLABEL", Bytes: 4, Bits: 20, Off: offIPv6Label, Size: 4, Maskable: true, Writable: true, Prereq: PrereqIPv6, Format: FmtHex})
+	// The top MPLS label stack entry (see mpls.go).
+	FieldMPLSLabel = reg(&Field{Name: "mpls_label", OXM: "OXM_OF_MPLS_LABEL", Bytes: 4, Bits: 20, Off: offMPLS, Size: 4, Shift: 12, Writable: true, Prereq: PrereqMPLS, Format: FmtDecimal})
+	FieldMPLSTC    = reg(&Field{Name: "mpls_tc", OXM: "OXM_OF_MPLS_TC", Bytes: 1, Bits: 3, Off: offMPLS, Size: 4, Shift: 9, Writable: true, Prereq: PrereqMPLS, Format: FmtDecimal})
+	FieldMPLSBOS   = reg(&Field{Name: "mpls_bos", OXM: "OXM_OF_MPLS_BOS", Bytes: 1, Bits: 1, Off: offMPLS, Size: 4, Shift: 8, Prereq: PrereqMPLS, Format: FmtDecimal})
+	FieldMPLSTTL   = reg(&Field{Name: "mpls_ttl", NXM: "NXM_NX_MPLS_TTL", Bytes: 1, Bits: 8, Off: offMPLS, Size: 4, Writable: true, Prereq: PrereqMPLS, Format: FmtDecimal})
 	FieldIPProto   = reg(&Field{Name: "nw_proto", ExtraName: "ip_proto", NXM: "NXM_OF_IP_PROTO", OXM: "OXM_OF_IP_PROTO", Bytes: 1, Bits: 8, Off: offNwProto, Size: 1, Prereq: PrereqIPAny, Format: FmtDecimal})
 	FieldNwTos     = reg(&Field{Name: "nw_tos", NXM: "NXM_OF_IP_TOS", Bytes: 1, Bits: 8, Off: offNwTos, Size: 1, Writable: true, Prereq: PrereqIPAny, Format: FmtDecimal})
 	FieldIPDSCP    = reg(&Field{Name: "ip_dscp", OXM: "OXM_OF_IP_DSCP", Bytes: 1, Bits: 6, Off: offNwTos, Size: 1, Shift: 2, Writable: true, Prereq: PrereqIPAny, Format: FmtDecimal})

@@ -173,6 +173,10 @@ func (p *Packet) Extract(frame []byte) error {
 		}
 		k.SetNwProto(next)
 		p.extractL4(next, l4, true)
+	case EthTypeMPLS, EthTypeMPLSMcast:
+		if len(b) >= 4 {
+			k.setU32(offMPLS, binary.BigEndian.Uint32(b))
+		}
 	case EthTypeARP, EthTypeRARP:
 		if len(b) < 28 {
 			break
@@ -288,6 +292,8 @@ func (p *Packet) Commit() {
 		p.commitIPv4()
 	case EthTypeIPv6:
 		p.commitIPv6()
+	case EthTypeMPLS, EthTypeMPLSMcast:
+		p.commitMPLS()
 	case EthTypeARP, EthTypeRARP:
 		if p.L3 >= 0 && len(f) >= p.L3+28 && (headerChanged(k, base, offArpSha, 14) || headerChanged(k, base, offNwSrc, 8)) {
 			b := f[p.L3:]

@@ -435,6 +435,20 @@ func (x *xlate) do(a Action) {
 		if x.r != nil {
 			x.r.wroteField(FieldIPTTL, []byte{0xff})
 		}
+	case *PushMPLS:
+		x.uncacheable("push_mpls")
+		x.pushMPLS(a.EthType)
+	case *PopMPLS:
+		x.uncacheable("pop_mpls")
+		x.popMPLS(a.EthType)
+	case *SetMPLSTTL:
+		x.setMPLSField(FieldMPLSTTL, uint64(a.TTL))
+	case *DecMPLSTTL:
+		x.decMPLSTTL()
+	case *SetMPLSLabel:
+		x.setMPLSField(FieldMPLSLabel, uint64(a.Label))
+	case *SetMPLSTC:
+		x.setMPLSField(FieldMPLSTC, uint64(a.TC))
 	case *PushVLAN:
 		x.uncacheable("push_vlan")
 		x.pushVLAN(a.EthType)
@@ -946,22 +960,24 @@ func sortActionSet(acts []Action) []Action {
 		switch a.(type) {
 		case *CT, *CTClear:
 			return 0
-		case *PopVLAN:
+		case *PopVLAN, *PopMPLS:
 			return 1
-		case *PushVLAN:
+		case *PushMPLS:
 			return 2
-		case *DecTTL:
+		case *PushVLAN:
 			return 3
-		case *SetField, *Move:
+		case *DecTTL, *DecMPLSTTL:
 			return 4
-		case *SetQueue:
+		case *SetField, *Move, *SetMPLSTTL, *SetMPLSLabel, *SetMPLSTC:
 			return 5
-		case *Group:
+		case *SetQueue:
 			return 6
-		case *Output, *OutputReg, *Controller, *Enqueue:
+		case *Group:
 			return 7
+		case *Output, *OutputReg, *Controller, *Enqueue:
+			return 8
 		}
-		return 4
+		return 5
 	}
 	// A stable insertion sort: the set holds a few actions, and
 	// sort.SliceStable would box the slice, which makes the whole

@@ -271,6 +271,14 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	if tosMask&0x03 != 0 {
 		fmt.Fprintf(b, "nw_ecn=%d,", tos&0x03)
 	}
+	if flowtable.IsMPLS(uint16(dlType)) {
+		// The top label stack entry, in OVS's match_format order.
+		for _, f := range []*flowtable.Field{flowtable.FieldMPLSLabel, flowtable.FieldMPLSTC, flowtable.FieldMPLSTTL, flowtable.FieldMPLSBOS} {
+			if val, msk := u(f); msk != 0 {
+				fmt.Fprintf(b, "%s=%d,", f.Name, val)
+			}
+		}
+	}
 	if val, msk := u(flowtable.FieldIPTTL); msk != 0 {
 		fmt.Fprintf(b, "nw_ttl=%d,", val)
 	}

@@ -35,6 +35,7 @@ func Validate(fl *flowtable.Flow) error {
 		if err := c.check(a); err != nil {
 			return err
 		}
+		c = c.after(a)
 	}
 	return checkConjunctionAlone(fl)
 }
@@ -52,6 +53,7 @@ func (c Checker) checkAll(acts []flowtable.Action) error {
 		if err := c.check(a); err != nil {
 			return err
 		}
+		c = c.after(a)
 	}
 	return nil
 }

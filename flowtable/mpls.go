@@ -1,0 +1,164 @@
+package flowtable
+
+import "encoding/binary"
+
+// MPLS, as Open vSwitch's userspace datapath does it: the key holds the
+// top label stack entry (mpls_label, mpls_tc, mpls_bos, mpls_ttl); the
+// headers below an MPLS label are not parsed, so an MPLS packet has no L3
+// fields and the entry shares its slot with ipv6_label, which only IPv6
+// packets have. push_mpls and pop_mpls rewrite the frame and parse it
+// again: after the last pop the L3 headers are back in the key.
+
+// EthTypeMPLSMcast is the multicast MPLS ethertype (mplsm).
+const EthTypeMPLSMcast = 0x8848
+
+// offMPLS is the top label stack entry, as on the wire:
+// label(20) tc(3) bos(1) ttl(8).
+const offMPLS = offIPv6Label
+
+// IsMPLS reports whether an ethertype is MPLS unicast or multicast.
+func IsMPLS(ethType uint16) bool { return ethType == EthTypeMPLS || ethType == EthTypeMPLSMcast }
+
+// MPLSLSE returns the top label stack entry.
+func (k *Key) MPLSLSE() uint32 { return k.u32(offMPLS) }
+
+// PushMPLS pushes an MPLS label stack entry (push_mpls:ETHERTYPE).
+type PushMPLS struct{ EthType uint16 }
+
+// PopMPLS pops the top MPLS label; EthType becomes the frame's ethertype
+// (pop_mpls:ETHERTYPE).
+type PopMPLS struct{ EthType uint16 }
+
+// SetMPLSTTL sets the top label's TTL (set_mpls_ttl(TTL)).
+type SetMPLSTTL struct{ TTL uint8 }
+
+// DecMPLSTTL decrements the top label's TTL; at zero the packet goes to
+// the controller with reason invalid_ttl (dec_mpls_ttl).
+type DecMPLSTTL struct{}
+
+// SetMPLSLabel sets the top label (set_mpls_label(LABEL), OpenFlow 1.1's
+// OFPAT_SET_MPLS_LABEL; a set_field in 1.2+).
+type SetMPLSLabel struct{ Label uint32 }
+
+// SetMPLSTC sets the top label's traffic class (set_mpls_tc(TC)).
+type SetMPLSTC struct{ TC uint8 }
+
+func (*PushMPLS) Name() string     { return "push_mpls" }
+func (*PopMPLS) Name() string      { return "pop_mpls" }
+func (*SetMPLSTTL) Name() string   { return "set_mpls_ttl" }
+func (*DecMPLSTTL) Name() string   { return "dec_mpls_ttl" }
+func (*SetMPLSLabel) Name() string { return "set_mpls_label" }
+func (*SetMPLSTC) Name() string    { return "set_mpls_tc" }
+
+// l25 returns the offset of the L2.5 position: after the Ethernet header
+// and its VLAN tag, where MPLS labels go.
+func (p *Packet) l25() int {
+	if p.Key.VlanTCI()&VlanCFI != 0 {
+		return 18
+	}
+	return 14
+}
+
+// pushMPLS inserts a label stack entry as OVS's flow_push_mpls builds it:
+// a copy of the top entry (bottom of stack cleared) on an MPLS packet,
+// else label 0, the traffic class from the IP DSCP and the IP TTL (64
+// without IP), bottom of stack.
+func (x *xlate) pushMPLS(ethType uint16) {
+	p := x.pkt
+	if len(p.Frame) < 14 {
+		return
+	}
+	k := &p.Key
+	var lse uint32
+	switch {
+	case IsMPLS(k.EthType()):
+		x.orMask(FieldMPLSTTL)
+		x.orMask(FieldMPLSLabel)
+		x.orMask(FieldMPLSTC)
+		lse = k.MPLSLSE() &^ (1 << 8)
+	case k.IsIPAny():
+		x.orMask(FieldNwTos)
+		x.orMask(FieldIPTTL)
+		tc := uint32(k.u8(offNwTos)>>2) & 7
+		ttl := uint32(k.NwTTL())
+		if ttl == 0 {
+			ttl = 64
+		}
+		lse = tc<<9 | 1<<8 | ttl
+	default:
+		lse = 1<<8 | 64
+	}
+	p.Commit()
+	p.Unshare()
+	at := p.l25()
+	f := append(p.Frame, 0, 0, 0, 0) // may reallocate: outside the hot path
+	copy(f[at+4:], f[at:len(f)-4])
+	binary.BigEndian.PutUint16(f[at-2:], ethType)
+	binary.BigEndian.PutUint32(f[at:], lse)
+	p.Frame = f
+	if p.Offload.Active() {
+		p.Offload.CsumStart += 4
+	}
+	p.Rebase()
+}
+
+// popMPLS removes the top label and sets the ethertype; after the bottom
+// of the stack the L3 headers are parsed again.
+func (x *xlate) popMPLS(ethType uint16) {
+	p := x.pkt
+	if !IsMPLS(p.Key.EthType()) {
+		return
+	}
+	at := p.l25()
+	if len(p.Frame) < at+4 {
+		return
+	}
+	p.Commit()
+	p.Unshare()
+	f := p.Frame
+	copy(f[at:], f[at+4:])
+	p.Frame = f[:len(f)-4]
+	binary.BigEndian.PutUint16(p.Frame[at-2:], ethType)
+	if p.Offload.Active() {
+		p.Offload.CsumStart -= 4
+	}
+	p.Rebase() // parse the rewritten frame again, metadata kept
+}
+
+// setMPLSTTL, decMPLSTTL, setMPLSLabel and setMPLSTC change the top
+// label in the key; Commit writes it.
+func (x *xlate) setMPLSField(f *Field, v uint64) {
+	if !IsMPLS(x.pkt.Key.EthType()) {
+		return
+	}
+	f.SetUint64(&x.pkt.Key, v)
+	if x.r != nil {
+		var w Key
+		f.SetUint64(&w, ^uint64(0))
+		x.r.wrote(&w)
+	}
+}
+
+func (x *xlate) decMPLSTTL() {
+	k := &x.pkt.Key
+	if !IsMPLS(k.EthType()) {
+		return
+	}
+	x.orMask(FieldMPLSTTL)
+	ttl := FieldMPLSTTL.Uint64(k)
+	if ttl <= 1 {
+		x.note("dec_mpls_ttl: TTL %d expired, sending to controller (invalid_ttl)", ttl)
+		x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
+		x.exit = true
+		return
+	}
+	x.setMPLSField(FieldMPLSTTL, ttl-1)
+}
+
+// commitMPLS writes the top label stack entry.
+func (p *Packet) commitMPLS() {
+	at := p.l25()
+	if len(p.Frame) >= at+4 && headerChanged(&p.Key, &p.base, offMPLS, 4) {
+		binary.BigEndian.PutUint32(p.Frame[at:], p.Key.MPLSLSE())
+	}
+}

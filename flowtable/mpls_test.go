@@ -1,0 +1,89 @@
+package flowtable_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/govs-project/govs/flowtable"
+)
+
+// runFrame runs frame (in_port 1) through p and returns what came out.
+func runFrame(t *testing.T, p *flowtable.Pipeline, frame []byte) []captured {
+	t.Helper()
+	var pkt flowtable.Packet
+	pkt.Key.SetInPort(1)
+	if err := pkt.Extract(append([]byte(nil), frame...)); err != nil {
+		t.Fatal(err)
+	}
+	sink := &captureSink{}
+	p.Run(&pkt, sink, nil)
+	return sink.out
+}
+
+// TestMPLSPushPopRoundTrip: push_mpls on an IPv4 packet inserts a label
+// stack entry after the Ethernet header (label 0 rewritten by set_field,
+// the TC from the DSCP, bottom of stack, the IP TTL), a second push copies
+// the top entry without bottom-of-stack, the MPLS fields match the top
+// entry, and popping both (the second to IPv4) gives back the original
+// frame, whose L3 fields match again in the next table.
+func TestMPLSPushPopRoundTrip(t *testing.T) {
+	p := loadSeed(t, "table=0,priority=10,in_port=1,tcp actions=push_mpls:0x8847,set_field:9->mpls_label,output:2")
+	_, orig := packetSpec(t, p, "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_tos=0x28,nw_ttl=33,tp_src=1000,tp_dst=80")
+	out := runFrame(t, p, orig)
+	if len(out) != 1 || out[0].port != 2 {
+		t.Fatalf("push: got %+v", out)
+	}
+	f := out[0].frame
+	if len(f) != len(orig)+4 || binary.BigEndian.Uint16(f[12:]) != 0x8847 {
+		t.Fatalf("push: frame % x", f[:20])
+	}
+	// label 9, tc = DSCP(0x28>>2=10)&7 = 2, bos 1, ttl 33.
+	if lse := binary.BigEndian.Uint32(f[14:]); lse != 9<<12|2<<9|1<<8|33 {
+		t.Errorf("pushed LSE %#08x, want %#08x", lse, 9<<12|2<<9|1<<8|33)
+	}
+	if !bytes.Equal(f[18:], orig[14:]) || !bytes.Equal(f[:12], orig[:12]) {
+		t.Errorf("push changed more than the label")
+	}
+
+	// A second label on top, then matched and popped twice.
+	p2 := loadSeed(t, `
+table=0,priority=10,mpls,mpls_label=9,mpls_bos=1 actions=push_mpls:0x8847,set_field:20->mpls_label,dec_mpls_ttl,goto_table:1
+table=1,priority=10,mpls,mpls_label=20,mpls_bos=0,mpls_ttl=32,mpls_tc=2 actions=pop_mpls:0x8847,goto_table:2
+table=2,priority=10,mpls,mpls_label=9,mpls_bos=1,mpls_ttl=33 actions=pop_mpls:0x0800,goto_table:3
+table=3,priority=10,tcp,nw_dst=10.0.0.2,tp_dst=80 actions=output:3
+`)
+	out = runFrame(t, p2, f)
+	if len(out) != 1 || out[0].port != 3 {
+		t.Fatalf("push+pop+pop: got %+v", out)
+	}
+	if !bytes.Equal(out[0].frame, orig) {
+		t.Errorf("after two pops:\n got % x\nwant % x", out[0].frame, orig)
+	}
+}
+
+// TestMPLSTTL: set_mpls_ttl and dec_mpls_ttl rewrite the top label; a TTL
+// that would reach zero sends the packet to the controller with reason
+// invalid_ttl instead of forwarding it.
+func TestMPLSTTL(t *testing.T) {
+	p := loadSeed(t, "table=0,priority=10,mpls actions=dec_mpls_ttl,output:2")
+	frame := func(ttl byte) []byte {
+		f := make([]byte, 14+4+20)
+		copy(f, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x88, 0x47})
+		binary.BigEndian.PutUint32(f[14:], 77<<12|1<<8|uint32(ttl))
+		return f
+	}
+	out := runFrame(t, p, frame(5))
+	if len(out) != 1 || out[0].port != 2 || out[0].frame[17] != 4 {
+		t.Fatalf("dec_mpls_ttl of 5: got %+v", out)
+	}
+	out = runFrame(t, p, frame(1))
+	if len(out) != 1 || out[0].port != flowtable.PortController {
+		t.Fatalf("dec_mpls_ttl of 1: got %+v, want a packet-in", out)
+	}
+	p = loadSeed(t, "table=0,priority=10,mpls actions=set_mpls_ttl(200),set_mpls_tc(5),output:2")
+	out = runFrame(t, p, frame(5))
+	if len(out) != 1 || binary.BigEndian.Uint32(out[0].frame[14:]) != 77<<12|5<<9|1<<8|200 {
+		t.Fatalf("set_mpls_ttl/tc: got %+v", out)
+	}
+}
