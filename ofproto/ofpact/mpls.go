@@ -82,7 +82,9 @@ func init() {
 		Check: func(c Checker, a *flowtable.SetMPLSTTL) error { return c.needMPLS("set_mpls_ttl") },
 	})
 	register(Def[*flowtable.DecMPLSTTL]{
-		Format: func(b *strings.Builder, a *flowtable.DecMPLSTTL, o *ofptext.PrintOptions) { b.WriteString("dec_mpls_ttl") },
+		Format: func(b *strings.Builder, a *flowtable.DecMPLSTTL, o *ofptext.PrintOptions) {
+			b.WriteString("dec_mpls_ttl")
+		},
 		Encode: func(t Encoder, out []wire.Action, a *flowtable.DecMPLSTTL) ([]wire.Action, error) {
 			return append(out, &wire.ActionDecMplsTTL{}), nil
 		},
@@ -136,7 +138,9 @@ func init() {
 	fromWire(func(t Decoder, a *wire.ActionSetMplsTTL) (flowtable.Action, error) {
 		return &flowtable.SetMPLSTTL{TTL: a.TTL}, nil
 	})
-	fromWire(func(t Decoder, a *wire.ActionDecMplsTTL) (flowtable.Action, error) { return &flowtable.DecMPLSTTL{}, nil })
+	fromWire(func(t Decoder, a *wire.ActionDecMplsTTL) (flowtable.Action, error) {
+		return &flowtable.DecMPLSTTL{}, nil
+	})
 	fromWire(func(t Decoder, a *wire.ActionSetMplsLabel) (flowtable.Action, error) {
 		if a.Label > 0xfffff {
 			return nil, t.err(wire.OFPBAC_BAD_ARGUMENT, "set_mpls_label %d does not fit in 20 bits", a.Label)
