@@ -430,7 +430,11 @@ func (p *Packet) commitL4(upd16 func([]byte, uint16, uint16), l4csum []byte) {
 	}
 	l4 := p.Frame[p.L4:]
 	switch k.NwProto() {
-	case IPProtoTCP, IPProtoUDP, IPProtoSCTP:
+	case IPProtoSCTP:
+		p.commitSCTP()
+	case IPProtoICMPv6:
+		p.commitICMPv6(upd16, l4csum)
+	case IPProtoTCP, IPProtoUDP:
 		for _, a := range [2]struct{ koff, poff int }{{offTpSrc, 0}, {offTpDst, 2}} {
 			if headerChanged(k, base, a.koff, 2) && len(l4) >= a.poff+2 {
 				old, new := binary.BigEndian.Uint16(l4[a.poff:]), k.u16(a.koff)
