@@ -665,9 +665,51 @@ func (x *xlate) group(id uint32) {
 	}
 }
 
-// selectBucket picks a bucket by a hash of the L3/L4 5-tuple, weighted.
+// selectBucket picks a bucket as Open vSwitch's default selection method
+// does: a symmetric hash of the L2-L4 fields (flow_hash_symmetric_l4:
+// Ethernet addresses, VLAN, ethertype, IP addresses, protocol, ports),
+// then the bucket at that hash's place along the buckets' weights, so
+// traffic spreads in proportion to the weights whichever of those fields
+// vary (OVS's highest-random-weight choice favours heavy buckets more than
+// their weight says).
 func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
 	k := &x.pkt.Key
+	var buf [32]byte
+	for i := 0; i < 6; i++ {
+		buf[i] = k[offEthSrc+i] ^ k[offEthDst+i]
+	}
+	x.orMask(FieldEthSrc)
+	x.orMask(FieldEthDst)
+	x.orMask(FieldVlanTCI)
+	x.orMask(FieldEthType)
+	binary.BigEndian.PutUint16(buf[6:], k.VlanTCI()&VlanVIDMask)
+	binary.BigEndian.PutUint16(buf[8:], k.EthType())
+	n := 10
+	switch {
+	case k.EthType() == EthTypeIPv4:
+		x.orMask(FieldIPv4Src)
+		x.orMask(FieldIPv4Dst)
+		binary.BigEndian.PutUint32(buf[n:], k.NwSrc()^k.NwDst())
+		n += 4
+	case k.EthType() == EthTypeIPv6:
+		x.orMask(FieldIPv6Src)
+		x.orMask(FieldIPv6Dst)
+		for i := 0; i < 16; i++ {
+			buf[n+i] = k[offIPv6Src+i] ^ k[offIPv6Dst+i]
+		}
+		n += 16
+	}
+	if k.IsIPAny() {
+		x.orMask(FieldIPProto)
+		buf[n] = k.NwProto()
+		n++
+		if p := k.NwProto(); p == IPProtoTCP || p == IPProtoUDP || p == IPProtoSCTP {
+			x.orMask(FieldTCPSrc)
+			x.orMask(FieldTCPDst)
+			binary.BigEndian.PutUint16(buf[n:], k.TpSrc()^k.TpDst())
+			n += 2
+		}
+	}
 	var total uint64
 	for i := range g.Buckets {
 		total += uint64(g.Buckets[i].Weight)
@@ -675,16 +717,7 @@ func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
 	if total == 0 {
 		return nil
 	}
-	for _, f := range []*Field{FieldIPv4Src, FieldIPv4Dst, FieldIPProto, FieldTCPSrc, FieldTCPDst, FieldEthType} {
-		x.orMask(f)
-	}
-	var buf [16]byte
-	binary.BigEndian.PutUint32(buf[0:], k.NwSrc())
-	binary.BigEndian.PutUint32(buf[4:], k.NwDst())
-	binary.BigEndian.PutUint16(buf[8:], k.TpSrc())
-	binary.BigEndian.PutUint16(buf[10:], k.TpDst())
-	buf[12] = k.NwProto()
-	h := maphash.Bytes(seed, buf[:13]) % total
+	h := maphash.Bytes(seed, buf[:n]) % total
 	for i := range g.Buckets {
 		w := uint64(g.Buckets[i].Weight)
 		if h < w {
