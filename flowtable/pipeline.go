@@ -435,6 +435,9 @@ func (x *xlate) do(a Action) {
 		if x.r != nil {
 			x.r.wroteField(FieldIPTTL, []byte{0xff})
 		}
+	case *Clone:
+		x.uncacheable("clone")
+		x.clone(a.Actions)
 	case *PushMPLS:
 		x.uncacheable("push_mpls")
 		x.pushMPLS(a.EthType)
@@ -494,7 +497,7 @@ func (x *xlate) uncacheable(why string) {
 
 func isNesting(a Action) bool {
 	switch a.(type) {
-	case *Resubmit, *GotoTable, *CT, *Group:
+	case *Resubmit, *GotoTable, *CT, *Group, *Clone:
 		return true
 	}
 	return false

@@ -173,6 +173,10 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	default:
 		return nil, fmt.Errorf("target %q: want %q or %q", opts.Target, TargetGovs, TargetOVS)
 	}
+	// The tester app starts the first case as soon as both switches are
+	// connected: let both datapaths settle on their new ports first (a
+	// first packet sent at once can be lost).
+	time.Sleep(2 * time.Second)
 	if _, err := ovs.Vsctl("set-controller", "tester", "tcp:127.0.0.1:"+ofPort); err != nil {
 		return nil, err
 	}

@@ -66,6 +66,7 @@ var samples = []sample{
 	{text: "set_vlan_pcp:3", of13: "set_field:3->vlan_pcp", of15: "set_field:3->vlan_pcp", match: "vlan", skip10: true},
 	{text: "move:NXM_NX_REG0[0..3]->NXM_NX_REG1[4..7]"},
 	{text: "push_vlan:0x8100"},
+	{text: "clone(output:1,set_field:10.0.0.1->ip_dst,output:2)", of10: "clone(output:1,mod_nw_dst:10.0.0.1,output:2)", match: "ip"},
 	{text: "push_mpls:0x8847"},
 	{text: "push_mpls:0x8848", match: "ip"},
 	{text: "pop_mpls:0x0800", match: "mpls"},
