@@ -117,3 +117,22 @@ func TestSelectGroupSpreadsOnL2(t *testing.T) {
 		t.Errorf("buckets got %d and %d of %d frames, want about 1:3", c2, c3, n)
 	}
 }
+
+// TestCloneRunsOnACopy: clone's actions see and change a copy (here an
+// MPLS push and a rewritten address go out of port 3), the original
+// continues unchanged after it (out of port 2); an exit inside a clone
+// ends only the clone.
+func TestCloneRunsOnACopy(t *testing.T) {
+	p := loadSeed(t, "table=0,priority=10,ip actions=clone(set_field:10.9.9.9->ip_dst,push_mpls:0x8847,output:3,exit,output:4),output:2")
+	_, orig := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2")
+	out := runFrame(t, p, orig)
+	if len(out) != 2 || out[0].port != 3 || out[1].port != 2 {
+		t.Fatalf("got %+v, want port 3 then port 2", out)
+	}
+	if binary.BigEndian.Uint16(out[0].frame[12:]) != 0x8847 {
+		t.Errorf("clone's copy was not MPLS: % x", out[0].frame[:18])
+	}
+	if !bytes.Equal(out[1].frame, orig) {
+		t.Errorf("the original changed:\n got % x\nwant % x", out[1].frame, orig)
+	}
+}
