@@ -283,6 +283,7 @@ var (
 	FieldMPLSTC    = reg(&Field{Name: "mpls_tc", OXM: "OXM_OF_MPLS_TC", Bytes: 1, Bits: 3, Off: offMPLS, Size: 4, Shift: 9, Writable: true, Prereq: PrereqMPLS, Format: FmtDecimal})
 	FieldMPLSBOS   = reg(&Field{Name: "mpls_bos", OXM: "OXM_OF_MPLS_BOS", Bytes: 1, Bits: 1, Off: offMPLS, Size: 4, Shift: 8, Prereq: PrereqMPLS, Format: FmtDecimal})
 	FieldMPLSTTL   = reg(&Field{Name: "mpls_ttl", NXM: "NXM_NX_MPLS_TTL", Bytes: 1, Bits: 8, Off: offMPLS, Size: 4, Writable: true, Prereq: PrereqMPLS, Format: FmtDecimal})
+	FieldIPv6ExtHdr = reg(&Field{Name: "ipv6_exthdr", OXM: "OXM_OF_IPV6_EXTHDR", Bytes: 2, Bits: 9, Off: offIPv6ExtHdr, Size: 2, Maskable: true, Prereq: PrereqIPv6, Format: FmtHex})
 	FieldIPProto   = reg(&Field{Name: "nw_proto", ExtraName: "ip_proto", NXM: "NXM_OF_IP_PROTO", OXM: "OXM_OF_IP_PROTO", Bytes: 1, Bits: 8, Off: offNwProto, Size: 1, Prereq: PrereqIPAny, Format: FmtDecimal})
 	FieldNwTos     = reg(&Field{Name: "nw_tos", NXM: "NXM_OF_IP_TOS", Bytes: 1, Bits: 8, Off: offNwTos, Size: 1, Writable: true, Prereq: PrereqIPAny, Format: FmtDecimal})
 	FieldIPDSCP    = reg(&Field{Name: "ip_dscp", OXM: "OXM_OF_IP_DSCP", Bytes: 1, Bits: 6, Off: offNwTos, Size: 1, Shift: 2, Writable: true, Prereq: PrereqIPAny, Format: FmtDecimal})

@@ -136,3 +136,56 @@ func TestCloneRunsOnACopy(t *testing.T) {
 		t.Errorf("the original changed:\n got % x\nwant % x", out[1].frame, orig)
 	}
 }
+
+// TestIPv6ExtHdr: ipv6_exthdr says which extension headers a packet has
+// (hop-by-hop + AH = 0x44, as the switch suite's match/39_IPV6_EXTHDR),
+// flags repeats and a wrong order, and matches with a mask.
+func TestIPv6ExtHdr(t *testing.T) {
+	p := loadSeed(t, `
+table=0,priority=20,ipv6,ipv6_exthdr=0x44 actions=output:2
+table=0,priority=10,ipv6,ipv6_exthdr=0x40/0x1f0 actions=output:3
+table=0,priority=5,ipv6 actions=output:4
+`)
+	v6 := func(exts ...[]byte) []byte {
+		f := make([]byte, 14+40)
+		copy(f, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd})
+		f[14] = 0x60
+		f[14+7] = 64
+		next := &f[14+6]
+		for _, e := range exts {
+			*next = e[0]
+			e = append([]byte(nil), e...)
+			f = append(f, e[1:]...)
+			next = &f[len(f)-len(e)+1]
+		}
+		*next = 6
+		f = append(f, make([]byte, 20)...) // TCP
+		binary.BigEndian.PutUint16(f[14+4:], uint16(len(f)-14-40))
+		return f
+	}
+	hop := []byte{0, 0, 0, 1, 4, 0, 0, 0, 0}          // next, len 0 (8 bytes), PadN
+	ah := []byte{51, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0} // next, len 1 ((1+2)*4 = 12 bytes)
+	dst := []byte{60, 0, 0, 1, 4, 0, 0, 0, 0}
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		port  uint32
+	}{
+		{"hop+auth", v6(hop, ah), 2},
+		{"hop+dest", v6(hop, dst), 3},
+		{"none", v6(), 4},
+		{"dest+hop (out of order)", v6(dst, hop), 4},
+	} {
+		out := runFrame(t, p, c.frame)
+		if len(out) != 1 || out[0].port != c.port {
+			t.Errorf("%s: got %+v, want port %d", c.name, out, c.port)
+		}
+	}
+	var pkt flowtable.Packet
+	if err := pkt.Extract(v6(dst, hop, hop)); err != nil {
+		t.Fatal(err)
+	}
+	if got := flowtable.FieldIPv6ExtHdr.Uint64(&pkt.Key); got != flowtable.ExtHdrDest|flowtable.ExtHdrHop|flowtable.ExtHdrUnrep|flowtable.ExtHdrUnseq {
+		t.Errorf("dest+hop+hop: ipv6_exthdr %#x", got)
+	}
+}

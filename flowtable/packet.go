@@ -138,7 +138,10 @@ func (p *Packet) Extract(frame []byte) error {
 		copy(k[offIPv6Dst:offIPv6Dst+16], b[24:40])
 		next := b[6]
 		l4 := l3 + 40
+		var eh extHdrs
 		for i := 0; i < 8; i++ { // bounded walk over extension headers
+			eh.see(next)
+			k.setU16(offIPv6ExtHdr, eh.flags())
 			switch next {
 			case 0, 43, 60: // hop-by-hop, routing, destination options
 				if len(frame) < l4+8 {
@@ -147,6 +150,15 @@ func (p *Packet) Extract(frame []byte) error {
 				}
 				n := frame[l4]
 				l4 += (int(frame[l4+1]) + 1) * 8
+				next = n
+				continue
+			case 51: // authentication header: its length is in 4-byte units, minus 2
+				if len(frame) < l4+8 {
+					k.SetNwProto(next)
+					return nil
+				}
+				n := frame[l4]
+				l4 += (int(frame[l4+1]) + 2) * 4
 				next = n
 				continue
 			case 44: // fragment

@@ -373,6 +373,7 @@ func (e *matchEncoder) putIP(dl uint64) {
 	e.put(flowtable.FieldIPTTL)
 	if dl == flowtable.EthTypeIPv6 {
 		e.put(flowtable.FieldIPv6Label)
+		e.put(flowtable.FieldIPv6ExtHdr)
 	}
 	proto, protoMask := m.Uint64(flowtable.FieldIPProto)
 	if protoMask == 0 {
