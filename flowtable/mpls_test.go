@@ -163,7 +163,7 @@ table=0,priority=5,ipv6 actions=output:4
 		binary.BigEndian.PutUint16(f[14+4:], uint16(len(f)-14-40))
 		return f
 	}
-	hop := []byte{0, 0, 0, 1, 4, 0, 0, 0, 0}          // next, len 0 (8 bytes), PadN
+	hop := []byte{0, 0, 0, 1, 4, 0, 0, 0, 0}             // next, len 0 (8 bytes), PadN
 	ah := []byte{51, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0} // next, len 1 ((1+2)*4 = 12 bytes)
 	dst := []byte{60, 0, 0, 1, 4, 0, 0, 0, 0}
 	for _, c := range []struct {
