@@ -65,6 +65,8 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 		l.batch = port.NewBatch(BatchSize)
 		if !b.CacheDisabled {
 			l.cache = flowcache.New(b.pipeline)
+		} else {
+			l.pkt.Counters = b.pipeline.NewTableCounters()
 		}
 	}
 	return l

@@ -25,6 +25,11 @@ type Packet struct {
 	// (ConntrackClock.Now), 0 when the caller did not read it.
 	CtNow int64
 
+	// Counters, when set, are the table statistics of the packet loop the
+	// packet belongs to (single writer, see TableCounters); nil: the
+	// pipeline's shared set (or a recording flow cache's).
+	Counters *TableCounters
+
 	// Alloc, when set, gives Unshare the buffer a lent frame moves to (a
 	// packet loop hands out buffers from its pool); nil: make.
 	Alloc func(n int) []byte

@@ -155,7 +155,9 @@ func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Resul
 
 func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *recorder) Result {
 	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r, counters: &p.sharedCounters}
-	if r != nil && r.rec.Counters != nil {
+	if pkt.Counters != nil {
+		x.counters = pkt.Counters
+	} else if r != nil && r.rec.Counters != nil {
 		x.counters = r.rec.Counters
 	}
 	x.res.Segments = 1
