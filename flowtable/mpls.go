@@ -146,13 +146,23 @@ func (x *xlate) decMPLSTTL() {
 	}
 	x.orMask(FieldMPLSTTL)
 	ttl := FieldMPLSTTL.Uint64(k)
-	if ttl <= 1 {
-		x.note("dec_mpls_ttl: TTL %d expired, sending to controller (invalid_ttl)", ttl)
-		x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
-		x.exit = true
+	if x.ttlExpired("dec_mpls_ttl", ttl) {
 		return
 	}
 	x.setMPLSField(FieldMPLSTTL, ttl-1)
+}
+
+// ttlExpired reports whether a TTL of ttl cannot be decremented; then the
+// packet goes to the controller with reason invalid_ttl and its actions
+// end.
+func (x *xlate) ttlExpired(action string, ttl uint64) bool {
+	if ttl > 1 {
+		return false
+	}
+	x.note("%s: TTL %d expired, sending to controller (invalid_ttl)", action, ttl)
+	x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
+	x.exit = true
+	return true
 }
 
 // commitMPLS writes the top label stack entry.

@@ -427,10 +427,7 @@ func (x *xlate) do(a Action) {
 		}
 		x.orMask(FieldIPTTL)
 		ttl := k.NwTTL()
-		if ttl <= 1 {
-			x.note("dec_ttl: TTL %d expired, sending to controller (invalid_ttl)", ttl)
-			x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
-			x.exit = true
+		if x.ttlExpired("dec_ttl", uint64(ttl)) {
 			return
 		}
 		k.setU8(offNwTTL, ttl-1)

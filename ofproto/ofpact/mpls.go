@@ -95,33 +95,19 @@ func init() {
 	// after the trip.
 	register(Def[*flowtable.SetMPLSLabel]{
 		Format: func(b *strings.Builder, a *flowtable.SetMPLSLabel, o *ofptext.PrintOptions) {
-			if o.Ver() == ofptext.OF10 {
-				fmt.Fprintf(b, "set_mpls_label(%d)", a.Label)
-			} else {
-				fmt.Fprintf(b, "set_field:%d->mpls_label", a.Label)
-			}
+			formatMPLSSet(b, o, flowtable.FieldMPLSLabel, uint64(a.Label))
 		},
 		Encode: func(t Encoder, out []wire.Action, a *flowtable.SetMPLSLabel) ([]wire.Action, error) {
-			if t.version == wire.OFP10 {
-				return append(out, &wire.ActionSetMplsLabel{Label: a.Label}), nil
-			}
-			return t.setField(out, mplsSetField(flowtable.FieldMPLSLabel, uint64(a.Label)))
+			return t.mplsSet(out, &wire.ActionSetMplsLabel{Label: a.Label}, flowtable.FieldMPLSLabel, uint64(a.Label))
 		},
 		Check: func(c Checker, a *flowtable.SetMPLSLabel) error { return c.needMPLS("set_mpls_label") },
 	})
 	register(Def[*flowtable.SetMPLSTC]{
 		Format: func(b *strings.Builder, a *flowtable.SetMPLSTC, o *ofptext.PrintOptions) {
-			if o.Ver() == ofptext.OF10 {
-				fmt.Fprintf(b, "set_mpls_tc(%d)", a.TC)
-			} else {
-				fmt.Fprintf(b, "set_field:%d->mpls_tc", a.TC)
-			}
+			formatMPLSSet(b, o, flowtable.FieldMPLSTC, uint64(a.TC))
 		},
 		Encode: func(t Encoder, out []wire.Action, a *flowtable.SetMPLSTC) ([]wire.Action, error) {
-			if t.version == wire.OFP10 {
-				return append(out, &wire.ActionSetMplsTC{TC: a.TC}), nil
-			}
-			return t.setField(out, mplsSetField(flowtable.FieldMPLSTC, uint64(a.TC)))
+			return t.mplsSet(out, &wire.ActionSetMplsTC{TC: a.TC}, flowtable.FieldMPLSTC, uint64(a.TC))
 		},
 		Check: func(c Checker, a *flowtable.SetMPLSTC) error { return c.needMPLS("set_mpls_tc") },
 	})
@@ -155,13 +141,26 @@ func init() {
 	})
 }
 
-// mplsSetField is the set_field an OpenFlow 1.2+ set_mpls_label or
-// set_mpls_tc travels as.
-func mplsSetField(f *flowtable.Field, v uint64) *flowtable.SetField {
+// formatMPLSSet prints set_mpls_label(N) / set_mpls_tc(N) in 1.0 and the
+// set_field they become on the 1.2+ wire otherwise.
+func formatMPLSSet(b *strings.Builder, o *ofptext.PrintOptions, f *flowtable.Field, v uint64) {
+	if o.Ver() == ofptext.OF10 {
+		fmt.Fprintf(b, "set_%s(%d)", f.Name, v)
+	} else {
+		fmt.Fprintf(b, "set_field:%d->%s", v, f.Name)
+	}
+}
+
+// mplsSet encodes set_mpls_label or set_mpls_tc: the 1.0 (Nicira) action
+// legacy, else the set_field of f an OpenFlow 1.2+ switch gets.
+func (t Encoder) mplsSet(out []wire.Action, legacy wire.Action, f *flowtable.Field, v uint64) ([]wire.Action, error) {
+	if t.version == wire.OFP10 {
+		return append(out, legacy), nil
+	}
 	val, mk := make([]byte, f.Bytes), make([]byte, f.Bytes)
 	ofpfield.PutU64(val, v)
 	ofpfield.FillFieldMask(f, mk)
-	return &flowtable.SetField{Field: f, Value: val, Mask: mk}
+	return t.setField(out, &flowtable.SetField{Field: f, Value: val, Mask: mk})
 }
 
 // needMPLS: the MPLS actions other than push_mpls need an MPLS packet
