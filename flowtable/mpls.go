@@ -123,6 +123,9 @@ func (x *xlate) popMPLS(ethType uint16) {
 		p.Offload.CsumStart -= 4
 	}
 	p.Rebase() // parse the rewritten frame again, metadata kept
+	if !IsMPLS(ethType) {
+		p.trimToIP()
+	}
 }
 
 // setMPLSTTL, decMPLSTTL, setMPLSLabel and setMPLSTC change the top
@@ -193,4 +196,67 @@ func (x *xlate) clone(acts []Action) {
 	x.exit = false
 	x.actionSet = x.actionSet[:nSet]
 	*p = saved
+}
+
+// CopyTTL copies the TTL between the top MPLS label and the IP header
+// under it: outwards (copy_ttl_out, IP to MPLS) or inwards (copy_ttl_in).
+// OpenFlow 1.1+ OFPAT_COPY_TTL_OUT/IN; Open vSwitch does not have them.
+type CopyTTL struct{ In bool }
+
+func (*CopyTTL) Name() string { return "copy_ttl" }
+
+// innerIP returns the IP header right under the top label (nil unless the
+// top label is the bottom of the stack and an IPv4 or IPv6 header follows)
+// and the offset of its TTL.
+func (p *Packet) innerIP() (ip []byte, ttlAt int) {
+	k := &p.Key
+	if !IsMPLS(k.EthType()) || k.MPLSLSE()&(1<<8) == 0 {
+		return nil, 0
+	}
+	at := p.l25() + 4
+	if len(p.Frame) < at+40 && !(len(p.Frame) >= at+20 && p.Frame[at]>>4 == 4) {
+		return nil, 0
+	}
+	switch p.Frame[at] >> 4 {
+	case 4:
+		return p.Frame[at:], 8
+	case 6:
+		return p.Frame[at:], 7
+	}
+	return nil, 0
+}
+
+func (x *xlate) copyTTL(in bool) {
+	p := x.pkt
+	ip, ttlAt := p.innerIP()
+	if ip == nil {
+		return
+	}
+	if !in {
+		x.setMPLSField(FieldMPLSTTL, uint64(ip[ttlAt]))
+		return
+	}
+	p.Commit()
+	p.Unshare()
+	ip, _ = p.innerIP()
+	ttl := uint8(FieldMPLSTTL.Uint64(&p.Key))
+	if ttlAt == 8 { // IPv4: the header checksum follows
+		old := binary.BigEndian.Uint16(ip[8:])
+		ip[8] = ttl
+		binary.BigEndian.PutUint16(ip[10:], csumUpdate16(binary.BigEndian.Uint16(ip[10:]), old, binary.BigEndian.Uint16(ip[8:])))
+	} else {
+		ip[7] = ttl
+	}
+}
+
+// trimToIP drops the bytes after the IP packet (the Ethernet padding of a
+// short frame that carried a label stack): after the last pop the frame is
+// what an IP sender would have sent.
+func (p *Packet) trimToIP() {
+	if p.L3 < 0 {
+		return
+	}
+	if end := p.l4End(); end < len(p.Frame) && end >= p.L3+20 {
+		p.Frame = p.Frame[:end]
+	}
 }

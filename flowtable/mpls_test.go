@@ -58,8 +58,10 @@ table=3,priority=10,tcp,nw_dst=10.0.0.2,tp_dst=80 actions=output:3
 	if len(out) != 1 || out[0].port != 3 {
 		t.Fatalf("push+pop+pop: got %+v", out)
 	}
-	if !bytes.Equal(out[0].frame, orig) {
-		t.Errorf("after two pops:\n got % x\nwant % x", out[0].frame, orig)
+	// The last pop leaves the IP packet without the Ethernet padding.
+	want := orig[:14+int(binary.BigEndian.Uint16(orig[16:]))]
+	if !bytes.Equal(out[0].frame, want) {
+		t.Errorf("after two pops:\n got % x\nwant % x", out[0].frame, want)
 	}
 }
 
@@ -187,5 +189,37 @@ table=0,priority=5,ipv6 actions=output:4
 	}
 	if got := flowtable.FieldIPv6ExtHdr.Uint64(&pkt.Key); got != flowtable.ExtHdrDest|flowtable.ExtHdrHop|flowtable.ExtHdrUnrep|flowtable.ExtHdrUnseq {
 		t.Errorf("dest+hop+hop: ipv6_exthdr %#x", got)
+	}
+}
+
+// TestCopyTTL: copy_ttl_out sets the label's TTL from the IPv4/IPv6 header
+// under it; copy_ttl_in sets the IP TTL from the label, with the IPv4
+// header checksum right.
+func TestCopyTTL(t *testing.T) {
+	mplsOver := func(ipFrame []byte) []byte {
+		f := append([]byte(nil), ipFrame[:12]...)
+		f = append(f, 0x88, 0x47, 0, 0x64, 1, 64) // label 100, bos, ttl 64
+		return append(f, ipFrame[14:]...)
+	}
+	p := loadSeed(t, "")
+	_, v4 := packetSpec(t, p, "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_ttl=32,tp_src=1,tp_dst=2")
+	_, v6 := packetSpec(t, p, "in_port=1,tcp6,ipv6_src=::1,ipv6_dst=::2,nw_ttl=32,tp_src=1,tp_dst=2")
+	for _, c := range []struct {
+		name, action string
+		frame        []byte
+		check        func(f []byte) bool
+	}{
+		{"out v4", "copy_ttl_out", mplsOver(v4), func(f []byte) bool { return f[17] == 32 }},
+		{"out v6", "copy_ttl_out", mplsOver(v6), func(f []byte) bool { return f[17] == 32 }},
+		{"in v4", "copy_ttl_in", mplsOver(v4), func(f []byte) bool {
+			return f[18+8] == 64 && flowtable.Checksum(f[18:38]) == 0
+		}},
+		{"in v6", "copy_ttl_in", mplsOver(v6), func(f []byte) bool { return f[18+7] == 64 }},
+	} {
+		p := loadSeed(t, "table=0,priority=10,mpls actions="+c.action+",output:2")
+		out := runFrame(t, p, c.frame)
+		if len(out) != 1 || !c.check(out[0].frame) {
+			t.Errorf("%s: got %+v", c.name, out)
+		}
 	}
 }

@@ -437,6 +437,9 @@ func (x *xlate) do(a Action) {
 	case *Clone:
 		x.uncacheable("clone")
 		x.clone(a.Actions)
+	case *CopyTTL:
+		x.uncacheable("copy_ttl") // reads or writes the IP header under the label, not in the key
+		x.copyTTL(a.In)
 	case *PushMPLS:
 		x.uncacheable("push_mpls")
 		x.pushMPLS(a.EthType)

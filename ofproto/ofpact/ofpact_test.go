@@ -68,6 +68,8 @@ var samples = []sample{
 	{text: "push_vlan:0x8100"},
 	{text: "clone(output:1,set_field:10.0.0.1->ip_dst,output:2)", of10: "clone(output:1,mod_nw_dst:10.0.0.1,output:2)", match: "ip"},
 	{text: "push_mpls:0x8847"},
+	{text: "copy_ttl_out", match: "mpls", skip10: true}, // 1.1+ only, not in OVS
+	{text: "copy_ttl_in", match: "mpls", skip10: true},
 	{text: "push_mpls:0x8848", match: "ip"},
 	{text: "pop_mpls:0x0800", match: "mpls"},
 	{text: "pop_mpls:0x8847", match: "mplsm"},
