@@ -9,8 +9,10 @@ import "sync/atomic"
 // no cache line bounces between cores. TableStats folds every set on read,
 // as per-CPU counters are folded.
 type TableCounters struct {
-	lookup, matched [NumTables]atomic.Uint64
-	shared          bool // written by any goroutine: use atomic adds
+	// Misses rather than matches: a packet's lookups mostly match, so
+	// the common case writes one counter.
+	lookup, missed [NumTables]atomic.Uint64
+	shared         bool // written by any goroutine: use atomic adds
 }
 
 // TableLookup is one table lookup of a recorded run, for a flow cache to
@@ -23,14 +25,14 @@ type TableLookup struct {
 func (c *TableCounters) add(table uint8, matched bool, n uint64) {
 	if c.shared {
 		c.lookup[table].Add(n)
-		if matched {
-			c.matched[table].Add(n)
+		if !matched {
+			c.missed[table].Add(n)
 		}
 		return
 	}
 	c.lookup[table].Store(c.lookup[table].Load() + n)
-	if matched {
-		c.matched[table].Store(c.matched[table].Load() + n)
+	if !matched {
+		c.missed[table].Store(c.missed[table].Load() + n)
 	}
 }
 
@@ -74,9 +76,15 @@ func (p *Pipeline) TableStats() [NumTables]TableStat {
 	p.countersMu.Unlock()
 	for _, c := range sets {
 		for id := range out {
+			// Misses first: a lookup counted between the two loads then
+			// cannot make matched exceed what was looked up.
+			missed := c.missed[id].Load()
 			out[id].Lookups += c.lookup[id].Load()
-			out[id].Matched += c.matched[id].Load()
+			out[id].Matched -= missed
 		}
+	}
+	for id := range out {
+		out[id].Matched += out[id].Lookups
 	}
 	return out
 }
