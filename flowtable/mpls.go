@@ -249,9 +249,10 @@ func (x *xlate) copyTTL(in bool) {
 	}
 }
 
-// trimToIP drops the bytes after the IP packet (the Ethernet padding of a
-// short frame that carried a label stack): after the last pop the frame is
-// what an IP sender would have sent.
+// trimToIP re-pads the frame after the last pop: the Ethernet padding of
+// the short frame that carried the label stack is dropped at the IP
+// packet's end, and a frame now below the Ethernet minimum (60 bytes
+// without the FCS) is padded with zeros to it, as an IP sender's would be.
 func (p *Packet) trimToIP() {
 	if p.L3 < 0 {
 		return
@@ -259,4 +260,10 @@ func (p *Packet) trimToIP() {
 	if end := p.l4End(); end < len(p.Frame) && end >= p.L3+20 {
 		p.Frame = p.Frame[:end]
 	}
+	for len(p.Frame) < minEthernetFrame {
+		p.Frame = append(p.Frame, 0)
+	}
 }
+
+// minEthernetFrame is the shortest Ethernet frame without its FCS.
+const minEthernetFrame = 60
