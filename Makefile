@@ -14,7 +14,7 @@ DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables co
              ovn-central ovn-host
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net clean install fuzz fuzz-ci
+.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net conformance clean install fuzz fuzz-ci
 
 all: build
 
@@ -72,6 +72,14 @@ bench:
 BENCH_ARGS ?= --reps 3 --duration 5s --out bench-results.json
 bench-net: deps build
 	$(BIN)/govs bench $(BENCH_ARGS)
+
+# conformance runs the os-ken OpenFlow 1.3 switch test suite (root) against govs and Open
+# vSwitch and writes per-case results to docs/conformance/; CONFORMANCE_ARGS selects files
+# (e.g. "match/00_IN_PORT.json group") and can name a --baseline to report regressions against.
+CONFORMANCE_CASES ?= ../shared/conformance/osken-of13
+CONFORMANCE_ARGS  ?= action match group
+conformance: deps build
+	$(BIN)/govs conformance --cases $(CONFORMANCE_CASES) --out docs/conformance/$$(date -u +%F)-$$(git rev-parse --short HEAD).tsv $(CONFORMANCE_ARGS)
 
 clean:
 	rm -rf $(BIN)

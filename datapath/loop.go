@@ -71,6 +71,8 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 		if !b.CacheDisabled {
 			l.cache = flowcache.New(b.pipeline)
 			l.initOffload()
+		} else {
+			l.pkt.Counters = b.pipeline.NewTableCounters()
 		}
 	}
 	return l

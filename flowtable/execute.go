@@ -9,7 +9,10 @@ package flowtable
 // resubmit without a table looks up table 0. Packet-ins raised here carry
 // table 0 and the cookie 0xffffffffffffffff, since no flow caused them.
 func (p *Pipeline) Execute(pkt *Packet, acts []Action, sink Sink, tr *Trace) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: ^uint64(0)}
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: ^uint64(0), counters: &p.sharedCounters}
+	if pkt.Counters != nil {
+		x.counters = pkt.Counters
+	}
 	x.res.Segments = 1
 	p.mu.RLock()
 	for i, a := range acts {

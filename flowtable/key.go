@@ -59,6 +59,7 @@ const (
 	offNdTarget     = 224
 	offArpSha       = 240
 	offArpTha       = 248
+	offIPv6ExtHdr   = 254 // ipv6_exthdr flags (9 bits)
 	offCtIPv6Src    = 256
 	offCtIPv6Dst    = 272
 	offTunMetadata  = 288 // 128 bytes, allocated to tun_metadataN by the TLV map

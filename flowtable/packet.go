@@ -25,6 +25,11 @@ type Packet struct {
 	// (ConntrackClock.Now), 0 when the caller did not read it.
 	CtNow int64
 
+	// Counters, when set, are the table statistics of the packet loop the
+	// packet belongs to (single writer, see TableCounters); nil: the
+	// pipeline's shared set (or a recording flow cache's).
+	Counters *TableCounters
+
 	// Alloc, when set, gives Unshare the buffer a lent frame moves to (a
 	// packet loop hands out buffers from its pool); nil: make.
 	Alloc func(n int) []byte
@@ -138,7 +143,10 @@ func (p *Packet) Extract(frame []byte) error {
 		copy(k[offIPv6Dst:offIPv6Dst+16], b[24:40])
 		next := b[6]
 		l4 := l3 + 40
+		var eh extHdrs
 		for i := 0; i < 8; i++ { // bounded walk over extension headers
+			eh.see(next)
+			k.setU16(offIPv6ExtHdr, eh.flags())
 			switch next {
 			case 0, 43, 60: // hop-by-hop, routing, destination options
 				if len(frame) < l4+8 {
@@ -147,6 +155,15 @@ func (p *Packet) Extract(frame []byte) error {
 				}
 				n := frame[l4]
 				l4 += (int(frame[l4+1]) + 1) * 8
+				next = n
+				continue
+			case 51: // authentication header: its length is in 4-byte units, minus 2
+				if len(frame) < l4+8 {
+					k.SetNwProto(next)
+					return nil
+				}
+				n := frame[l4]
+				l4 += (int(frame[l4+1]) + 2) * 4
 				next = n
 				continue
 			case 44: // fragment
@@ -173,6 +190,10 @@ func (p *Packet) Extract(frame []byte) error {
 		}
 		k.SetNwProto(next)
 		p.extractL4(next, l4, true)
+	case EthTypeMPLS, EthTypeMPLSMcast:
+		if len(b) >= 4 {
+			k.setU32(offMPLS, binary.BigEndian.Uint32(b))
+		}
 	case EthTypeARP, EthTypeRARP:
 		if len(b) < 28 {
 			break
@@ -288,6 +309,8 @@ func (p *Packet) Commit() {
 		p.commitIPv4()
 	case EthTypeIPv6:
 		p.commitIPv6()
+	case EthTypeMPLS, EthTypeMPLSMcast:
+		p.commitMPLS()
 	case EthTypeARP, EthTypeRARP:
 		if p.L3 >= 0 && len(f) >= p.L3+28 && (headerChanged(k, base, offArpSha, 14) || headerChanged(k, base, offNwSrc, 8)) {
 			b := f[p.L3:]
@@ -424,7 +447,11 @@ func (p *Packet) commitL4(upd16 func([]byte, uint16, uint16), l4csum []byte) {
 	}
 	l4 := p.Frame[p.L4:]
 	switch k.NwProto() {
-	case IPProtoTCP, IPProtoUDP, IPProtoSCTP:
+	case IPProtoSCTP:
+		p.commitSCTP()
+	case IPProtoICMPv6:
+		p.commitICMPv6(upd16, l4csum)
+	case IPProtoTCP, IPProtoUDP:
 		for _, a := range [2]struct{ koff, poff int }{{offTpSrc, 0}, {offTpDst, 2}} {
 			if headerChanged(k, base, a.koff, 2) && len(l4) >= a.poff+2 {
 				old, new := binary.BigEndian.Uint16(l4[a.poff:]), k.u16(a.koff)

@@ -184,9 +184,10 @@ type xlate struct {
 	r         *recorder // nil unless a flow cache records this run
 	// dry is a trace (ofproto/trace) run: no counters, no learning, and
 	// ct() through traceCT instead of the tracker.
-	dry     bool
-	traceCT Conntrack
-	stack   []stackEntry
+	dry      bool
+	traceCT  Conntrack
+	stack    []stackEntry
+	counters *TableCounters
 }
 
 var seed = maphash.MakeSeed()
@@ -203,7 +204,12 @@ func (p *Pipeline) RunFrom(pkt *Packet, table uint8, sink Sink, tr *Trace) Resul
 }
 
 func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *recorder) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r}
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, r: r, counters: &p.sharedCounters}
+	if pkt.Counters != nil {
+		x.counters = pkt.Counters
+	} else if r != nil && r.rec.Counters != nil {
+		x.counters = r.rec.Counters
+	}
 	x.res.Segments = 1
 	p.mu.RLock()
 	if table == 0 && p.FailOpen.Load() {
@@ -316,6 +322,7 @@ func (x *xlate) runTable(id uint8) {
 	}
 	defer func() { x.depth-- }()
 	r := x.lookup(id)
+	x.countLookup(id, r != nil)
 	if x.tr != nil {
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceLookup, Depth: x.depth, Table: id, Rule: r, Before: x.pkt.Key})
 	}
@@ -429,16 +436,33 @@ func (x *xlate) do(a Action) {
 		}
 		x.orMask(FieldIPTTL)
 		ttl := k.NwTTL()
-		if ttl <= 1 {
-			x.note("dec_ttl: TTL %d expired, sending to controller (invalid_ttl)", ttl)
-			x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
-			x.exit = true
+		if x.ttlExpired("dec_ttl", uint64(ttl)) {
 			return
 		}
 		k.setU8(offNwTTL, ttl-1)
 		if x.r != nil {
 			x.r.wroteField(FieldIPTTL, []byte{0xff})
 		}
+	case *Clone:
+		x.uncacheable("clone")
+		x.clone(a.Actions)
+	case *CopyTTL:
+		x.uncacheable("copy_ttl") // reads or writes the IP header under the label, not in the key
+		x.copyTTL(a.In)
+	case *PushMPLS:
+		x.uncacheable("push_mpls")
+		x.pushMPLS(a.EthType)
+	case *PopMPLS:
+		x.uncacheable("pop_mpls")
+		x.popMPLS(a.EthType)
+	case *SetMPLSTTL:
+		x.setMPLSField(FieldMPLSTTL, uint64(a.TTL))
+	case *DecMPLSTTL:
+		x.decMPLSTTL()
+	case *SetMPLSLabel:
+		x.setMPLSField(FieldMPLSLabel, uint64(a.Label))
+	case *SetMPLSTC:
+		x.setMPLSField(FieldMPLSTC, uint64(a.TC))
 	case *PushVLAN:
 		x.uncacheable("push_vlan")
 		x.pushVLAN(a.EthType)
@@ -484,7 +508,7 @@ func (x *xlate) uncacheable(why string) {
 
 func isNesting(a Action) bool {
 	switch a.(type) {
-	case *Resubmit, *GotoTable, *CT, *Group:
+	case *Resubmit, *GotoTable, *CT, *Group, *Clone:
 		return true
 	}
 	return false
@@ -683,9 +707,51 @@ func (x *xlate) group(id uint32) {
 	}
 }
 
-// selectBucket picks a bucket by a hash of the L3/L4 5-tuple, weighted.
+// selectBucket picks a bucket as Open vSwitch's default selection method
+// does: a symmetric hash of the L2-L4 fields (flow_hash_symmetric_l4:
+// Ethernet addresses, VLAN, ethertype, IP addresses, protocol, ports),
+// then the bucket at that hash's place along the buckets' weights, so
+// traffic spreads in proportion to the weights whichever of those fields
+// vary (OVS's highest-random-weight choice favours heavy buckets more than
+// their weight says).
 func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
 	k := &x.pkt.Key
+	var buf [32]byte
+	for i := 0; i < 6; i++ {
+		buf[i] = k[offEthSrc+i] ^ k[offEthDst+i]
+	}
+	x.orMask(FieldEthSrc)
+	x.orMask(FieldEthDst)
+	x.orMask(FieldVlanTCI)
+	x.orMask(FieldEthType)
+	binary.BigEndian.PutUint16(buf[6:], k.VlanTCI()&VlanVIDMask)
+	binary.BigEndian.PutUint16(buf[8:], k.EthType())
+	n := 10
+	switch {
+	case k.EthType() == EthTypeIPv4:
+		x.orMask(FieldIPv4Src)
+		x.orMask(FieldIPv4Dst)
+		binary.BigEndian.PutUint32(buf[n:], k.NwSrc()^k.NwDst())
+		n += 4
+	case k.EthType() == EthTypeIPv6:
+		x.orMask(FieldIPv6Src)
+		x.orMask(FieldIPv6Dst)
+		for i := 0; i < 16; i++ {
+			buf[n+i] = k[offIPv6Src+i] ^ k[offIPv6Dst+i]
+		}
+		n += 16
+	}
+	if k.IsIPAny() {
+		x.orMask(FieldIPProto)
+		buf[n] = k.NwProto()
+		n++
+		if p := k.NwProto(); p == IPProtoTCP || p == IPProtoUDP || p == IPProtoSCTP {
+			x.orMask(FieldTCPSrc)
+			x.orMask(FieldTCPDst)
+			binary.BigEndian.PutUint16(buf[n:], k.TpSrc()^k.TpDst())
+			n += 2
+		}
+	}
 	var total uint64
 	for i := range g.Buckets {
 		total += uint64(g.Buckets[i].Weight)
@@ -693,16 +759,7 @@ func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
 	if total == 0 {
 		return nil
 	}
-	for _, f := range []*Field{FieldIPv4Src, FieldIPv4Dst, FieldIPProto, FieldTCPSrc, FieldTCPDst, FieldEthType} {
-		x.orMask(f)
-	}
-	var buf [16]byte
-	binary.BigEndian.PutUint32(buf[0:], k.NwSrc())
-	binary.BigEndian.PutUint32(buf[4:], k.NwDst())
-	binary.BigEndian.PutUint16(buf[8:], k.TpSrc())
-	binary.BigEndian.PutUint16(buf[10:], k.TpDst())
-	buf[12] = k.NwProto()
-	h := maphash.Bytes(seed, buf[:13]) % total
+	h := maphash.Bytes(seed, buf[:n]) % total
 	for i := range g.Buckets {
 		w := uint64(g.Buckets[i].Weight)
 		if h < w {
@@ -980,22 +1037,24 @@ func sortActionSet(acts []Action) []Action {
 		switch a.(type) {
 		case *CT, *CTClear:
 			return 0
-		case *PopVLAN:
+		case *PopVLAN, *PopMPLS:
 			return 1
-		case *PushVLAN:
+		case *PushMPLS:
 			return 2
-		case *DecTTL:
+		case *PushVLAN:
 			return 3
-		case *SetField, *Move:
+		case *DecTTL, *DecMPLSTTL:
 			return 4
-		case *SetQueue:
+		case *SetField, *Move, *SetMPLSTTL, *SetMPLSLabel, *SetMPLSTC:
 			return 5
-		case *Group:
+		case *SetQueue:
 			return 6
-		case *Output, *OutputReg, *Controller, *Enqueue:
+		case *Group:
 			return 7
+		case *Output, *OutputReg, *Controller, *Enqueue:
+			return 8
 		}
-		return 4
+		return 5
 	}
 	// A stable insertion sort: the set holds a few actions, and
 	// sort.SliceStable would box the slice, which makes the whole

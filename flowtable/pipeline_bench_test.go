@@ -182,7 +182,22 @@ func TestSeedWalkEstablished(t *testing.T) {
 // table lookups (one conjunctive table), ct() with recirculation, dec_ttl
 // and the header rewrites, output by register. Goal: ≤ 2 µs, 0 allocs.
 func BenchmarkSeedWalkEstablished(b *testing.B) {
+	benchSeedWalk(b, false)
+}
+
+// BenchmarkSeedWalkEstablishedLoopCounters is the walk as a packet loop
+// without a flow cache runs it: the table statistics go to the loop's own
+// counters (plain stores) instead of the shared set (atomic adds) that
+// packet-outs and traces use.
+func BenchmarkSeedWalkEstablishedLoopCounters(b *testing.B) {
+	benchSeedWalk(b, true)
+}
+
+func benchSeedWalk(b *testing.B, loopCounters bool) {
 	w := newBenchWalker(b)
+	if loopCounters {
+		w.pkt.Counters = w.p.NewTableCounters()
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		w.walk()

@@ -9,6 +9,9 @@ import "time"
 // with the start key on the mask gives what the pipeline would do.
 type Recording struct {
 	Segments []Segment
+	// Counters, if set, count the run's table lookups (the recording
+	// cache's packet loop owns them); else the pipeline's shared set does.
+	Counters *TableCounters
 }
 
 // Segment is one recirculation segment of a recorded run.
@@ -21,6 +24,9 @@ type Segment struct {
 	// Rules are the flows the segment went through, whose counters a
 	// cache hit must advance.
 	Rules []*Rule
+	// Lookups are the table lookups the segment made, which a cache hit
+	// must count again in the table statistics.
+	Lookups []TableLookup
 	// Cacheable is false when the segment did something a cache cannot
 	// replay (packet-in, NORMAL learning, learn, groups, VLAN push/pop,
 	// actions after a recirculation, too many segments).

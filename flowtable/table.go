@@ -88,6 +88,11 @@ type Pipeline struct {
 	Now func() time.Time
 
 	trimmer trimmer // memory given back after bulk changes
+	// Table lookup and match counts: one set per packet loop, and a
+	// shared one for runs outside a loop (see TableCounters).
+	countersMu     sync.Mutex
+	counters       []*TableCounters
+	sharedCounters TableCounters
 }
 
 // PortLister lists the bridge's ports, for flooding.
@@ -99,6 +104,7 @@ type PortLister interface {
 func NewPipeline() *Pipeline {
 	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
 		MaxResubmitDepth: 64, Limits: DefaultLimits, Now: time.Now}
+	p.sharedCounters.shared = true
 	return p
 }
 
@@ -440,8 +446,8 @@ func (p *Pipeline) NumFlows() int {
 	return p.nRules
 }
 
-// TableStats returns the number of flows in each non-empty table.
-func (p *Pipeline) TableStats() map[uint8]int {
+// TableFlowCounts returns the number of flows in each non-empty table.
+func (p *Pipeline) TableFlowCounts() map[uint8]int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := map[uint8]int{}

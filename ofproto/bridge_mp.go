@@ -102,10 +102,12 @@ func (b *Bridge) portForConn(c *Conn, p PortInfo) wire.Port {
 }
 
 func (b *Bridge) tableStats(c *Conn, h wire.Header, m *wire.Multipart) error {
-	counts := b.p.TableStats()
+	stats := b.p.TableStats()
 	var ts []wire.TableStats
 	for id := 0; id < 254; id++ {
-		t := wire.TableStats{TableID: uint8(id), ActiveCount: uint32(counts[uint8(id)]), MaxEntries: 1000000, Wildcards: 0x3fffff}
+		st := &stats[id]
+		t := wire.TableStats{TableID: uint8(id), ActiveCount: uint32(st.Active), LookupCount: st.Lookups, MatchedCount: st.Matched,
+			MaxEntries: 1000000, Wildcards: 0x3fffff}
 		copy(t.Name[:], "table"+itoa(id))
 		ts = append(ts, t)
 	}

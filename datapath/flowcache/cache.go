@@ -41,7 +41,10 @@ type Entry struct {
 	value flowtable.Key // masked start key
 	ops   []flowtable.DPOp
 	rules []*flowtable.Rule
-	used  int64 // clock of the last hit
+	// lookups are the table lookups the segment made: each hit counts
+	// them again in the table statistics (at FlushStats).
+	lookups []flowtable.TableLookup
+	used    int64 // clock of the last hit
 	// Counters not yet added to the rules (see FlushStats).
 	packets, bytes uint64
 	dirty          bool
@@ -109,6 +112,9 @@ type Cache struct {
 	// through (the kernel fast path's input); Hits is nil after a miss.
 	TraceHits bool
 	Hits      []*Entry
+	// counters are this cache's (its packet loop's) share of the table
+	// statistics, for upcalls and hits alike.
+	counters *flowtable.TableCounters
 }
 
 // Ops are the entry's datapath operations.
@@ -126,7 +132,9 @@ func (e *Entry) UsesMACs() bool { return e.usesMACs }
 
 // New returns an empty cache in front of p.
 func New(p *flowtable.Pipeline) *Cache {
-	return &Cache{p: p, byMask: map[subtableKey]*subtable{}, MaxEntries: DefaultMaxEntries}
+	c := &Cache{p: p, byMask: map[subtableKey]*subtable{}, MaxEntries: DefaultMaxEntries, counters: p.NewTableCounters()}
+	c.rec.Counters = c.counters
+	return c
 }
 
 // Stats returns the counters as of the end of the last batch (safe from
@@ -157,6 +165,7 @@ func (c *Cache) FlushStats() {
 			r.Stats.Packets.Add(e.packets)
 			r.Stats.Bytes.Add(e.bytes)
 		}
+		c.counters.AddLookups(e.lookups, e.packets)
 		e.packets, e.bytes, e.dirty = 0, 0, false
 	}
 	c.dirty = c.dirty[:0]
@@ -257,6 +266,7 @@ func (c *Cache) fill(e *Entry, s *flowtable.Segment) {
 		e.ops[i].Compile()
 	}
 	e.rules = append(e.rules[:0], s.Rules...)
+	e.lookups = append(e.lookups[:0], s.Lookups...)
 	e.used = c.clock
 	e.usesMACs, e.macGen, e.expires = s.UsesMACs, s.MACGen, 0
 	if !s.Expires.IsZero() {

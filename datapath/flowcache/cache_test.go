@@ -157,6 +157,21 @@ func TestCacheMatchesPipeline(t *testing.T) {
 			}
 			// Publish counters.
 			cache.Flush()
+			// Table statistics count cached hits as the pipeline would.
+			slowTS, fastTS := slow.TableStats(), fast.TableStats()
+			busy := 0
+			for id := range slowTS {
+				s, f := slowTS[id], fastTS[id]
+				if s.Lookups != f.Lookups || s.Matched != f.Matched {
+					t.Errorf("table %d: pipeline counted %d lookups %d matched, cache %d lookups %d matched", id, s.Lookups, s.Matched, f.Lookups, f.Matched)
+				}
+				if s.Lookups > 0 {
+					busy++
+				}
+			}
+			if slowTS[0].Lookups != 6000 || busy < 5 {
+				t.Errorf("table 0 counted %d lookups of 6000 packets, %d tables looked up", slowTS[0].Lookups, busy)
+			}
 			st := cache.Stats()
 			t.Logf("%s: %+v", tc.name, st)
 			if st.Hits < st.Misses {

@@ -51,4 +51,9 @@ func TestTraceLeavesNoTrace(t *testing.T) {
 			t.Errorf("trace counted on %v", r.Flow())
 		}
 	}
+	for id, st := range p.TableStats() {
+		if st.Lookups != 0 {
+			t.Errorf("trace counted %d lookups in table %d", st.Lookups, id)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/internal/conformance"
 )
 
 // TestOsKenLearningSwitch: an os-ken OpenFlow 1.3 controller (a MAC
@@ -86,5 +90,70 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, msg string) {
 			t.Fatal(msg)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOsKenSwitchSuiteSample runs a sample of the os-ken OpenFlow 1.3
+// switch test suite (testdata/osken-of13) with govs-vswitchd as the switch
+// under test and a private Open vSwitch as the tester switch: every case
+// passes but those that need PBB (push_pbb/pop_pbb, not implemented). A
+// file with a failing case is run once more, because the tester's
+// one-packet checks can lose a packet on a loaded 2-CPU machine; a case
+// must pass in that second run.
+func TestOsKenSwitchSuiteSample(t *testing.T) {
+	netnstest.RequireRoot(t)
+	_, vswitchd := binaries(t)
+	const dir = "testdata/osken-of13"
+	files, err := conformance.LoadCases(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(files []conformance.CaseFile) []conformance.Result {
+		res, err := conformance.Run(context.Background(), conformance.Options{
+			Target: conformance.TargetGovs, CaseDir: dir, Files: files, Vswitchd: vswitchd,
+			Timeout: 5 * time.Minute, Logf: t.Logf,
+		})
+		if err != nil {
+			t.Fatalf("suite: %v", err)
+		}
+		return res
+	}
+	needsPBB := func(r conformance.Result) bool { return strings.Contains(r.Case, "pbb") }
+	res := run(files)
+	failed := map[string]bool{}
+	for _, r := range res {
+		if !r.OK && !needsPBB(r) {
+			failed[r.File] = true
+		}
+	}
+	if len(failed) > 0 {
+		var again []conformance.CaseFile
+		for _, f := range files {
+			if failed[f.Path] {
+				again = append(again, f)
+			}
+		}
+		t.Logf("running %d files again after failures", len(again))
+		retry := map[[2]string]conformance.Result{}
+		for _, r := range run(again) {
+			retry[[2]string{r.File, r.Case}] = r
+		}
+		for i, r := range res {
+			if failed[r.File] {
+				res[i] = retry[[2]string{r.File, r.Case}]
+			}
+		}
+	}
+	pass := 0
+	for _, r := range res {
+		switch {
+		case r.OK:
+			pass++
+		case !needsPBB(r):
+			t.Errorf("%s: %s: %s", r.File, r.Case, r.Detail)
+		}
+	}
+	if pass < 20 {
+		t.Errorf("%d cases passed, want at least 20", pass)
 	}
 }

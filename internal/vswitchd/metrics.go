@@ -13,7 +13,7 @@ func (d *Daemon) MetricsSnapshot() metrics.Snapshot {
 	defer d.mu.Unlock()
 	var s metrics.Snapshot
 	for name, b := range d.bridges {
-		mb := metrics.Bridge{Name: name, Flows: b.dp.Pipeline().TableStats(), Drops: map[string]uint64{}}
+		mb := metrics.Bridge{Name: name, Flows: b.dp.Pipeline().TableFlowCounts(), Drops: map[string]uint64{}}
 		for _, pi := range b.dp.Ports() {
 			st := pi.Stats
 			mb.Ports = append(mb.Ports, metrics.Port{

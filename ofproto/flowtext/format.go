@@ -245,6 +245,12 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 				fmt.Fprintf(b, "ipv6_label=0x%05x/0x%05x,", val, msk)
 			}
 		}
+		// ipv6_exthdr is not in OVS; printed like its other flag fields.
+		if val, msk := u(flowtable.FieldIPv6ExtHdr); msk == 0x1ff {
+			fmt.Fprintf(b, "ipv6_exthdr=%#x,", val)
+		} else if msk != 0 {
+			fmt.Fprintf(b, "ipv6_exthdr=%#x/%#x,", val, msk)
+		}
 	case isARP:
 		ipMaskedV(b, "arp_spa", p(flowtable.FieldArpSpa))
 		ipMaskedV(b, "arp_tpa", p(flowtable.FieldArpTpa))
@@ -270,6 +276,14 @@ func FormatMatch(b *strings.Builder, m *flowtable.Match, priority int, o *PrintO
 	}
 	if tosMask&0x03 != 0 {
 		fmt.Fprintf(b, "nw_ecn=%d,", tos&0x03)
+	}
+	if flowtable.IsMPLS(uint16(dlType)) {
+		// The top label stack entry, in OVS's match_format order.
+		for _, f := range []*flowtable.Field{flowtable.FieldMPLSLabel, flowtable.FieldMPLSTC, flowtable.FieldMPLSTTL, flowtable.FieldMPLSBOS} {
+			if val, msk := u(f); msk != 0 {
+				fmt.Fprintf(b, "%s=%d,", f.Name, val)
+			}
+		}
 	}
 	if val, msk := u(flowtable.FieldIPTTL); msk != 0 {
 		fmt.Fprintf(b, "nw_ttl=%d,", val)

@@ -66,6 +66,17 @@ var samples = []sample{
 	{text: "set_vlan_pcp:3", of13: "set_field:3->vlan_pcp", of15: "set_field:3->vlan_pcp", match: "vlan", skip10: true},
 	{text: "move:NXM_NX_REG0[0..3]->NXM_NX_REG1[4..7]"},
 	{text: "push_vlan:0x8100"},
+	{text: "clone(output:1,set_field:10.0.0.1->ip_dst,output:2)", of10: "clone(output:1,mod_nw_dst:10.0.0.1,output:2)", match: "ip"},
+	{text: "push_mpls:0x8847"},
+	{text: "copy_ttl_out", match: "mpls", skip10: true}, // 1.1+ only, not in OVS
+	{text: "copy_ttl_in", match: "mpls", skip10: true},
+	{text: "push_mpls:0x8848", match: "ip"},
+	{text: "pop_mpls:0x0800", match: "mpls"},
+	{text: "pop_mpls:0x8847", match: "mplsm"},
+	{text: "set_mpls_ttl(9)", match: "mpls"},
+	{text: "dec_mpls_ttl", match: "mpls"},
+	{text: "set_mpls_label(7)", of13: "set_field:7->mpls_label", of15: "set_field:7->mpls_label", match: "mpls"},
+	{text: "set_mpls_tc(2)", of13: "set_field:2->mpls_tc", of15: "set_field:2->mpls_tc", match: "mpls"},
 	{text: "pop_vlan", of10: "strip_vlan"},
 	{text: "strip_vlan", wire: "pop_vlan"},
 	{text: "dec_ttl", match: "ip"},
@@ -200,6 +211,14 @@ func setPrereq(t *testing.T, m *flowtable.Match, proto string) {
 	t.Helper()
 	if proto == "vlan" {
 		m.Set(flowtable.FieldVlanTCI, []byte{0x10, 0}, []byte{0x10, 0})
+		return
+	}
+	switch proto {
+	case "mpls":
+		m.SetUint64(flowtable.FieldEthType, flowtable.EthTypeMPLS)
+		return
+	case "mplsm":
+		m.SetUint64(flowtable.FieldEthType, flowtable.EthTypeMPLSMcast)
 		return
 	}
 	m.SetUint64(flowtable.FieldEthType, flowtable.EthTypeIPv4)
@@ -411,5 +430,40 @@ func TestDecTTLEmptyCntIDs(t *testing.T) {
 	}
 	if d := acts[0].(*flowtable.DecTTL); d.CntIDs || len(d.IDs) != 0 {
 		t.Errorf("dec_ttl() parses as %+v, want plain dec_ttl as OVS", d)
+	}
+}
+
+// TestMPLSActionsNeedMPLS: the MPLS actions other than push_mpls are
+// refused on a flow that is not MPLS (OFPBAC_MATCH_INCONSISTENT), and
+// accepted after a push_mpls, whose ethertype later actions see; a pop to
+// IPv4 makes IPv4 set_field legal and MPLS ones not.
+func TestMPLSActionsNeedMPLS(t *testing.T) {
+	for _, c := range []struct {
+		actions string
+		ok      bool
+	}{
+		{"pop_mpls:0x0800", false},
+		{"dec_mpls_ttl", false},
+		{"set_mpls_ttl(3)", false},
+		{"set_field:5->mpls_label", false},
+		{"push_mpls:0x8847,set_mpls_ttl(3),set_field:5->mpls_label,dec_mpls_ttl,pop_mpls:0x0800", true},
+		{"push_mpls:0x8847,pop_mpls:0x0800,set_field:10.0.0.1->ip_dst", true},
+		{"push_mpls:0x8847,pop_mpls:0x0800,dec_mpls_ttl", false},
+		{"write_actions(push_mpls:0x8847,set_mpls_ttl(3))", true},
+	} {
+		acts, err := ofpact.Parser{}.ParseActions(c.actions, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.actions, err)
+		}
+		fl := &flowtable.Flow{Table: 1, Actions: acts}
+		setPrereq(t, &fl.Match, "ip")
+		err = ofpact.Validate(fl)
+		var ve *flowtable.ValidationError
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: refused: %v", c.actions, err)
+		case !c.ok && (!errors.As(err, &ve) || ve.Kind != flowtable.MatchInconsistent):
+			t.Errorf("%s: got %v, want a match-inconsistent refusal", c.actions, err)
+		}
 	}
 }

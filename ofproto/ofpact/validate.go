@@ -38,6 +38,7 @@ func Validate(fl *flowtable.Flow) error {
 				return err
 			}
 		}
+		c = c.after(a)
 	}
 	return checkConjunctionAlone(fl)
 }
@@ -55,6 +56,7 @@ func (c Checker) checkAll(acts []flowtable.Action) error {
 		if err := c.check(a); err != nil {
 			return err
 		}
+		c = c.after(a)
 	}
 	return nil
 }

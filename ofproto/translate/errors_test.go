@@ -50,7 +50,7 @@ func TestMatchFromWireErrors(t *testing.T) {
 		{"unmapped tun_metadata0", []wire.MatchField{field(t, "tun_metadata0", []byte{0, 0, 0, 5}, nil)}, flowtable.NewTLVMap(), wire.NXFMFC_INVALID_TLV_FIELD},
 		{"unmapped tun_metadata1, nil map", []wire.MatchField{field(t, "tun_metadata1", []byte{5}, nil)}, nil, wire.NXFMFC_INVALID_TLV_FIELD},
 		{"tun_metadata0 wider than its option", []wire.MatchField{field(t, "tun_metadata0", []byte{1, 0, 0, 0, 5}, nil)}, mapped, wire.OFPBMC_BAD_VALUE},
-		{"field govs does not model", []wire.MatchField{field(t, "eth_type", []byte{0x88, 0x47}, nil), field(t, "mpls_label", []byte{0, 0, 0, 1}, nil)}, nil, wire.OFPBMC_BAD_FIELD},
+		{"field govs does not model", []wire.MatchField{field(t, "tun_gbp_id", []byte{0, 1}, nil)}, nil, wire.OFPBMC_BAD_FIELD},
 		{"in_port_oxm out of range", []wire.MatchField{field(t, "in_port_oxm", []byte{0, 0, 0xff, 0x10}, nil)}, nil, wire.OFPBMC_BAD_VALUE},
 	} {
 		t.Run(c.name, func(t *testing.T) {

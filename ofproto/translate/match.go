@@ -296,6 +296,12 @@ func (e *matchEncoder) encode(tlv *flowtable.TLVMap) error {
 		switch dl {
 		case flowtable.EthTypeIPv4, flowtable.EthTypeIPv6:
 			e.putIP(dl)
+		case flowtable.EthTypeMPLS, flowtable.EthTypeMPLSMcast:
+			// nx_put_raw's order.
+			e.put(flowtable.FieldMPLSTC)
+			e.put(flowtable.FieldMPLSBOS)
+			e.put(flowtable.FieldMPLSTTL)
+			e.put(flowtable.FieldMPLSLabel)
 		case flowtable.EthTypeARP, flowtable.EthTypeRARP:
 			e.put(flowtable.FieldArpOp)
 			e.put(flowtable.FieldArpSpa)
@@ -367,6 +373,7 @@ func (e *matchEncoder) putIP(dl uint64) {
 	e.put(flowtable.FieldIPTTL)
 	if dl == flowtable.EthTypeIPv6 {
 		e.put(flowtable.FieldIPv6Label)
+		e.put(flowtable.FieldIPv6ExtHdr)
 	}
 	proto, protoMask := m.Uint64(flowtable.FieldIPProto)
 	if protoMask == 0 {

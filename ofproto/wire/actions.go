@@ -239,6 +239,8 @@ const (
 	rawDecNshTTL
 	rawCheckPktLarger
 	rawDeleteField
+	rawCopyTTLOut
+	rawCopyTTLIn
 	rawCount
 )
 
@@ -273,6 +275,9 @@ func init() {
 	fixed(rawSetMplsTc, "OFPAT_SET_MPLS_TC", 0, decodeArg, nx(vs10, NXAST_SET_MPLS_TC), std(vs11p, OFPAT_SET_MPLS_TC))
 	fixed(rawSetMplsTTL, "OFPAT_SET_MPLS_TTL", 0, decodeArg, nx(vs10, NXAST_SET_MPLS_TTL), std(vs11p, OFPAT_SET_MPLS_TTL))
 	fixed(rawDecMplsTTL, "OFPAT_DEC_MPLS_TTL", 0, decodeArg, nx(vs10, NXAST_DEC_MPLS_TTL), std(vs11p, OFPAT_DEC_MPLS_TTL))
+	// OpenFlow 1.1+ only; Open vSwitch does not implement them.
+	fixed(rawCopyTTLOut, "OFPAT_COPY_TTL_OUT", 0, decodeArg, std(vs11p, OFPAT_COPY_TTL_OUT))
+	fixed(rawCopyTTLIn, "OFPAT_COPY_TTL_IN", 0, decodeArg, std(vs11p, OFPAT_COPY_TTL_IN))
 	fixed(rawPushMpls, "OFPAT_PUSH_MPLS", 0, decodeArg, nx(vs10, NXAST_PUSH_MPLS), std(vs11p, OFPAT_PUSH_MPLS))
 	fixed(rawPopMpls, "OFPAT_POP_MPLS", 0, decodeArg, nx(vs10, NXAST_POP_MPLS), std(vs11p, OFPAT_POP_MPLS))
 	fixed(rawSetQueue, "OFPAT_SET_QUEUE", 0, decodeArg, nx(vs10, NXAST_SET_QUEUE), std(vs11p, OFPAT_SET_QUEUE))

@@ -186,6 +186,21 @@ func (a *ActionDecMplsTTL) appendTo(v uint8, b []byte) ([]byte, error) {
 	return appendArgAction(b, v, a.raw(v), a.arg())
 }
 
+// ActionCopyTTL is OFPAT_COPY_TTL_OUT, or OFPAT_COPY_TTL_IN with In.
+type ActionCopyTTL struct{ In bool }
+
+func (a *ActionCopyTTL) raw(v uint8) rawID {
+	if a.In {
+		return rawCopyTTLIn
+	}
+	return rawCopyTTLOut
+}
+func (a *ActionCopyTTL) arg() uint64         { return 0 }
+func (a *ActionCopyTTL) Name(v uint8) string { return rawName(a.raw(v)) }
+func (a *ActionCopyTTL) appendTo(v uint8, b []byte) ([]byte, error) {
+	return appendArgAction(b, v, a.raw(v), a.arg())
+}
+
 // ActionPushMPLS is OFPAT_PUSH_MPLS (NX subtype 23 in 1.0).
 type ActionPushMPLS struct{ EthType uint16 }
 
@@ -363,6 +378,10 @@ func newArgAction(d *Decoder, id rawID, arg uint64) Action {
 		return &ActionSetMplsTTL{TTL: uint8(arg)}
 	case rawDecMplsTTL:
 		return &ActionDecMplsTTL{}
+	case rawCopyTTLOut:
+		return &ActionCopyTTL{}
+	case rawCopyTTLIn:
+		return &ActionCopyTTL{In: true}
 	case rawPushMpls:
 		return &ActionPushMPLS{EthType: uint16(arg)}
 	case rawPopMpls:

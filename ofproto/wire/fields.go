@@ -100,9 +100,19 @@ func expKey(class uint16, field uint8, exp uint32) uint64 {
 	return uint64(class)<<48 | uint64(field)<<32 | uint64(exp)
 }
 
+// allFields is the generated table plus the fields govs has beyond OVS.
+var allFields = append(fieldTable[:len(fieldTable):len(fieldTable)], extraFields...)
+
+// extraFields are OpenFlow fields Open vSwitch does not implement (so they
+// are not in its meta-flow.h and the generated table).
+var extraFields = []FieldInfo{
+	// OpenFlow 1.3 OXM_OF_IPV6_EXTHDR: the IPv6 extension header pseudo-field.
+	{Name: "ipv6_exthdr", Bytes: 2, Maskable: true, Prereq: "IPv6", Codes: []FieldCode{{"OXM_OF_IPV6_EXTHDR", 0x8000, 39, 0x00000000, 4}}},
+}
+
 func init() {
-	for i := range fieldTable {
-		f := &fieldTable[i]
+	for i := range allFields {
+		f := &allFields[i]
 		f.index = i
 		fieldsByName[f.Name] = f
 		if f.AltName != "" {
@@ -123,10 +133,10 @@ func init() {
 }
 
 // NumFields is the number of entries in the field table.
-func NumFields() int { return len(fieldTable) }
+func NumFields() int { return len(allFields) }
 
 // FieldAt returns the i-th field of the table (0 <= i < NumFields()).
-func FieldAt(i int) *FieldInfo { return &fieldTable[i] }
+func FieldAt(i int) *FieldInfo { return &allFields[i] }
 
 // FieldByName returns the field with OVS name (or alias) name, or nil.
 func FieldByName(name string) *FieldInfo { return fieldsByName[name] }

@@ -42,12 +42,13 @@ var invalidBits = map[string][]byte{
 	"tun_flags":   {0xff, 0xfe},
 	"ct_state":    {0xff, 0xff, 0xff, 0x00},
 	"nsh_spi":     {0xff, 0x00, 0x00, 0x00},
+	"ipv6_exthdr": {0xfe, 0x00},
 }
 
 var fieldInvalid []([]byte)
 
 func init() {
-	fieldInvalid = make([][]byte, len(fieldTable))
+	fieldInvalid = make([][]byte, len(allFields))
 	for name, bits := range invalidBits {
 		if f := FieldByName(name); f != nil && len(bits) == f.Bytes {
 			fieldInvalid[f.index] = bits
