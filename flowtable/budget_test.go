@@ -60,6 +60,14 @@ func TestRecursionBudget(t *testing.T) {
 		chain = append(chain, fmt.Sprintf("table=%d actions=resubmit(,%d)", i, i+1))
 	}
 	chain = append(chain, "table=62 actions=output:2")
+	// OVN's pipelines resubmit forward through 60-odd tables and then
+	// some: like OVS (xlate_recursively's deepens), lookups in later
+	// tables do not count against the depth of 64.
+	var forward []string
+	for i := 0; i < 120; i++ {
+		forward = append(forward, fmt.Sprintf("table=%d actions=resubmit(,%d)", i, i+1))
+	}
+	forward = append(forward, "table=120 actions=output:2")
 	cases := []struct {
 		name      string
 		flows     string
@@ -97,6 +105,7 @@ func TestRecursionBudget(t *testing.T) {
 				return append(gs, groupOf(t, 5, all, "drop"))
 			}},
 		{name: "63 nested lookups are within the budget", flows: strings.Join(chain, "\n"), want: flowtable.XlateOK, outputs: 1},
+		{name: "120 forward resubmits are within the budget", flows: strings.Join(forward, "\n"), want: flowtable.XlateOK, outputs: 1},
 		{name: "a chain of 3 groups is within the budget", flows: "arp actions=group:1", want: flowtable.XlateOK, outputs: 2,
 			groups: func(t *testing.T) []*flowtable.GroupEntry {
 				return []*flowtable.GroupEntry{groupOf(t, 1, all, "group:2", "output:3"), groupOf(t, 2, all, "group:3"), groupOf(t, 3, all, "output:2")}

@@ -172,7 +172,8 @@ type xlate struct {
 	pkt       *Packet
 	sink      Sink
 	tr        *Trace
-	depth     int
+	depth     int    // nesting of lookups and groups (the trace's indentation)
+	deep      int    // the part of depth that counts against MaxResubmitDepth
 	resubmits int    // table lookups and group runs so far (MaxResubmits)
 	res       Result // returned by value: a pointer to a Result would escape with x's other pointers
 	actionSet []Action
@@ -291,12 +292,15 @@ func (x *xlate) lookup(id uint8) *Rule {
 // enter takes one step of the packet's recursion budget for a table
 // lookup or a group; false means the budget is spent: the translation
 // stops and the packet is dropped, as OVS's xlate_resubmit_resource_check.
-// A true return must be paired with x.depth--.
-func (x *xlate) enter() bool {
+// As in OVS's xlate_recursively, only steps that could loop deepen: a
+// resubmit to the same or an earlier table, and a group; a pipeline that
+// moves forward through its tables (OVN's runs 60-odd deep) does not. A
+// true return must be paired with x.leave(deepens).
+func (x *xlate) enter(deepens bool) bool {
 	switch {
 	case x.res.Error != XlateOK:
 		return false
-	case x.depth >= x.p.MaxResubmitDepth:
+	case deepens && x.deep >= x.p.MaxResubmitDepth:
 		x.fail(XlateRecursionTooDeep, "over max translation depth %d", x.p.MaxResubmitDepth)
 		return false
 	case x.resubmits >= MaxResubmits:
@@ -304,8 +308,19 @@ func (x *xlate) enter() bool {
 		return false
 	}
 	x.depth++
+	if deepens {
+		x.deep++
+	}
 	x.resubmits++
 	return true
+}
+
+// leave undoes enter.
+func (x *xlate) leave(deepens bool) {
+	x.depth--
+	if deepens {
+		x.deep--
+	}
 }
 
 func (x *xlate) fail(e XlateError, format string, arg int) {
@@ -317,10 +332,11 @@ func (x *xlate) fail(e XlateError, format string, arg int) {
 }
 
 func (x *xlate) runTable(id uint8) {
-	if !x.enter() {
+	deepens := x.depth > 0 && id <= x.table
+	if !x.enter(deepens) {
 		return
 	}
-	defer func() { x.depth-- }()
+	defer x.leave(deepens)
 	r := x.lookup(id)
 	x.countLookup(id, r != nil)
 	if x.tr != nil {
@@ -672,10 +688,10 @@ func (x *xlate) group(id uint32) {
 	}
 	// A group's buckets may name groups again (chains, and loops that
 	// OVS accepts at group-mod time): they share the packet's budget.
-	if !x.enter() {
+	if !x.enter(true) {
 		return
 	}
-	defer func() { x.depth-- }()
+	defer x.leave(true)
 	if !x.dry {
 		g.Packets.Add(1)
 		g.Bytes.Add(uint64(len(x.pkt.Frame)))
