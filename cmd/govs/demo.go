@@ -396,16 +396,19 @@ func (d *demo) tryStep(what, want string, wantPass bool, try func() (bool, strin
 func (d *demo) traffic() {
 	backend1, frontend := d.pods["backend1"], d.pods["frontend"]
 	for _, port := range []int{80, 8080} {
-		ln := demoListen(d, backend1, port)
+		ln, err := backend1.ServeTCP(port, "hello from backend1\n")
+		if err != nil {
+			d.Fatal(err)
+		}
 		d.Cleanup(func() { ln.Close() })
 	}
 	fmt.Fprintln(d.out, "Driving traffic (TCP from the pods' own sockets, ping, ARP):")
 	d.tryStep("frontend -> backend1 10.222.1.47:80/tcp", "pass (policy allows 80)", true, func() (bool, string) {
-		got, err := demoGet(frontend, "10.222.1.47:80")
+		got, err := frontend.TCPGet("10.222.1.47:80")
 		return err == nil && strings.Contains(got, "backend1"), strings.TrimSpace(got)
 	})
 	d.tryStep("frontend -> backend1 10.222.1.47:8080/tcp", "drop (policy allows only 80)", false, func() (bool, string) {
-		_, err := demoGet(frontend, "10.222.1.47:8080")
+		_, err := frontend.TCPGet("10.222.1.47:8080")
 		return err == nil, ""
 	})
 	d.tryStep("frontend -> antrea-gw0 10.222.1.1 ping", "drop (frontend egress isolated)", false, func() (bool, string) {
@@ -423,7 +426,7 @@ func (d *demo) traffic() {
 		return strings.Contains(out, "aa:bb:cc:dd:ee:ff"), "is-at aa:bb:cc:dd:ee:ff"
 	})
 	d.tryStep("frontend -> backendsvc 10.104.65.133:80/tcp", "pass, DNAT to backend1, reply ct_mark 0x20", true, func() (bool, string) {
-		got, err := demoGet(frontend, "10.104.65.133:80")
+		got, err := frontend.TCPGet("10.104.65.133:80")
 		if err != nil || !strings.Contains(got, "backend1") {
 			return false, ""
 		}
@@ -522,46 +525,4 @@ func demoClean(w io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// demoListen answers every TCP connection on port inside ns with
-// "hello from <ns's pod>".
-func demoListen(d *demo, ns *netnstest.NS, port int) net.Listener {
-	var ln net.Listener
-	err := ns.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port))
-		return err
-	})
-	if err != nil {
-		d.Fatal(err)
-	}
-	name := ns.Name[strings.LastIndexByte(ns.Name, '-')+1:]
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintf(c, "hello from %s\n", name)
-			c.Close()
-		}
-	}()
-	return ln
-}
-
-// demoGet connects from inside ns and returns what the server said.
-func demoGet(ns *netnstest.NS, addr string) (string, error) {
-	var out string
-	err := ns.Do(func() error {
-		c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(3 * time.Second))
-		b, err := io.ReadAll(c)
-		out = string(b)
-		return err
-	})
-	return out, err
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -433,3 +434,45 @@ func (s *RawSocket) RecvMatch(timeout time.Duration, match func([]byte) bool) ([
 // FD is the socket's file descriptor (for benchmarks that drive it
 // directly).
 func (s *RawSocket) FD() int { return s.fd }
+
+// ServeTCP listens on port inside the namespace and answers every
+// connection with greeting, then closes it, until the listener is closed.
+func (ns *NS) ServeTCP(port int, greeting string) (net.Listener, error) {
+	var ln net.Listener
+	err := ns.Do(func() (err error) {
+		ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, greeting)
+			c.Close()
+		}
+	}()
+	return ln, nil
+}
+
+// TCPGet connects to addr from inside the namespace (2 s to connect, 3 s
+// to read) and returns what the server sent before closing.
+func (ns *NS) TCPGet(addr string) (string, error) {
+	var out string
+	err := ns.Do(func() error {
+		c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		b, err := io.ReadAll(c)
+		out = string(b)
+		return err
+	})
+	return out, err
+}

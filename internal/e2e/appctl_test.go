@@ -127,7 +127,7 @@ func TestSecondDaemonRefused(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, filepath.Join(dir, "govs-vswitchd.ctl"))
+	waitPath(t, filepath.Join(dir, "govs-vswitchd.ctl"))
 	if out, err := exec.Command(n.govs, "add-br", "--rundir", dir, "brk").CombinedOutput(); err != nil {
 		t.Fatalf("add-br: %v %s", err, out)
 	}
@@ -144,7 +144,7 @@ func TestSecondDaemonRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl2 := filepath.Join(dir, fmt.Sprintf("ovs-vswitchd.%d.ctl", cmd2.Process.Pid))
-	waitFile(t, ctl2)
+	waitPath(t, ctl2)
 	for _, f := range []string{staleCtl, filepath.Join(dir, "brk.mgmt")} {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {
 			t.Errorf("stale %s not removed at start: %v", f, err)
@@ -158,20 +158,6 @@ func TestSecondDaemonRefused(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		t.Errorf("left after SIGTERM: %s", e.Name())
-	}
-}
-
-func waitFile(t *testing.T, path string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear", path)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

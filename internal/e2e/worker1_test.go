@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -72,45 +70,15 @@ func startWorker1(t *testing.T, extra ...string) *worker1 {
 // tcpServer listens on port inside a pod and answers "hello from NAME".
 func tcpServer(t *testing.T, p *pod, port int, name string) {
 	t.Helper()
-	var ln net.Listener
-	err := p.ns.Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", port))
-		return err
-	})
+	ln, err := p.ns.ServeTCP(port, "hello from "+name+"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintf(c, "hello from %s\n", name)
-			c.Close()
-		}
-	}()
 }
 
 // tcpGet connects from a pod and returns what the server said.
-func tcpGet(p *pod, addr string) (string, error) {
-	var out string
-	err := p.ns.Do(func() error {
-		d := net.Dialer{Timeout: 2 * time.Second}
-		c, err := d.Dial("tcp4", addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(3 * time.Second))
-		b, err := io.ReadAll(c)
-		out = string(b)
-		return err
-	})
-	return out, err
-}
+func tcpGet(p *pod, addr string) (string, error) { return p.ns.TCPGet(addr) }
 
 func (w *worker1) ping(t *testing.T, from, to string, extra ...string) error {
 	t.Helper()
