@@ -341,6 +341,7 @@ func (b *Bridge) stopPort(bp *bridgePort) error {
 	}
 	err := bp.p.Close()
 	<-bp.done
+	bp.loop.close()
 	b.detachOffload(bp)
 	if err != nil {
 		return fmt.Errorf("bridge %s: close port %s: %w", b.name, bp.p.Name(), err)

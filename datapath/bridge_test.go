@@ -580,3 +580,24 @@ func TestGrowingFrameKeepsBatchNeighbours(t *testing.T) {
 	}
 	checkOutputs(t, sent(ps), map[uint32][][]byte{2: {tagged(f1), tagged(f2)}})
 }
+
+// TestPortChurnReleasesTableCounters: each port's loop registers table
+// counters (its cache's or its own); deleting the port gives them back, so
+// add/delete rounds keep the pipeline's list from growing.
+func TestPortChurnReleasesTableCounters(t *testing.T) {
+	for _, noCache := range []bool{false, true} {
+		b := newBridge(t, "table=0,priority=0 actions=drop", false)
+		b.CacheDisabled = noCache
+		p := b.Pipeline()
+		base := p.NumTableCounterSets()
+		for i := 0; i < 50; i++ {
+			addMemPorts(t, b, MemPortConfig{}, 7)
+			if err := b.DelPort(7); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := p.NumTableCounterSets(); n != base {
+			t.Errorf("cache disabled %v: %d counter sets after 50 add/delete rounds, want %d", noCache, n, base)
+		}
+	}
+}

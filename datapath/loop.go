@@ -78,6 +78,16 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 	return l
 }
 
+// close gives back what the loop holds in the pipeline (its flow cache's
+// or its own table counters) once it has stopped.
+func (l *loop) close() {
+	if l.cache != nil {
+		l.cache.Close()
+	} else if l.pkt.Counters != nil {
+		l.b.pipeline.ReleaseTableCounters(l.pkt.Counters)
+	}
+}
+
 // run reads and forwards batches until the port is closed.
 func (l *loop) run() {
 	p := l.in.p

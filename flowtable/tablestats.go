@@ -54,6 +54,31 @@ func (p *Pipeline) NewTableCounters() *TableCounters {
 	return c
 }
 
+// ReleaseTableCounters folds a stopped packet loop's counters into the
+// pipeline's shared set and forgets them, so deleting and adding ports
+// keeps neither memory nor work per read growing.
+func (p *Pipeline) ReleaseTableCounters(c *TableCounters) {
+	if c == nil {
+		return
+	}
+	p.countersMu.Lock()
+	defer p.countersMu.Unlock()
+	for i, x := range p.counters {
+		if x == c {
+			p.counters = append(p.counters[:i], p.counters[i+1:]...)
+			break
+		}
+	}
+	for t := range c.lookup {
+		if n := c.lookup[t].Load(); n != 0 {
+			p.sharedCounters.lookup[t].Add(n)
+		}
+		if n := c.missed[t].Load(); n != 0 {
+			p.sharedCounters.missed[t].Add(n)
+		}
+	}
+}
+
 // TableStat is one table's statistics.
 type TableStat struct {
 	Active  int // flows in the table
@@ -71,9 +96,11 @@ func (p *Pipeline) TableStats() [NumTables]TableStat {
 		}
 	}
 	p.mu.RUnlock()
+	// Held while summing, so a set released meanwhile (its counts moved
+	// to the shared set) is counted exactly once.
 	p.countersMu.Lock()
+	defer p.countersMu.Unlock()
 	sets := append([]*TableCounters{&p.sharedCounters}, p.counters...)
-	p.countersMu.Unlock()
 	for _, c := range sets {
 		for id := range out {
 			// Misses first: a lookup counted between the two loads then
@@ -100,4 +127,11 @@ func (x *xlate) countLookup(id uint8, matched bool) {
 		s := x.r.seg()
 		s.Lookups = append(s.Lookups, TableLookup{Table: id, Matched: matched})
 	}
+}
+
+// NumTableCounterSets is how many packet loops' counter sets are live.
+func (p *Pipeline) NumTableCounterSets() int {
+	p.countersMu.Lock()
+	defer p.countersMu.Unlock()
+	return len(p.counters)
 }

@@ -69,3 +69,22 @@ func BenchmarkTableStatsRead(b *testing.B) {
 		p.TableStats()
 	}
 }
+
+// TestReleaseTableCounters: a stopped loop's counters stay in the totals
+// and leave the pipeline's list, so port churn does not grow it.
+func TestReleaseTableCounters(t *testing.T) {
+	p := loadSeed(t, "table=0,priority=10,in_port=1 actions=output:2\n")
+	before := p.TableStats()[0].Lookups
+	for i := 0; i < 100; i++ {
+		c := p.NewTableCounters()
+		c.AddLookups([]flowtable.TableLookup{{Table: 0, Matched: true}, {Table: 0}}, 3)
+		p.ReleaseTableCounters(c)
+	}
+	st := p.TableStats()[0]
+	if st.Lookups-before != 600 || st.Matched != 300 {
+		t.Errorf("after releasing: lookups +%d matched %d, want +600 and 300", st.Lookups-before, st.Matched)
+	}
+	if n := p.NumTableCounterSets(); n != 0 {
+		t.Errorf("%d counter sets kept after their loops stopped", n)
+	}
+}

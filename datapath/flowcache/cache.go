@@ -155,6 +155,13 @@ func (c *Cache) publish() {
 // Len returns the number of entries.
 func (c *Cache) Len() int { return c.n }
 
+// Close pushes the entries' counters and gives the cache's table counters
+// back to the pipeline; the owning loop has stopped.
+func (c *Cache) Close() {
+	c.FlushStats()
+	c.p.ReleaseTableCounters(c.counters)
+}
+
 // FlushStats adds the packets the cache forwarded since the last call to
 // the counters of the flows they went through: once per megaflow rather
 // than once per packet. The packet loop calls it after every batch.
