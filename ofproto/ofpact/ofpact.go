@@ -155,11 +155,14 @@ func lookup(a flowtable.Action) *entry {
 
 // RankOf is the instruction a belongs to. An OpenFlow 1.5 meter action
 // belongs to apply-actions (OVS ovs_instruction_type_from_ofpact_type).
-func RankOf(a flowtable.Action) Rank {
+func RankOf(a flowtable.Action) Rank { return rankOf(a, lookup(a)) }
+
+// rankOf is RankOf with a's registry entry already looked up (nil: none).
+func rankOf(a flowtable.Action, e *entry) Rank {
 	if m, ok := a.(*flowtable.Meter); ok && m.Action {
 		return RankApply
 	}
-	if e := lookup(a); e != nil {
+	if e != nil {
 		return e.rank
 	}
 	return RankApply

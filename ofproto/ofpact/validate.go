@@ -25,7 +25,7 @@ func Validate(fl *flowtable.Flow) error {
 	c := Checker{Flow: fl}
 	for _, a := range fl.Actions {
 		e := lookup(a)
-		r := RankOf(a)
+		r := rankOf(a, e)
 		if r != RankApply && r == rank {
 			return invalid(flowtable.DuplicateInstruction, a.Name(), "duplicate instruction %s", r)
 		}
