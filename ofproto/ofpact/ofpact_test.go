@@ -467,3 +467,22 @@ func TestMPLSActionsNeedMPLS(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputToAnyRefused: "65535" and "ANY" parse as output to NONE and
+// print back as ANY (the fuzzer's round trip), and a flow with it is
+// refused with OFPBAC_BAD_OUT_PORT, as OVS's ofpact_check_output_port.
+func TestOutputToAnyRefused(t *testing.T) {
+	for _, text := range []string{"65535", "ANY", "output:65535"} {
+		acts, err := ofpact.Parser{}.ParseActions(text, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		if s := ofpact.ActionsString(acts, &ofptext.PrintOptions{Version: ofptext.OF15}); s != "ANY" {
+			t.Errorf("%s prints as %q, want ANY", text, s)
+		}
+		var ve *flowtable.ValidationError
+		if err := ofpact.Validate(&flowtable.Flow{Actions: acts}); !errors.As(err, &ve) || ve.Kind != flowtable.BadOutPort {
+			t.Errorf("%s: Validate = %v, want a bad-out-port refusal", text, err)
+		}
+	}
+}

@@ -32,7 +32,9 @@ func init() {
 			return append(out, &wire.ActionOutput{Port: ofpfield.PortToWire(t.version, a.Port), MaxLen: a.MaxLen}), nil
 		},
 		Check: func(c Checker, a *flowtable.Output) error {
-			if a.Port >= flowtable.PortMax && a.Port < flowtable.PortInPort {
+			// OVS's ofpact_check_output_port: the reserved numbers below
+			// IN_PORT, and NONE/ANY (65535), are no output port.
+			if a.Port >= flowtable.PortMax && a.Port < flowtable.PortInPort || a.Port == flowtable.PortNone {
 				return invalid(flowtable.BadOutPort, "output", "%d: invalid output port", a.Port)
 			}
 			return nil
@@ -101,7 +103,9 @@ func init() {
 // reserved port name is an output (CONTROLLER a controller action).
 func parseBarePort(p Parser, e ofptext.KV) (flowtable.Action, bool, error) {
 	switch strings.ToUpper(e.Key) {
-	case "IN_PORT", "NORMAL", "FLOOD", "ALL", "LOCAL", "TABLE":
+	case "IN_PORT", "NORMAL", "FLOOD", "ALL", "LOCAL", "TABLE", "ANY", "NONE":
+		// As ofputil_port_from_string; output to ANY/NONE is refused by the
+		// flow's check (OFPBAC_BAD_OUT_PORT), as OVS refuses it.
 		port, _ := flowtable.ParsePort(e.Key)
 		return &flowtable.Output{Port: port}, true, nil
 	case "CONTROLLER":
