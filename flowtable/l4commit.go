@@ -68,10 +68,13 @@ func (p *Packet) commitSCTP() {
 // source/target link-layer address options, updating the checksum.
 func (p *Packet) commitICMPv6(upd16 func([]byte, uint16, uint16), l4csum []byte) {
 	k, base := &p.Key, &p.base
-	l4 := p.Frame[p.L4:p.l4End()]
-	if len(l4) < 4 {
+	// A frame whose IP length ends before its L4 header (FuzzExtract
+	// found one) has no ICMPv6 header to rewrite.
+	end := p.l4End()
+	if end < p.L4+4 {
 		return
 	}
+	l4 := p.Frame[p.L4:end]
 	put := func(b []byte, v []byte) {
 		for i := 0; i+1 < len(b); i += 2 {
 			old, new := binary.BigEndian.Uint16(b[i:]), binary.BigEndian.Uint16(v[i:])
