@@ -93,3 +93,10 @@ install: build
 	install -m 755 $(BIN)/govs $(DESTDIR)$(PREFIX)/bin/govs
 	install -m 755 $(BIN)/govs-vswitchd $(DESTDIR)$(PREFIX)/sbin/govs-vswitchd
 	ln -sf govs-vswitchd $(DESTDIR)$(PREFIX)/sbin/ovs-vswitchd
+
+# soak: the reliability soak (internal/e2e TestSoak: flow-mods at 1,000/s, port churn,
+# TCP through ct) for SOAK by hand, trend table in soak.tsv; make test runs it bounded (~20 s).
+SOAK ?= 30m
+.PHONY: soak
+soak:
+	$(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./internal/e2e/ -soak $(SOAK) -soak.out $(CURDIR)/soak.tsv

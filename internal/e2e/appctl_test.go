@@ -74,7 +74,7 @@ func TestAppctlCommands(t *testing.T) {
 		{[]string{"dpctl/ct-stats-show"}, 0, `^Connections Stats:\n    Total: 0\n$`},
 		{[]string{"dpctl/dump-conntrack", "-m", "-s"}, 0, `^$`},
 		{[]string{"fdb/show", "br-int"}, 0, `^ port  VLAN  MAC                Age\n$`},
-		{[]string{"memory/show"}, 0, `^conntrack:0 ports:1 rules:0 udpif keys:\d+\n$`},
+		{[]string{"memory/show"}, 0, `^conntrack:0 goroutines:\d+ ports:1 rules:0 udpif keys:\d+\n$`},
 		{[]string{"coverage/show"}, 0, `^Event coverage, avg rate over last: 5 seconds, last minute, last hour,  hash=[0-9a-f]{8}:\n`},
 		{[]string{"vlog/set", "ofproto:file:dbg"}, 0, `^$`},
 		{[]string{"vlog/list"}, 0, `(?s)^                 console    syslog    file\n                 -------    ------    ------\n.*\nofproto           INFO       INFO        DBG\n`},
