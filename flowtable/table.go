@@ -485,6 +485,10 @@ type Limits struct {
 	MaxFlows int
 	// MaxGroups is the most groups.
 	MaxGroups int
+	// TableFlows are limits of single tables that replace
+	// MaxFlowsPerTable there (OVS's Flow_Table flow_limit: 0 refuses
+	// every add to that table).
+	TableFlows map[uint8]int
 }
 
 // DefaultLimits are the limits of a new pipeline: the 1,000,000 flows per
@@ -509,7 +513,11 @@ func (p *Pipeline) roomForLocked(f *Flow) error {
 	if t != nil {
 		n = t.hard.n + t.soft.n
 	}
-	tableFull := l.MaxFlowsPerTable > 0 && n >= l.MaxFlowsPerTable
+	tableMax, set := l.TableFlows[f.Table]
+	if !set {
+		tableMax, set = l.MaxFlowsPerTable, l.MaxFlowsPerTable > 0
+	}
+	tableFull := set && n >= tableMax
 	allFull := l.MaxFlows > 0 && p.nRules >= l.MaxFlows
 	if !tableFull && !allFull {
 		return nil

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/govs-project/govs/internal/vswitchd"
 )
 
 // args is the command line: ovs-vswitchd's options (as ovs-ctl builds
@@ -39,6 +41,9 @@ type args struct {
 	metricsAddr string
 	// offload is --offload: "ebpf" or "none" (default).
 	offload string
+	// limits: --flow-limit, --max-flows, --max-groups, --ct-maxconns,
+	// --ct-zone-limit (the defaults where none is given).
+	limits vswitchd.Limits
 }
 
 // optSpec says whether an option takes a value: required (the next word
@@ -60,7 +65,8 @@ var optionTable = map[string]optArg{
 	// govs-vswitchd
 	"rundir": requiredArg, "config": requiredArg, "log-level": requiredArg, "userspace-tso": noArg,
 	"pmd": noArg, "pmd-cpu": requiredArg, "nice": requiredArg, "metrics-address": requiredArg,
-	"offload": requiredArg,
+	"offload": requiredArg, "flow-limit": requiredArg, "max-flows": requiredArg, "max-groups": requiredArg,
+	"ct-maxconns": requiredArg, "ct-zone-limit": requiredArg,
 }
 
 // usageError is a command-line error: exit status 1, as ovs-vswitchd.
@@ -73,7 +79,7 @@ func (e *usageError) Error() string { return e.msg }
 // -V; govs's own options also with a single dash (-rundir DIR), as the
 // Go flag package took them before.
 func parseArgs(argv []string, defaultNice int) (*args, error) {
-	a := &args{logLevel: "", pmdCPU: -1, nice: defaultNice}
+	a := &args{logLevel: "", pmdCPU: -1, nice: defaultNice, limits: vswitchd.DefaultLimits()}
 	for i := 0; i < len(argv); i++ {
 		w := argv[i]
 		switch {
@@ -134,7 +140,8 @@ func parseArgs(argv []string, defaultNice int) (*args, error) {
 
 func isGovsOption(name string) bool {
 	switch name {
-	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload":
+	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload",
+		"flow-limit", "max-flows", "max-groups", "ct-maxconns", "ct-zone-limit":
 		return true
 	}
 	return false
@@ -148,8 +155,31 @@ func (a *args) set(name, value string) error {
 		}
 		return n, nil
 	}
+	// limit reads a limit: a positive number (0 would mean "none" for
+	// some limits and "nothing" for others, so it is refused).
+	limit := func() (int, error) {
+		n, err := strconv.ParseUint(value, 10, 31)
+		if err != nil || n == 0 {
+			return 0, &usageError{fmt.Sprintf("--%s %s: want a positive number up to 2147483647", name, value)}
+		}
+		return int(n), nil
+	}
 	var err error
 	switch name {
+	case "flow-limit":
+		a.limits.Flows.MaxFlowsPerTable, err = limit()
+	case "max-flows":
+		a.limits.Flows.MaxFlows, err = limit()
+	case "max-groups":
+		a.limits.Flows.MaxGroups, err = limit()
+	case "ct-maxconns":
+		a.limits.ConntrackMax, err = limit()
+	case "ct-zone-limit":
+		zone, n, perr := vswitchd.ParseZoneLimit(value)
+		if perr != nil {
+			return &usageError{fmt.Sprintf("--ct-zone-limit %v", perr)}
+		}
+		a.limits.SetZoneLimit(zone, n)
 	case "pidfile":
 		a.pidfile = value
 	case "overwrite-pidfile":
@@ -283,6 +313,16 @@ govs options:
   --metrics-address ADDR  serve Prometheus metrics on ADDR (host:port), /metrics
   --offload=ebpf|none     forward established connections of system ports in
                           the kernel (XDP; docs/offload.md); default none
+
+Limits (each refusal is counted and logged):
+  --flow-limit N          flows per OpenFlow table (default 1000000; a
+                          bridge's Flow_Table flow_limit overrides it there)
+  --max-flows N           flows in all tables of a bridge (default 2000000)
+  --max-groups N          groups of a bridge (default 65536)
+  --ct-maxconns N         conntrack connections (default 3000000), as
+                          ovs-appctl dpctl/ct-set-maxconns
+  --ct-zone-limit SPEC    default=N or zone=Z,limit=N (repeatable), as
+                          ovs-appctl dpctl/ct-set-limits
 
 Other options:
   -h, --help              display this help message

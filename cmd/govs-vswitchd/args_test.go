@@ -1,8 +1,11 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/govs-project/govs/internal/vswitchd"
 )
 
 // TestParseOVSCtlCommandLine: the exact argv ovs-ctl builds (fact sheet
@@ -61,6 +64,54 @@ func TestParseArgs(t *testing.T) {
 		a.resolve("ovs-vswitchd", getenv)
 		if a.rundir != tc.rundir || a.pidfile != tc.pidfile || a.logFile != tc.logFile || a.nice != tc.nice {
 			t.Errorf("%q: rundir %q pidfile %q log %q nice %d", tc.argv, a.rundir, a.pidfile, a.logFile, a.nice)
+		}
+	}
+}
+
+// TestParseLimits: the limit options fill vswitchd.Limits over the
+// defaults; a bad value is an error naming the option.
+func TestParseLimits(t *testing.T) {
+	def := vswitchd.DefaultLimits()
+	for _, tc := range []struct {
+		argv string
+		want func(l *vswitchd.Limits)
+		err  string
+	}{
+		{"", func(*vswitchd.Limits) {}, ""},
+		{"--flow-limit 1000 --max-flows=5000 --max-groups 10", func(l *vswitchd.Limits) {
+			l.Flows.MaxFlowsPerTable, l.Flows.MaxFlows, l.Flows.MaxGroups = 1000, 5000, 10
+		}, ""},
+		{"--ct-maxconns 200000 --ct-zone-limit default=100 --ct-zone-limit zone=7,limit=5 --ct-zone-limit=zone=65535,limit=0",
+			func(l *vswitchd.Limits) {
+				l.ConntrackMax, l.ConntrackZoneDefault = 200000, 100
+				l.ConntrackZones = map[uint16]uint32{7: 5, 65535: 0}
+			}, ""},
+		{"--flow-limit 0", nil, "--flow-limit 0: want a positive number"},
+		{"--max-flows -3", nil, "--max-flows -3: want a positive number"},
+		{"--max-groups lots", nil, "--max-groups lots: want a positive number"},
+		{"--ct-maxconns 4294967296", nil, "--ct-maxconns 4294967296: want a positive number"},
+		{"--ct-zone-limit zone=70000,limit=1", nil, `--ct-zone-limit "zone=70000,limit=1": the zone is not a number up to 65535`},
+		{"--ct-zone-limit zone=1", nil, `--ct-zone-limit "zone=1": want default=N or zone=Z,limit=N`},
+		{"--ct-zone-limit default=x", nil, `--ct-zone-limit "default=x": the default limit is not a number`},
+		{"--ct-zone-limit zone=1,limit=-1", nil, `--ct-zone-limit "zone=1,limit=-1": the limit is not a number`},
+		{"--flow-limit", nil, "option '--flow-limit' requires an argument"},
+		{"--flow-limits 3", nil, "unrecognized option '--flow-limits'"},
+	} {
+		a, err := parseArgs(strings.Fields(tc.argv), -10)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.argv, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.argv, err)
+			continue
+		}
+		want := vswitchd.DefaultLimits()
+		tc.want(&want)
+		if !reflect.DeepEqual(a.limits, want) {
+			t.Errorf("%q: limits %+v, want %+v (defaults %+v)", tc.argv, a.limits, want, def)
 		}
 	}
 }

@@ -130,6 +130,7 @@ func run(a *args, ready *daemonproc.Notifier) error {
 		defer ln.Close()
 		log.Info("serving Prometheus metrics", zap.String("address", ln.Addr().String()))
 	}
+	d.SetLimits(a.limits)
 	d.UserspaceTSO = a.tso
 	if err := d.SetOffload(a.offload); err != nil {
 		return err

@@ -433,24 +433,17 @@ func (a *App) ctSetLimits(args []string) (string, error) {
 	}
 	t := a.D.Conntrack()
 	for _, x := range args {
-		if v, ok := strings.CutPrefix(x, "default="); ok {
-			n, err := strconv.ParseUint(v, 10, 32)
-			if err != nil {
-				return "", fmt.Errorf("invalid default limit")
-			}
-			t.SetDefaultZoneLimit(uint32(n))
-			continue
-		}
-		zs, ls, ok := strings.Cut(x, ",limit=")
-		zones, err := parseZones(zs)
-		if !ok || err != nil || len(zones) != 1 {
+		zone, n, err := vswitchd.ParseZoneLimit(x)
+		switch {
+		case err != nil && strings.HasPrefix(x, "default="):
+			return "", fmt.Errorf("invalid default limit") // OVS's words
+		case err != nil:
 			return "", fmt.Errorf("failed to parse zone limit: %s", x)
+		case zone < 0:
+			t.SetDefaultZoneLimit(n)
+		default:
+			t.SetZoneLimit(uint16(zone), n)
 		}
-		n, err := strconv.ParseUint(ls, 10, 32)
-		if err != nil {
-			return "", fmt.Errorf("failed to parse zone limit: %s", x)
-		}
-		t.SetZoneLimit(zones[0], uint32(n))
 	}
 	return "", nil
 }

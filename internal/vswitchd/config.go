@@ -35,6 +35,9 @@ type BridgeConfig struct {
 	Listeners   []string     `yaml:"listeners"`   // ptcp:PORT[:IP], punix:PATH (the .mgmt socket is always there)
 	Protocols   []string     `yaml:"protocols"`   // OpenFlow10, OpenFlow13, OpenFlow15; none: all
 	Ports       []PortConfig `yaml:"ports"`
+	// FlowLimits are limits of single tables (OVS's Flow_Table
+	// flow_limit), in place of the daemon's --flow-limit there.
+	FlowLimits map[uint8]int `yaml:"flow_limits"`
 }
 
 // PortConfig describes one port.
@@ -90,6 +93,11 @@ func (b *BridgeConfig) Validate() error {
 	case "", "secure", "standalone":
 	default:
 		return fmt.Errorf("bridge %s: fail_mode %q: must be secure or standalone", b.Name, b.FailMode)
+	}
+	for table, n := range b.FlowLimits {
+		if n < 0 {
+			return fmt.Errorf("bridge %s: flow_limits: table %d: %d is negative", b.Name, table, n)
+		}
 	}
 	seen := map[string]bool{}
 	for i := range b.Ports {

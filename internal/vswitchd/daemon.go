@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -340,7 +341,9 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 		dpid = v
 	}
 	p := flowtable.NewPipeline()
-	p.Limits = d.Limits.Flows
+	d.mu.Lock()
+	p.Limits = d.bridgeLimitsLocked(cfg)
+	d.mu.Unlock()
 	p.Conntrack = ctadapter.Wrap(d.tracker)
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
@@ -457,6 +460,11 @@ func (b *bridge) connect(parent context.Context, cfg BridgeConfig) error {
 // runs: its controllers, listeners and OpenFlow versions.
 func (d *Daemon) updateBridge(b *bridge, cfg BridgeConfig) error {
 	cfg.Ports = nil
+	if !maps.Equal(b.cfg.FlowLimits, cfg.FlowLimits) {
+		d.mu.Lock()
+		b.dp.Pipeline().SetLimits(d.bridgeLimitsLocked(cfg))
+		d.mu.Unlock()
+	}
 	if slices.Equal(b.cfg.Controllers, cfg.Controllers) && slices.Equal(b.cfg.Listeners, cfg.Listeners) &&
 		slices.Equal(b.cfg.Protocols, cfg.Protocols) {
 		b.cfg = cfg

@@ -139,7 +139,7 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 		DeleteFunc: func(string, model.Model) { kick() },
 	})
 	var tables []client.MonitorOption
-	for _, m := range []model.Model{&ovsRow{}, &bridgeRow{}, &portRow{}, &ifaceRow{}, &controllerRow{}} {
+	for _, m := range []model.Model{&ovsRow{}, &bridgeRow{}, &portRow{}, &ifaceRow{}, &controllerRow{}, &flowTableRow{}} {
 		tables = append(tables, client.WithTable(m, columnPointers(m)...))
 	}
 	mon := c.NewMonitor(tables...)
@@ -234,12 +234,13 @@ type snapshot struct {
 	ports       map[string]*portRow
 	ifaces      map[string]*ifaceRow
 	controllers map[string]*controllerRow
+	flowTables  map[string]*flowTableRow
 }
 
 func (s *dbSession) snapshot() snapshot {
 	tc := s.c.Cache()
 	sn := snapshot{bridges: map[string]*bridgeRow{}, ports: map[string]*portRow{},
-		ifaces: map[string]*ifaceRow{}, controllers: map[string]*controllerRow{}}
+		ifaces: map[string]*ifaceRow{}, controllers: map[string]*controllerRow{}, flowTables: map[string]*flowTableRow{}}
 	for _, m := range tc.Table("Open_vSwitch").RowsShallow() {
 		sn.ovs = m.(*ovsRow)
 	}
@@ -254,6 +255,9 @@ func (s *dbSession) snapshot() snapshot {
 	}
 	for id, m := range tc.Table("Controller").RowsShallow() {
 		sn.controllers[id] = m.(*controllerRow)
+	}
+	for id, m := range tc.Table("Flow_Table").RowsShallow() {
+		sn.flowTables[id] = m.(*flowTableRow)
 	}
 	return sn
 }
@@ -323,6 +327,7 @@ func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
 			bc.FailMode = *br.FailMode
 		}
 		bc.DatapathID = bridgeDatapathID(br.OtherConfig)
+		bc.FlowLimits = flowLimits(br.FlowTables, sn.flowTables)
 		for _, cid := range br.Controller {
 			if c := sn.controllers[cid]; c != nil {
 				if strings.HasPrefix(c.Target, "p") {
@@ -364,6 +369,24 @@ func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
 	}
 	slices.SortFunc(st.Bridges, func(a, b BridgeConfig) int { return strings.Compare(a.Name, b.Name) })
 	return st, invalid
+}
+
+// flowLimits are the flow_limit columns of a bridge's Flow_Table rows, by
+// table (nil when none has one), as OVS's bridge_configure_tables reads
+// them.
+func flowLimits(tables map[int]string, rows map[string]*flowTableRow) map[uint8]int {
+	var l map[uint8]int
+	for table, id := range tables {
+		ft := rows[id]
+		if ft == nil || ft.FlowLimit == nil || table < 0 || table > 254 {
+			continue
+		}
+		if l == nil {
+			l = map[uint8]int{}
+		}
+		l[uint8(table)] = *ft.FlowLimit
+	}
+	return l
 }
 
 // bridgeDatapathID is other_config:datapath-id, or one made from

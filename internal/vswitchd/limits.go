@@ -1,6 +1,10 @@
 package vswitchd
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/conntrack"
@@ -44,8 +48,57 @@ func (d *Daemon) SetLimits(l Limits) {
 		d.tracker.SetZoneLimit(z, n)
 	}
 	for _, b := range d.bridges {
-		b.dp.Pipeline().SetLimits(l.Flows)
+		b.dp.Pipeline().SetLimits(d.bridgeLimitsLocked(b.cfg))
 	}
+}
+
+// bridgeLimitsLocked are the flow limits of a bridge: the daemon's, with
+// the bridge's own table limits (Flow_Table flow_limit) in place of the
+// per-table one. d.mu is held.
+func (d *Daemon) bridgeLimitsLocked(cfg BridgeConfig) flowtable.Limits {
+	l := d.Limits.Flows
+	if len(cfg.FlowLimits) > 0 {
+		l.TableFlows = cfg.FlowLimits
+	}
+	return l
+}
+
+// ParseZoneLimit reads one conntrack zone limit as `ovs-appctl
+// dpctl/ct-set-limits` takes it: "default=N" (zone -1) or "zone=Z,limit=N".
+func ParseZoneLimit(s string) (zone int, limit uint32, err error) {
+	if v, ok := strings.CutPrefix(s, "default="); ok {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%q: the default limit is not a number up to 4294967295", s)
+		}
+		return -1, uint32(n), nil
+	}
+	zs, ls, ok := strings.Cut(s, ",limit=")
+	zv, zok := strings.CutPrefix(zs, "zone=")
+	if !ok || !zok {
+		return 0, 0, fmt.Errorf("%q: want default=N or zone=Z,limit=N", s)
+	}
+	z, err := strconv.ParseUint(zv, 10, 16)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q: the zone is not a number up to 65535", s)
+	}
+	n, err := strconv.ParseUint(ls, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q: the limit is not a number up to 4294967295", s)
+	}
+	return int(z), uint32(n), nil
+}
+
+// SetZoneLimit records a limit ParseZoneLimit read (zone -1: the default).
+func (l *Limits) SetZoneLimit(zone int, limit uint32) {
+	if zone < 0 {
+		l.ConntrackZoneDefault = limit
+		return
+	}
+	if l.ConntrackZones == nil {
+		l.ConntrackZones = map[uint16]uint32{}
+	}
+	l.ConntrackZones[uint16(zone)] = limit
 }
 
 // conntrackFullLogger is the tracker's OnFull: one line a second at most

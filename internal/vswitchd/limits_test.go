@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/govs-project/govs/flowtable"
@@ -20,7 +21,7 @@ func TestLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := d.bridges["br-lim"].dp.Pipeline()
-	if p.Limits != flowtable.DefaultLimits {
+	if !reflect.DeepEqual(p.Limits, flowtable.DefaultLimits) {
 		t.Errorf("bridge limits %+v, want %+v", p.Limits, flowtable.DefaultLimits)
 	}
 	l := Limits{Flows: flowtable.Limits{MaxFlows: 10}, ConntrackMax: 50, ConntrackZoneDefault: 7, ConntrackZones: map[uint16]uint32{3: 9}}

@@ -36,6 +36,13 @@ type bridgeRow struct {
 	FailMode        *string           `ovsdb:"fail_mode"`
 	Protocols       []string          `ovsdb:"protocols"`
 	OtherConfig     map[string]string `ovsdb:"other_config"`
+	FlowTables      map[int]string    `ovsdb:"flow_tables"`
+}
+
+// flowTableRow is a Flow_Table row (a bridge's flow_tables value).
+type flowTableRow struct {
+	UUID      string `ovsdb:"_uuid"`
+	FlowLimit *int   `ovsdb:"flow_limit"`
 }
 
 // portRow is a Port row.
@@ -88,6 +95,7 @@ func vswitchModel() (model.ClientDBModel, error) {
 		"Port":         &portRow{},
 		"Interface":    &ifaceRow{},
 		"Controller":   &controllerRow{},
+		"Flow_Table":   &flowTableRow{},
 	})
 }
 
