@@ -16,7 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -83,11 +85,71 @@ type NS struct {
 	Name string
 }
 
-// NewNS creates a namespace with a unique name, brings its loopback up
-// and deletes it in t.Cleanup.
+// NSPrefix starts the names of the namespaces NewNS creates.
+const NSPrefix = "govs-test-"
+
+// NewNS creates a namespace with a unique name that carries this
+// process's PID (see RemoveStaleNamespaces), brings its loopback up and
+// deletes it in t.Cleanup. The first call also removes the namespaces
+// earlier test processes left behind when they were killed.
 func NewNS(t T) *NS {
 	t.Helper()
-	return NewNSNamed(t, UniqueName("govs-test-"))
+	staleOnce.Do(func() {
+		if gone, err := RemoveStaleNamespaces(NSPrefix); err != nil {
+			t.Errorf("removing stale namespaces: %v (removed %v)", err, gone)
+		}
+	})
+	return NewNSNamed(t, ProcessUniqueName(NSPrefix))
+}
+
+var staleOnce sync.Once
+
+// ProcessUniqueName is prefix, this process's PID, "-" and 8 random hex
+// digits: a name a later process can tell the creator of.
+func ProcessUniqueName(prefix string) string {
+	return UniqueName(fmt.Sprintf("%s%d-", prefix, os.Getpid()))
+}
+
+// RemoveStaleNamespaces deletes the namespaces named by
+// ProcessUniqueName(prefix) whose creating process no longer exists and in
+// which no process runs: what a test binary killed by its timeout left
+// behind. Namespaces of live processes (other test runs), of this one,
+// and names without a PID are left alone. It returns the names deleted.
+func RemoveStaleNamespaces(prefix string) ([]string, error) {
+	entries, err := os.ReadDir("/run/netns")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
+			continue
+		}
+		if out, err := Run("ip", "netns", "pids", e.Name()); err != nil || strings.TrimSpace(out) != "" {
+			continue // gone meanwhile, or something still runs in it
+		}
+		if _, err := Run("ip", "netns", "del", e.Name()); err != nil {
+			return gone, err
+		}
+		gone = append(gone, e.Name())
+	}
+	return gone, nil
+}
+
+// processExists tells whether a process with this PID exists (a PID
+// reused since only keeps a stale namespace, never removes a live one).
+func processExists(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // NewNSNamed is NewNS with the name chosen by the caller.

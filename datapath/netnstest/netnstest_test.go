@@ -3,8 +3,10 @@ package netnstest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +94,52 @@ func TestDoRunsInsideNamespace(t *testing.T) {
 	}
 	if outside == nil {
 		t.Errorf("peer %s visible outside its namespace: the caller's thread was switched", v.Peer)
+	}
+}
+
+// TestRemoveStaleNamespaces: only namespaces whose creator is gone and in
+// which nothing runs are deleted; those of live processes, with a process
+// inside, or without a PID in their name stay.
+func TestRemoveStaleNamespaces(t *testing.T) {
+	RequireRoot(t)
+	prefix := UniqueName("gstale") + "-"
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	names := map[string]bool{ // name -> removed
+		fmt.Sprintf("%s%d-a", prefix, dead.Process.Pid): true,
+		fmt.Sprintf("%s%d-b", prefix, dead.Process.Pid): false, // a process inside
+		fmt.Sprintf("%s%d-c", prefix, live.Process.Pid): false,
+		fmt.Sprintf("%s%d-d", prefix, os.Getpid()):      false,
+		prefix + "nopid": false,
+	}
+	for name := range names {
+		MustRun(t, "ip", "netns", "add", name)
+		t.Cleanup(func() { Run("ip", "netns", "del", name) })
+	}
+	inside := exec.Command("ip", "netns", "exec", fmt.Sprintf("%s%d-b", prefix, dead.Process.Pid), "sleep", "60")
+	if err := inside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inside.Process.Kill(); inside.Wait() })
+	time.Sleep(100 * time.Millisecond) // ip netns exec has entered it
+	gone, err := RemoveStaleNamespaces(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range names {
+		_, statErr := os.Stat("/run/netns/" + name)
+		if removed := os.IsNotExist(statErr); removed != want {
+			t.Errorf("%s: removed %v, want %v", name, removed, want)
+		}
+	}
+	if len(gone) != 1 {
+		t.Errorf("reported %v, want one name", gone)
 	}
 }

@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/govs-project/govs/datapath/netnstest"
 )
 
 // SchemaPath is the OVSDB schema shipped by the Debian package openvswitch-common.
@@ -178,7 +180,7 @@ func Start(tb testing.TB, opts Options) *OVS {
 		tb:     tb,
 		bridge: opts.Bridge,
 		dir:    dir,
-		netns:  "govs-ovs-" + suffix,
+		netns:  fmt.Sprintf("%s%d-%s", netnsPrefix, os.Getpid(), suffix),
 	}
 	o.env = append(os.Environ(),
 		"OVS_RUNDIR="+dir,
@@ -196,6 +198,11 @@ func Start(tb testing.TB, opts Options) *OVS {
 		testHookCreated(o)
 	}
 
+	staleOnce.Do(func() {
+		if gone, err := netnstest.RemoveStaleNamespaces(netnsPrefix); err != nil {
+			tb.Errorf("ovstest: removing stale namespaces: %v (removed %v)", err, gone)
+		}
+	})
 	if out, err := o.run("ip", "netns", "add", o.netns); err != nil {
 		o.fatalf("create network namespace %s: %v (%s)", o.netns, err, out)
 	}
@@ -676,6 +683,13 @@ func (o *OVS) logDaemonOutput() {
 		}
 	}
 }
+
+// netnsPrefix starts the namespace names: netnsPrefix, the test
+// process's PID, a random suffix (netnstest.RemoveStaleNamespaces removes
+// those a killed test process left).
+const netnsPrefix = "govs-ovs-"
+
+var staleOnce sync.Once
 
 func randomSuffix(tb testing.TB) string {
 	var b [4]byte
