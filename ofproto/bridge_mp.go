@@ -174,11 +174,7 @@ func (b *Bridge) tableFeatures(c *Conn, h wire.Header, m *wire.Multipart) error 
 	b.mu.Lock()
 	names := b.tableNames
 	b.mu.Unlock()
-	tables := make([]wire.TableFeatures, 0, wire.DefaultNumTables)
-	for id := 0; id < wire.DefaultNumTables; id++ {
-		tables = append(tables, wire.DefaultTableFeatures(uint8(id), names[uint8(id)], c.Version()))
-	}
-	reps, err := wire.TableFeaturesReplies(c.Version(), tables, 0)
+	reps, err := wire.TableFeaturesReplies(c.Version(), wire.DefaultTablesFeatures(names, c.Version()), 0)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ package metrics
 import (
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -218,7 +219,9 @@ func Handler(src Source) http.Handler {
 
 // Serve listens on addr (host:port, ":9100") and serves /metrics until
 // the listener is closed; it returns the listener so the caller can close
-// it and learn the port chosen for ":0".
+// it and learn the port chosen for ":0". It also serves Go's profiles
+// under /debug/pprof/ (`go tool pprof http://ADDR/debug/pprof/heap`): how
+// the daemon's memory is measured against Open vSwitch's.
 func Serve(addr string, src Source) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -226,6 +229,8 @@ func Serve(addr string, src Source) (net.Listener, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", Handler(src))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	go http.Serve(ln, mux)
 	return ln, nil
 }
