@@ -363,59 +363,45 @@ func printVlanTCI(c *matchCtx, e *matchField) {
 	}
 }
 
-// printProtocol prints the one word OVS uses for a dl_type, with the
-// nw_proto when it has a name (tcp, udp6, icmp...), and records what the
-// word stood for.
+// protocolWords are the words OVS prints for a dl_type and nw_proto
+// together (tcp6), or for a dl_type alone (proto -1), first match wins.
+var protocolWords = []struct {
+	dlType uint64
+	proto  int
+	word   string
+}{
+	{flowtable.EthTypeIPv4, flowtable.IPProtoICMP, "icmp"},
+	{flowtable.EthTypeIPv4, flowtable.IPProtoTCP, "tcp"},
+	{flowtable.EthTypeIPv4, flowtable.IPProtoUDP, "udp"},
+	{flowtable.EthTypeIPv4, flowtable.IPProtoSCTP, "sctp"},
+	{flowtable.EthTypeIPv6, flowtable.IPProtoICMPv6, "icmp6"},
+	{flowtable.EthTypeIPv6, flowtable.IPProtoTCP, "tcp6"},
+	{flowtable.EthTypeIPv6, flowtable.IPProtoUDP, "udp6"},
+	{flowtable.EthTypeIPv6, flowtable.IPProtoSCTP, "sctp6"},
+	{flowtable.EthTypeIPv4, -1, "ip"},
+	{flowtable.EthTypeIPv6, -1, "ipv6"},
+	{flowtable.EthTypeARP, -1, "arp"},
+	{flowtable.EthTypeRARP, -1, "rarp"},
+	{flowtable.EthTypeMPLS, -1, "mpls"},
+	{0x8848, -1, "mplsm"},
+}
+
+// printProtocol prints the one word OVS uses for a matched dl_type, with
+// the nw_proto when it has a name (tcp, udp6, icmp...), and records what
+// the word stood for.
 func printProtocol(c *matchCtx, _ *matchField) {
 	if _, msk := c.u(flowtable.FieldEthType); msk == 0 {
 		return
 	}
 	_, protoMask := c.u(flowtable.FieldIPProto)
-	name := ""
-	switch c.dlType {
-	case flowtable.EthTypeIPv4, flowtable.EthTypeIPv6:
-		six := ""
-		if c.dlType == flowtable.EthTypeIPv6 {
-			six = "6"
+	for _, w := range protocolWords {
+		if w.dlType == c.dlType && (w.proto < 0 || protoMask != 0 && uint64(w.proto) == c.proto) {
+			c.typeShown, c.protoShown = true, w.proto >= 0
+			c.b.WriteString(w.word)
+			c.b.WriteByte(',')
+			return
 		}
-		if protoMask != 0 {
-			switch c.proto {
-			case flowtable.IPProtoICMP:
-				if six == "" {
-					name = "icmp"
-				}
-			case flowtable.IPProtoICMPv6:
-				if six == "6" {
-					name = "icmp6"
-				}
-			case flowtable.IPProtoTCP:
-				name = "tcp" + six
-			case flowtable.IPProtoUDP:
-				name = "udp" + six
-			case flowtable.IPProtoSCTP:
-				name = "sctp" + six
-			}
-			c.protoShown = name != ""
-		}
-		if name == "" && six == "" {
-			name = "ip"
-		} else if name == "" {
-			name = "ipv6"
-		}
-	case flowtable.EthTypeARP:
-		name = "arp"
-	case flowtable.EthTypeRARP:
-		name = "rarp"
-	case flowtable.EthTypeMPLS:
-		name = "mpls"
-	case 0x8848:
-		name = "mplsm"
-	default:
-		return
 	}
-	c.typeShown = true
-	c.b.WriteString(name)
-	c.b.WriteByte(',')
 }
 
 // printTunMetadata prints the tun_metadataN the TLV map maps, in the
