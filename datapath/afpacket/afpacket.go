@@ -123,11 +123,10 @@ type Port struct {
 
 	fd int // AF_PACKET socket
 
-	v3     bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
-	v2     frameRing // TPACKET_V2 receive ring
-	ring   ring      // TPACKET_V3 receive ring
-	tx     txRing    // used when cfg.TxRing
-	rxBusy bool      // frames are streaming in: busy-poll before sleeping
+	v3   bool      // cfg.RingVersion == TPacketV3: ring is used, else v2
+	v2   frameRing // TPACKET_V2 receive ring
+	ring ring      // TPACKET_V3 receive ring
+	tx   txRing    // used when cfg.TxRing
 
 	mmap     []byte // rx ring then tx ring, as mapped
 	msgs     []mmsghdr

@@ -2,7 +2,6 @@ package afpacket
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -16,16 +15,78 @@ import (
 	"github.com/govs-project/govs/datapath/port/porttest"
 )
 
-var (
-	hostMAC    = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x01, 0x01}
-	peerMAC    = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x01, 0x02}
-	foreignMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x99, 0x99}
-)
+// kind is AF_PACKET to the port conformance suite and the shared
+// benchmarks: receive checks run on every ring layout, send checks with
+// sendmmsg and the TX ring on every layout (the TX ring's slot layout
+// follows the socket's PACKET_VERSION).
+var kind = porttest.Kind[*Port]{
+	HostMAC:    net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x01, 0x01},
+	PeerMAC:    net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x01, 0x02},
+	Variants:   ringVariants(Config{}, rxRings),
+	TxVariants: txVariants(),
+	Load: func(ifname string) (port.Port, error) {
+		return Open(ifname, Config{NoPromisc: true, FrameCount: 8})
+	},
+}
 
-// newRig opens an AF_PACKET port on a veth pair (porttest.Rig).
+func TestConformance(t *testing.T) { porttest.Run(t, kind) }
+
+var hostMAC, peerMAC = kind.HostMAC, kind.PeerMAC
+
+// newRig opens an AF_PACKET port with cfg on a veth pair.
 func newRig(t testing.TB, cfg Config, opts netnstest.VethOptions) *porttest.Rig[*Port] {
 	t.Helper()
-	return porttest.NewRig(t, opts, hostMAC, peerMAC, func(name string) (*Port, error) { return Open(name, cfg) })
+	return kind.Rig(t, opts, func(name string) (*Port, error) { return Open(name, cfg) })
+}
+
+// ringVariants are base on each ring layout of rvs.
+func ringVariants(base Config, rvs []rxRing) []porttest.Variant[*Port] {
+	var vs []porttest.Variant[*Port]
+	for _, rv := range rvs {
+		vs = append(vs, porttest.Variant[*Port]{Name: rv.name, Open: rv.open(base)})
+	}
+	return vs
+}
+
+// txModes are the two send paths.
+var txModes = []struct {
+	name string
+	cfg  Config
+}{
+	{"sendmmsg", Config{TxBatch: 4}},                   // 4: several sendmmsg calls per batch
+	{"tx ring", Config{TxRing: true, TxRingFrames: 4}}, // 4: the ring fills and wraps
+}
+
+func txVariants() []porttest.Variant[*Port] {
+	var vs []porttest.Variant[*Port]
+	for _, mode := range txModes {
+		for _, v := range ringVariants(mode.cfg, rxRings) {
+			if mode.cfg.TxRing && strings.HasSuffix(v.Name, "vnet") {
+				continue // Open refuses the combination (TestOpenErrors)
+			}
+			v.Name = mode.name + "/" + v.Name
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// open opens base on ring rv with the suite's settings: o.RxFrames is
+// the TPACKET_V2 slot count; a TPACKET_V3 ring asked for 16 frames or
+// fewer gets two 4 KiB blocks.
+func (rv rxRing) open(base Config) func(string, porttest.Opts) (*Port, error) {
+	return func(ifname string, o porttest.Opts) (*Port, error) {
+		cfg := withRing(base, rv)
+		cfg.ReadTimeout, cfg.BusyPoll, cfg.NoPromisc = o.ReadTimeout, o.BusyPoll, o.NoPromisc
+		switch {
+		case o.RxFrames == 0:
+		case rv.version == TPacketV2:
+			cfg.FrameCount = o.RxFrames
+		case o.RxFrames <= 16:
+			cfg.BlockSize, cfg.BlockCount = 4096, 2
+		}
+		return Open(ifname, cfg)
+	}
 }
 
 // rxRings runs a receive test on each ring layout.
@@ -50,40 +111,6 @@ func withRing(cfg Config, rv rxRing) Config {
 	cfg.RingVersion = rv.version
 	cfg.VnetHdr = rv.vnet
 	return cfg
-}
-
-func TestReceiveExactBytes(t *testing.T) {
-	sizes := []struct {
-		name string
-		len  int
-	}{
-		{"header only", 14},
-		{"minimum Ethernet", 60},
-		{"odd", 333},
-		{"full MTU", 1514},
-	}
-	for _, rv := range rxRings {
-		t.Run(rv.name, func(t *testing.T) {
-			r := newRig(t, withRing(Config{ReadTimeout: 20 * time.Millisecond}, rv), netnstest.VethOptions{})
-			var sent [][]byte
-			for i, s := range sizes {
-				f := porttest.TestFrame(hostMAC, peerMAC, uint32(i), s.len)
-				sent = append(sent, f)
-				if err := r.Peer.Send(f); err != nil {
-					t.Fatalf("%s: %v", s.name, err)
-				}
-			}
-			got, _ := porttest.ReadFrames(t, r.Port, len(sent), 3*time.Second)
-			if len(got) != len(sent) {
-				t.Fatalf("received %d test frames, want %d", len(got), len(sent))
-			}
-			for i, s := range sizes {
-				if !bytes.Equal(got[i], sent[i]) {
-					t.Errorf("%s: got %x\nwant %x", s.name, got[i], sent[i])
-				}
-			}
-		})
-	}
 }
 
 // The ring slots (V2) or blocks (V3) are sized from the interface MTU, so
@@ -155,89 +182,6 @@ func TestLoneFrameNotHeldByBlockTimer(t *testing.T) {
 	}
 }
 
-// txModes runs a send test with sendmmsg and with the TX ring.
-var txModes = []struct {
-	name string
-	cfg  Config
-}{
-	{"sendmmsg", Config{TxBatch: 4}},                   // 4: several sendmmsg calls per batch
-	{"tx ring", Config{TxRing: true, TxRingFrames: 4}}, // 4: the ring fills and wraps
-}
-
-// forEachTxMode runs fn for every TX mode on every ring version: the TX
-// ring's slot layout follows the socket's PACKET_VERSION.
-func forEachTxMode(t *testing.T, fn func(t *testing.T, cfg Config)) {
-	for _, mode := range txModes {
-		for _, rv := range rxRings {
-			if rv.vnet && mode.cfg.TxRing {
-				continue // Open refuses the combination (TestOpenErrors)
-			}
-			t.Run(mode.name+"/"+rv.name, func(t *testing.T) { fn(t, withRing(mode.cfg, rv)) })
-		}
-	}
-}
-
-func TestSendArrivesOnPeer(t *testing.T) {
-	forEachTxMode(t, func(t *testing.T, cfg Config) {
-		r := newRig(t, cfg, netnstest.VethOptions{})
-		var frames [][]byte
-		var total uint64
-		for i := range 10 {
-			f := porttest.TestFrame(peerMAC, hostMAC, uint32(i), 60+i*100)
-			frames = append(frames, f)
-			total += uint64(len(f))
-		}
-		n, err := r.Port.WriteBatch(frames)
-		if err != nil || n != len(frames) {
-			t.Fatalf("WriteBatch = %d, %v; want %d, nil", n, err, len(frames))
-		}
-		for i, want := range frames {
-			got, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest)
-			if err != nil {
-				t.Fatalf("frame %d: %v", i, err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("frame %d: got %x\nwant %x", i, got, want)
-			}
-		}
-		st := r.Port.Stats()
-		if st.TxPackets != 10 || st.TxBytes != total || st.TxDropped != 0 || st.TxErrors != 0 {
-			t.Errorf("stats = %+v, want 10 tx packets, %d bytes, no drops or errors", st, total)
-		}
-	})
-}
-
-func TestWriteBatchDropsBadLengths(t *testing.T) {
-	forEachTxMode(t, func(t *testing.T, cfg Config) {
-		r := newRig(t, cfg, netnstest.VethOptions{MTU: 1000})
-		good1 := porttest.TestFrame(peerMAC, hostMAC, 1, 100)
-		good2 := porttest.TestFrame(peerMAC, hostMAC, 2, port.MaxFrameLen(1000)-8) // untagged, MTU-sized
-		frames := [][]byte{
-			good1,
-			porttest.TestFrame(peerMAC, hostMAC, 0, 13),                       // runt
-			porttest.TestFrame(peerMAC, hostMAC, 0, port.MaxFrameLen(1000)+1), // too long
-			{}, // empty
-			good2,
-		}
-		n, err := r.Port.WriteBatch(frames)
-		if err != nil || n != len(frames) {
-			t.Fatalf("WriteBatch = %d, %v; want %d, nil", n, err, len(frames))
-		}
-		for _, want := range [][]byte{good1, good2} {
-			got, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("got %d-byte frame, want %d-byte seq %d", len(got), len(want), want[17])
-			}
-		}
-		if st := r.Port.Stats(); st.TxPackets != 2 || st.TxDropped != 3 {
-			t.Errorf("stats = %+v, want 2 sent and 3 dropped", st)
-		}
-	})
-}
-
 func TestVLANTagRecovered(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -283,224 +227,6 @@ func TestVLANTagRecovered(t *testing.T) {
 	}
 }
 
-func TestPromiscuous(t *testing.T) {
-	for _, rv := range rxRings {
-		t.Run(rv.name, func(t *testing.T) {
-			ns := netnstest.NewNS(t)
-			v := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{HostMAC: hostMAC, PeerMAC: peerMAC})
-			promisc := func() int {
-				l, err := netnstest.LinkShow(nil, v.Host)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l.Promiscuity
-			}
-			before := promisc()
-			p, err := Open(v.Host, withRing(Config{ReadTimeout: 20 * time.Millisecond}, rv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := promisc(); got != before+1 {
-				t.Errorf("promiscuity with port open = %d, want %d", got, before+1)
-			}
-			peer := netnstest.NewRawSocket(t, ns, v.Peer)
-			f := porttest.TestFrame(foreignMAC, peerMAC, 1, 64)
-			if err := peer.Send(f); err != nil {
-				t.Fatal(err)
-			}
-			got, _ := porttest.ReadFrames(t, p, 1, 3*time.Second)
-			if len(got) != 1 || !bytes.Equal(got[0], f) {
-				t.Errorf("frame to foreign MAC %s not received intact: %x", foreignMAC, got)
-			}
-			if err := p.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if got := promisc(); got != before {
-				t.Errorf("promiscuity after close = %d, want %d", got, before)
-			}
-
-			// NoPromisc leaves the interface alone.
-			p2, err := Open(v.Host, withRing(Config{NoPromisc: true}, rv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p2.Close()
-			if got := promisc(); got != before {
-				t.Errorf("promiscuity with NoPromisc = %d, want %d", got, before)
-			}
-		})
-	}
-}
-
-func TestOwnOutgoingNotSeen(t *testing.T) {
-	forEachTxMode(t, func(t *testing.T, cfg Config) {
-		cfg.ReadTimeout = 20 * time.Millisecond
-		r := newRig(t, cfg, netnstest.VethOptions{})
-		mine := porttest.TestFrame(peerMAC, hostMAC, 0xaaaa, 80)
-		if n, err := r.Port.WriteBatch([][]byte{mine, mine, mine}); n != 3 || err != nil {
-			t.Fatalf("WriteBatch = %d, %v", n, err)
-		}
-		// The peer got them, so they did leave through the port.
-		for range 3 {
-			if _, err := r.Peer.RecvMatch(2*time.Second, porttest.IsTest); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sentinel := porttest.TestFrame(hostMAC, peerMAC, 0xbbbb, 80)
-		if err := r.Peer.Send(sentinel); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := porttest.ReadFrames(t, r.Port, 1, 3*time.Second)
-		if len(got) != 1 || !bytes.Equal(got[0], sentinel) {
-			t.Fatalf("first test frame read = %x, want only the peer's sentinel %x", got, sentinel)
-		}
-	})
-}
-
-func TestStatsCount(t *testing.T) {
-	for _, rv := range rxRings {
-		t.Run(rv.name, func(t *testing.T) {
-			r := newRig(t, withRing(Config{ReadTimeout: 20 * time.Millisecond}, rv), netnstest.VethOptions{})
-			const n = 50
-			var bytesSent uint64
-			for i := range n {
-				f := porttest.TestFrame(hostMAC, peerMAC, uint32(i), 64+i)
-				bytesSent += uint64(len(f))
-				if err := r.Peer.Send(f); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, _ := porttest.ReadFrames(t, r.Port, n, 3*time.Second)
-			if len(got) != n {
-				t.Fatalf("received %d, want %d", len(got), n)
-			}
-			for i, f := range got {
-				if seq := binary.BigEndian.Uint32(f[14:]); seq != uint32(i) {
-					t.Fatalf("frame %d has sequence %d: reordered or lost", i, seq)
-				}
-			}
-			st := r.Port.Stats()
-			if st.RxPackets != n || st.RxBytes != bytesSent || st.RxDropped != 0 || st.RxErrors != 0 {
-				t.Errorf("stats = %+v, want %d packets, %d bytes, no drops/errors", st, n, bytesSent)
-			}
-		})
-	}
-}
-
-// With a tiny ring nobody reads, the kernel drops frames and
-// PACKET_STATISTICS reports them; every frame is either read or dropped.
-func TestKernelDropsCounted(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-	}{
-		{"TPACKET_V2 4 slots", Config{RingVersion: TPacketV2, FrameCount: 4}},
-		{"TPACKET_V3 8 KiB", Config{RingVersion: TPacketV3, BlockSize: 4096, BlockCount: 2}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.ReadTimeout = 50 * time.Millisecond
-			r := newRig(t, cfg, netnstest.VethOptions{})
-			const n = 300
-			for i := range n {
-				if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, uint32(i), 500)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			time.Sleep(20 * time.Millisecond) // let the V3 retire timer hand over the last block
-			got, _ := porttest.ReadFrames(t, r.Port, n, 500*time.Millisecond)
-			st := r.Port.Stats()
-			if st.RxDropped == 0 {
-				t.Errorf("no drops counted with a tiny ring and %d frames: %+v", n, st)
-			}
-			if uint64(len(got))+st.RxDropped != n {
-				t.Errorf("read %d + dropped %d != sent %d", len(got), st.RxDropped, n)
-			}
-			if st.RxPackets != uint64(len(got)) {
-				t.Errorf("RxPackets %d, read %d", st.RxPackets, len(got))
-			}
-		})
-	}
-}
-
-func TestReadTimeoutAndClose(t *testing.T) {
-	for _, rv := range rxRings {
-		t.Run(rv.name, func(t *testing.T) {
-			r := newRig(t, withRing(Config{ReadTimeout: 30 * time.Millisecond}, rv), netnstest.VethOptions{})
-			b := port.NewBatch(8)
-			n, err := r.Port.ReadBatch(b)
-			if n != 0 || err != nil {
-				t.Fatalf("idle ReadBatch with timeout = %d, %v; want 0, nil", n, err)
-			}
-
-			// A reader blocked without timeout wakes up on Close.
-			p, err := Open(r.Veth.Host, withRing(Config{}, rv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			porttest.CloseWakesReader(t, p, porttest.TestFrame(peerMAC, hostMAC, 1, 60))
-			if err := p.Close(); err != nil {
-				t.Errorf("second Close = %v", err)
-			}
-		})
-	}
-}
-
-// While frames stream in, a TPACKET_V2 reader watches the ring instead of
-// sleeping: it still takes a frame that lands meanwhile, and Close still
-// stops it. BusyPoll is set far longer than the test may take, so a
-// reader stuck in the busy-poll would fail it.
-func TestBusyPoll(t *testing.T) {
-	r := newRig(t, Config{RingVersion: TPacketV2, BusyPoll: time.Hour}, netnstest.VethOptions{})
-	p := r.Port
-	read := func() (chan int, chan error) {
-		nc, ec := make(chan int, 1), make(chan error, 1)
-		go func() {
-			b := port.NewBatch(8)
-			n, err := p.ReadBatch(b)
-			if n > 0 && !porttest.IsTest(b.Frames[0]) {
-				n = -1
-			}
-			nc <- n
-			ec <- err
-		}()
-		return nc, ec
-	}
-
-	p.rxBusy = true // as after a short sleep; set before the reader runs
-	nc, ec := read()
-	time.Sleep(20 * time.Millisecond) // let the reader reach the busy-poll
-	if err := r.Peer.Send(porttest.TestFrame(hostMAC, peerMAC, 1, 60)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case n := <-nc:
-		if err := <-ec; n != 1 || err != nil {
-			t.Fatalf("busy-polling ReadBatch = %d, %v; want the 1 test frame", n, err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("frame not taken by the busy-polling reader")
-	}
-
-	p.rxBusy = true
-	nc, ec = read()
-	time.Sleep(20 * time.Millisecond)
-	closed := make(chan error, 1)
-	go func() { closed <- p.Close() }() // waits for the reader to leave
-	select {
-	case <-nc:
-		if err := <-ec; !errors.Is(err, port.ErrClosed) {
-			t.Errorf("busy-polling ReadBatch returned %v on Close, want ErrClosed", err)
-		}
-		if err := <-closed; err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Close did not stop the busy-polling ReadBatch")
-	}
-}
-
 // The zero Config (what vswitchd's openSystem passes) receives through a
 // TPACKET_V2 ring whose slots hold a whole frame of the interface MTU.
 func TestDefaultRingIsV2(t *testing.T) {
@@ -526,44 +252,13 @@ func TestDefaultRingIsV2(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	netnstest.RequireRoot(t)
-	tests := []struct {
-		name, ifname string
-		cfg          Config
-		want         string
-	}{
-		{"no such interface", "gvnone0", Config{}, "SIOCGIFINDEX gvnone0"},
-		{"name too long", "averyveryverylongname", Config{}, "must be 1 to 15 bytes"},
-		{"unknown ring version", "lo", Config{RingVersion: 1}, "ring version 1: want 2 (TPACKET_V2) or 3 (TPACKET_V3)"},
-		{"negative frame count", "lo", Config{FrameCount: -1}, "frame count -1"},
-		{"block not page multiple", "lo", Config{RingVersion: TPacketV3, BlockSize: 3000}, "block size 3000"},
-		{"negative block count", "lo", Config{RingVersion: TPacketV3, BlockCount: -1}, "block count -1"},
-		{"vnet with tx ring", "lo", Config{VnetHdr: true, TxRing: true}, "VnetHdr does not work with TxRing"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := Open(tc.ifname, tc.cfg)
-			if err == nil {
-				p.Close()
-				t.Fatalf("Open succeeded, want error containing %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q does not contain %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func TestPortMetadata(t *testing.T) {
-	r := newRig(t, Config{}, netnstest.VethOptions{MTU: 1400})
-	l, err := netnstest.LinkShow(nil, r.Veth.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Port.Name() != r.Veth.Host || r.Port.Ifindex() != l.Ifindex || r.Port.MTU() != 1400 ||
-		r.Port.HardwareAddr().String() != hostMAC.String() {
-		t.Errorf("port = %s ifindex %d mtu %d mac %s; link = %+v", r.Port.Name(), r.Port.Ifindex(), r.Port.MTU(), r.Port.HardwareAddr(), l)
-	}
+	porttest.OpenErrors(t, Open, []porttest.OpenError[Config]{
+		{Name: "unknown ring version", Ifname: "lo", Cfg: Config{RingVersion: 1}, Want: "ring version 1: want 2 (TPACKET_V2) or 3 (TPACKET_V3)"},
+		{Name: "negative frame count", Ifname: "lo", Cfg: Config{FrameCount: -1}, Want: "frame count -1"},
+		{Name: "block not page multiple", Ifname: "lo", Cfg: Config{RingVersion: TPacketV3, BlockSize: 3000}, Want: "block size 3000"},
+		{Name: "negative block count", Ifname: "lo", Cfg: Config{RingVersion: TPacketV3, BlockCount: -1}, Want: "block count -1"},
+		{Name: "vnet with tx ring", Ifname: "lo", Cfg: Config{VnetHdr: true, TxRing: true}, Want: "VnetHdr does not work with TxRing"},
+	})
 }
 
 // WriteBatchVnet needs a port opened with VnetHdr and one header per

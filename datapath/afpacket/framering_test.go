@@ -158,21 +158,7 @@ func TestFrameRingFill(t *testing.T) {
 				frameNr: len(tc.slots), opts: rxOpts{maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}}
 			b := port.NewBatch(8)
 			var c port.RxCounts
-			n := r.fill(b, 0, &c)
-			if n != len(tc.want) {
-				t.Fatalf("fill = %d frames, want %d (counts %+v)", n, len(tc.want), c)
-			}
-			for i := range tc.want {
-				if !bytes.Equal(b.Frames[i], tc.want[i]) {
-					t.Errorf("frame %d = %x\nwant %x", i, b.Frames[i], tc.want[i])
-				}
-				if tc.wantMeta != nil && b.Meta[i] != tc.wantMeta[i] {
-					t.Errorf("meta %d = %+v, want %+v", i, b.Meta[i], tc.wantMeta[i])
-				}
-			}
-			if c != tc.wantC {
-				t.Errorf("counts = %+v, want %+v", c, tc.wantC)
-			}
+			checkFill(t, b, r.fill(b, 0, &c), c, tc.want, tc.wantMeta, tc.wantC)
 			if r.relN != tc.wantRel || r.relFirst != 0 {
 				t.Errorf("slots to release = %d from %d, want %d from 0", r.relN, r.relFirst, tc.wantRel)
 			}
@@ -292,14 +278,7 @@ func FuzzFrameRingFill(f *testing.F) {
 			r.release()
 			var c port.RxCounts
 			n := r.fill(b, 0, &c)
-			for _, fr := range b.Frames[:n] {
-				if len(fr) < port.MinFrameLen || len(fr) > maxFrame {
-					t.Fatalf("frame of %d bytes handed out", len(fr))
-				}
-			}
-			if c.Packets != uint64(n) {
-				t.Fatalf("counted %d packets, handed out %d", c.Packets, n)
-			}
+			checkFuzzFill(t, b, n, c, maxFrame)
 			total += n
 		}
 		if total > nr {

@@ -209,21 +209,7 @@ func TestRingFill(t *testing.T) {
 				opts: rxOpts{maxFrame: port.MaxFrameLen(1500), reinsertV: !tc.keepVLAN}}
 			b := port.NewBatch(8)
 			var c port.RxCounts
-			n := r.fill(b, 0, &c)
-			if n != len(tc.want) {
-				t.Fatalf("fill = %d frames, want %d (counts %+v)", n, len(tc.want), c)
-			}
-			for i := range tc.want {
-				if !bytes.Equal(b.Frames[i], tc.want[i]) {
-					t.Errorf("frame %d = %x\nwant %x", i, b.Frames[i], tc.want[i])
-				}
-				if tc.wantMeta != nil && b.Meta[i] != tc.wantMeta[i] {
-					t.Errorf("meta %d = %+v, want %+v", i, b.Meta[i], tc.wantMeta[i])
-				}
-			}
-			if c != tc.wantC {
-				t.Errorf("counts = %+v, want %+v", c, tc.wantC)
-			}
+			checkFill(t, b, r.fill(b, 0, &c), c, tc.want, tc.wantMeta, tc.wantC)
 			if r.relN != tc.wantRel {
 				t.Errorf("blocks to release = %d, want %d", r.relN, tc.wantRel)
 			}
@@ -295,14 +281,41 @@ func FuzzRingFill(f *testing.F) {
 			r.release()
 			var c port.RxCounts
 			n := r.fill(b, 0, &c)
-			for _, fr := range b.Frames[:n] {
-				if len(fr) < port.MinFrameLen || len(fr) > maxFrame {
-					t.Fatalf("frame of %d bytes handed out", len(fr))
-				}
-			}
-			if c.Packets != uint64(n) {
-				t.Fatalf("counted %d packets, handed out %d", c.Packets, n)
-			}
+			checkFuzzFill(t, b, n, c, maxFrame)
 		}
 	})
+}
+
+// checkFill checks the n frames a fill handed out, their metadata
+// (wantMeta nil: not checked) and the counts.
+func checkFill(t *testing.T, b *port.Batch, n int, c port.RxCounts, want [][]byte, wantMeta []port.Meta, wantC port.RxCounts) {
+	t.Helper()
+	if n != len(want) {
+		t.Fatalf("fill = %d frames, want %d (counts %+v)", n, len(want), c)
+	}
+	for i := range want {
+		if !bytes.Equal(b.Frames[i], want[i]) {
+			t.Errorf("frame %d = %x\nwant %x", i, b.Frames[i], want[i])
+		}
+		if wantMeta != nil && b.Meta[i] != wantMeta[i] {
+			t.Errorf("meta %d = %+v, want %+v", i, b.Meta[i], wantMeta[i])
+		}
+	}
+	if c != wantC {
+		t.Errorf("counts = %+v, want %+v", c, wantC)
+	}
+}
+
+// checkFuzzFill checks that a fill over fuzzed memory handed out only
+// frames of a length the port accepts, and counted each.
+func checkFuzzFill(t *testing.T, b *port.Batch, n int, c port.RxCounts, maxFrame int) {
+	t.Helper()
+	for _, fr := range b.Frames[:n] {
+		if len(fr) < port.MinFrameLen || len(fr) > maxFrame {
+			t.Fatalf("frame of %d bytes handed out", len(fr))
+		}
+	}
+	if c.Packets != uint64(n) {
+		t.Fatalf("counted %d packets, handed out %d", c.Packets, n)
+	}
 }

@@ -111,7 +111,6 @@ type Port struct {
 	held   []uint64 // UMEM addresses of the frames of the last read
 	txFree []uint64 // UMEM addresses of TX frames not in flight
 
-	rxBusy bool // frames are streaming in: busy-poll before sleeping
 	wakeup bool // bound with XDP_USE_NEED_WAKEUP
 
 	maxFrame int

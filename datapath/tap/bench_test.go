@@ -6,7 +6,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/afpacket"
 	"github.com/govs-project/govs/datapath/netnstest"
-	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/datapath/port/porttest"
 )
 
 // b.N counts frames: ns/op is ns per frame.
@@ -31,13 +31,7 @@ func BenchmarkTapWrite(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for sent := 0; sent < b.N; {
-		n, err := p.WriteBatch(load[:min(len(load), b.N-sent)])
-		if err != nil {
-			b.Fatal(err)
-		}
-		sent += n
-	}
+	porttest.SendN(b, p, load, b.N)
 	b.StopTimer()
 	if st := p.Stats(); st.TxDropped != 0 || st.TxErrors != 0 {
 		b.Fatalf("stats %+v", st)
@@ -60,27 +54,5 @@ func BenchmarkTapRead(b *testing.B) {
 		load[i] = benchFrame(peerMAC, 64)
 	}
 	const round = 256 // below the TAP's queue limit (500)
-	batch := port.NewBatch(64)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; {
-		k := min(round, b.N-done)
-		b.StopTimer()
-		for sent := 0; sent < k; {
-			n, err := gen.WriteBatch(load[:min(len(load), k-sent)])
-			if err != nil {
-				b.Fatal(err)
-			}
-			sent += n
-		}
-		b.StartTimer()
-		for got := 0; got < k; {
-			n, err := p.ReadBatch(batch)
-			if err != nil || n == 0 {
-				b.Fatalf("ReadBatch = %d, %v after %d of %d", n, err, got, k)
-			}
-			got += n
-		}
-		done += k
-	}
+	porttest.DrainRounds(b, p, round, func(n int) { porttest.SendN(b, gen, load, n) })
 }

@@ -111,11 +111,7 @@ func TestCreateErrors(t *testing.T) {
 // The host stack resolving an address behind the TAP sends an ARP request
 // out of it, which the switch reads.
 func TestReadFromKernel(t *testing.T) {
-	ns := netnstest.NewNS(t)
-	p := createIn(t, ns, Config{Name: "gvtap1", MAC: tapMAC, ReadTimeout: 50 * time.Millisecond})
-	ns.MustExec(t, "ip", "addr", "add", "10.253.0.1/24", "dev", p.Name())
-	netnstest.DisableIPv6(t, ns, p.Name())
-
+	ns, p := addressedTap(t, "gvtap1", "10.253.0.1/24")
 	if err := ns.Do(func() error {
 		c, err := net.Dial("udp4", "10.253.0.2:9")
 		if err != nil {
@@ -141,11 +137,7 @@ func TestReadFromKernel(t *testing.T) {
 // A frame written to the TAP is received by the host stack: an ARP request
 // for the TAP's address gets a reply, read back from the TAP.
 func TestWriteToKernel(t *testing.T) {
-	ns := netnstest.NewNS(t)
-	p := createIn(t, ns, Config{Name: "gvtap2", MAC: tapMAC, ReadTimeout: 50 * time.Millisecond})
-	ns.MustExec(t, "ip", "addr", "add", "10.253.1.1/24", "dev", p.Name())
-	netnstest.DisableIPv6(t, ns, p.Name())
-
+	_, p := addressedTap(t, "gvtap2", "10.253.1.1/24")
 	req := arp(1, peerMAC, net.IPv4(10, 253, 1, 2), nil, net.IPv4(10, 253, 1, 1))
 	copy(req[0:6], tapMAC)
 	frames := [][]byte{
@@ -192,6 +184,16 @@ func TestReadTimeoutAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	porttest.CloseWakesReader(t, blocking, make([]byte, 60))
+}
+
+// addressedTap creates a TAP called name with tapMAC and IPv4 address
+// addr (IPv6 off, so only the test's traffic crosses it) in a fresh netns.
+func addressedTap(t *testing.T, name, addr string) (*netnstest.NS, *Port) {
+	ns := netnstest.NewNS(t)
+	p := createIn(t, ns, Config{Name: name, MAC: tapMAC, ReadTimeout: 50 * time.Millisecond})
+	ns.MustExec(t, "ip", "addr", "add", addr, "dev", p.Name())
+	netnstest.DisableIPv6(t, ns, p.Name())
+	return ns, p
 }
 
 // readUntil reads frames until match accepts one and returns a copy.
