@@ -9,28 +9,17 @@ package flowtable
 // resubmit without a table looks up table 0. Packet-ins raised here carry
 // table 0 and the cookie 0xffffffffffffffff, since no flow caused them.
 func (p *Pipeline) Execute(pkt *Packet, acts []Action, sink Sink, tr *Trace) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: ^uint64(0), counters: &p.sharedCounters}
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: CookieNone, counters: &p.sharedCounters, packetOut: true}
 	if pkt.Counters != nil {
 		x.counters = pkt.Counters
 	}
 	x.res.Segments = 1
 	p.mu.RLock()
-	for i, a := range acts {
-		if x.exit {
-			break
-		}
-		if o, ok := a.(*Output); ok && o.Port == PortTable {
-			x.note("output to TABLE: running the pipeline from table 0 with in_port %d", pkt.Key.InPort())
-			// Like a resubmit: an exit action or a pause inside the
-			// walk also ends the packet-out's own list, as in OVS.
-			x.runTable(0)
-			continue
-		}
-		x.execute(acts[i : i+1])
-	}
-	if !x.exit && len(x.actionSet) > 0 {
-		x.execute(sortActionSet(x.actionSet))
-	}
+	// Output to TABLE runs the pipeline like a resubmit: an exit action
+	// or a pause inside the walk also ends the packet-out's own list, as
+	// in OVS.
+	x.execute(acts)
+	x.finish(x.cookie)
 	p.mu.RUnlock()
 	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key

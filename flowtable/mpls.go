@@ -193,7 +193,13 @@ func (x *xlate) clone(acts []Action) {
 	saved.lent = false
 	nSet := len(x.actionSet)
 	x.execute(acts)
-	x.exit = false
+	if x.freezing {
+		// A pause in a clone ends there (OVS clone_xlate_actions), and
+		// the walk stops after the clone.
+		x.finishFreezing(x.cookie)
+	} else {
+		x.exit = false
+	}
 	x.actionSet = x.actionSet[:nSet]
 	*p = saved
 }

@@ -70,6 +70,9 @@ type PacketIn struct {
 	ControllerID uint16
 	UserData     []byte
 	Pause        bool
+	// Continuation is set for a controller(pause) packet-in: what
+	// NXT_RESUME needs to carry on.
+	Continuation *Continuation
 }
 
 // Packet-in reasons.
@@ -189,6 +192,17 @@ type xlate struct {
 	traceCT  Conntrack
 	stack    []stackEntry
 	counters *TableCounters
+	// Freezing at controller(pause) (continuation.go): the pause, the
+	// actions frozen so far and the last UnrollXlate among them.
+	freezing bool
+	pause    *Controller
+	frozen   []Action
+	unroll   *UnrollXlate
+	// conntracked: the walk is inside a ct(table=N) recirculation, or
+	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
+	conntracked bool
+	// packetOut: output to TABLE runs the pipeline (packet-out only).
+	packetOut bool
 }
 
 var seed = maphash.MakeSeed()
@@ -213,15 +227,16 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 	}
 	x.res.Segments = 1
 	p.mu.RLock()
+	// A pause reports the cookie of the flow the walk started with (OVS
+	// keeps the first rule's cookie in the translation context).
+	cookie := uint64(0)
 	if table == 0 && p.FailOpen.Load() {
 		// OVS's fail-open flow: hidden, above every flow of table 0.
 		x.execute(failOpenActions)
-	} else {
-		x.runTable(table)
+	} else if r := x.runTable(table); r != nil {
+		cookie = r.Cookie
 	}
-	if !x.exit && len(x.actionSet) > 0 {
-		x.execute(sortActionSet(x.actionSet))
-	}
+	x.finish(cookie)
 	p.mu.RUnlock()
 	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key
@@ -331,10 +346,12 @@ func (x *xlate) fail(e XlateError, format string, arg int) {
 	x.p.countXlateError(e, &x.pkt.Key)
 }
 
-func (x *xlate) runTable(id uint8) {
+// runTable looks the packet up in table id and runs the actions of the
+// rule it finds, which it returns.
+func (x *xlate) runTable(id uint8) *Rule {
 	deepens := x.depth > 0 && id <= x.table
 	if !x.enter(deepens) {
-		return
+		return nil
 	}
 	defer x.leave(deepens)
 	r := x.lookup(id)
@@ -345,7 +362,7 @@ func (x *xlate) runTable(id uint8) {
 	if r == nil {
 		// OpenFlow 1.3 table miss without a miss flow: drop.
 		x.note("no match: drop")
-		return
+		return nil
 	}
 	if !x.dry {
 		r.Stats.Packets.Add(1)
@@ -359,11 +376,16 @@ func (x *xlate) runTable(id uint8) {
 	x.table, x.cookie = id, r.Cookie
 	x.execute(r.Actions)
 	x.table, x.cookie = savedTable, savedCookie
+	return r
 }
 
 func (x *xlate) execute(acts []Action) {
-	for _, a := range acts {
+	for i, a := range acts {
 		if x.exit {
+			if x.freezing {
+				// A pause below: what this level had left resumes later.
+				x.freezeUnroll(acts[i:])
+			}
 			return
 		}
 		ev := -1
@@ -379,7 +401,29 @@ func (x *xlate) execute(acts []Action) {
 				x.tr.Events[ev].After = x.pkt.Key
 			}
 		}
+		if x.freezing && len(x.frozen) == 0 && x.freezeAfter(acts, i) {
+			return
+		}
 	}
+}
+
+// freezeAfter starts the frozen actions with those after acts[i], where
+// the walk paused (the end of OVS's do_xlate_actions loop). A resubmit or
+// goto_table that paused deeper is not run again: the next turn of the
+// loop freezes what follows it (false: this level is not done).
+func (x *xlate) freezeAfter(acts []Action, i int) bool {
+	switch a := acts[i].(type) {
+	case *Resubmit, *GotoTable:
+		return false
+	case *Output:
+		if a.Port == PortTable {
+			return false
+		}
+	case *Controller:
+		i++
+	}
+	x.freezeUnroll(acts[i:])
+	return true
 }
 
 func (x *xlate) do(a Action) {
@@ -391,10 +435,11 @@ func (x *xlate) do(a Action) {
 		x.orMaskRange(a.Src)
 		x.output(uint32(readRange(k, a.Src)), a.MaxLen)
 	case *Controller:
-		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData, Pause: a.Pause})
 		if a.Pause {
-			x.exit = true
+			x.pauseAt(a)
+			return
 		}
+		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData})
 	case *Enqueue:
 		x.output(a.Port, 0)
 	case *Resubmit:
@@ -501,6 +546,9 @@ func (x *xlate) do(a Action) {
 		// No effect on forwarding.
 	case *Exit:
 		x.exit = true
+	case *UnrollXlate:
+		x.table, x.cookie = a.Table, a.Cookie
+		x.note("restored state: table=%d, cookie=%#x", a.Table, a.Cookie)
 	case *Learn:
 		x.uncacheable("learn")
 		if f := x.learn(a); f != nil {
@@ -549,7 +597,12 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	case PortController:
 		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen})
 	case PortTable:
-		x.note("output to TABLE is only valid in packet-out")
+		if !x.packetOut {
+			x.note("output to TABLE is only valid in packet-out")
+			return
+		}
+		x.note("output to TABLE: running the pipeline from table 0 with in_port %d", in)
+		x.runTable(0)
 	case PortNone:
 		x.note("output to port NONE: drop")
 	default:
@@ -581,8 +634,13 @@ func (x *xlate) emitPort(port uint32, viaInPort bool) {
 }
 
 func (x *xlate) packetIn(pi *PacketIn) {
-	x.uncacheable("packet-in")
 	pi.Table, pi.Cookie = x.table, x.cookie
+	x.emitPacketIn(pi)
+}
+
+// emitPacketIn sends the packet to the controllers as pi says.
+func (x *xlate) emitPacketIn(pi *PacketIn) {
+	x.uncacheable("packet-in")
 	x.pkt.Commit()
 	x.res.PacketIns++
 	if x.tr != nil {
@@ -701,25 +759,36 @@ func (x *xlate) group(id uint32) {
 		saved := x.pkt.Key
 		for i := range g.Buckets {
 			x.pkt.Key = saved
-			x.execute(g.Buckets[i].Actions)
+			x.bucket(g.Buckets[i].Actions)
 		}
 		x.pkt.Key = saved
 	case GroupIndirect:
 		if len(g.Buckets) > 0 {
-			x.execute(g.Buckets[0].Actions)
+			x.bucket(g.Buckets[0].Actions)
 		}
 	case GroupFastFailover:
 		if len(g.Buckets) > 0 {
-			x.execute(g.Buckets[0].Actions)
+			x.bucket(g.Buckets[0].Actions)
 		}
 	case GroupSelect:
 		if b := x.selectBucket(g); b != nil {
 			saved := x.pkt.Key
-			x.execute(b.Actions)
+			x.bucket(b.Actions)
 			if !x.exit {
 				x.pkt.Key = saved
 			}
 		}
+	}
+}
+
+// bucket runs a group bucket's actions. A pause in a bucket ends there,
+// as in OVS's xlate_group_bucket: its continuation holds the rest of the
+// bucket, and the walk goes on after the group with the packet as it was.
+func (x *xlate) bucket(acts []Action) {
+	x.execute(acts)
+	if x.freezing {
+		x.finishFreezing(x.cookie)
+		x.exit = false
 	}
 }
 
@@ -865,7 +934,21 @@ func (x *xlate) conntrack(a *CT) {
 		x.r.cur = len(x.r.rec.Segments) - 1
 		x.r.wmask = Key{}
 	}
-	x.runTable(a.Table)
+	savedConntracked := x.conntracked
+	x.conntracked = true
+	r := x.runTable(a.Table)
+	if x.freezing {
+		// In OVS the recirculation is a translation of its own: a pause
+		// there freezes only it, with its first flow's cookie, and the
+		// actions after ct() go on.
+		cookie := uint64(0)
+		if r != nil {
+			cookie = r.Cookie
+		}
+		x.finishFreezing(cookie)
+		x.exit = false
+	}
+	x.conntracked = savedConntracked
 	x.seg = savedSeg
 	if x.r != nil {
 		x.r.cur, x.r.wmask = savedRec.cur, savedRec.wmask

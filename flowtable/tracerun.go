@@ -10,9 +10,7 @@ func (p *Pipeline) TraceRun(pkt *Packet, ct Conntrack, sink Sink, tr *Trace) Res
 	x.res.Segments = 1
 	p.mu.RLock()
 	x.runTable(0)
-	if !x.exit && len(x.actionSet) > 0 {
-		x.execute(sortActionSet(x.actionSet))
-	}
+	x.finish(0)
 	p.mu.RUnlock()
 	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key
