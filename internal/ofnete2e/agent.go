@@ -182,6 +182,7 @@ type BundleStats struct {
 	Messages int
 	Send     time.Duration // open + add messages + close
 	Commit   time.Duration // the commit request until its reply
+	CPU      time.Duration // the switch's CPU time for all of it (set by the caller)
 }
 
 // Bundle sends msgs in one bundle with the given flag (ofctrl.Atomic or
