@@ -14,7 +14,7 @@ DEB_PKGS  := openvswitch-switch openvswitch-common iproute2 iptables nftables co
              ovn-central ovn-host
 TEST_TIMEOUT ?= 60m
 
-.PHONY: all build demo test deps deps-apt deps-go vet bench bench-net conformance clean install fuzz fuzz-ci
+.PHONY: all build demo test test-ofnet deps deps-apt deps-go vet bench bench-net conformance clean install fuzz fuzz-ci
 
 all: build
 
@@ -54,7 +54,13 @@ RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	$(MAKE) test-ofnet
 	$(MAKE) fuzz-ci
+
+# Antrea's agent (antrea.io/ofnet, its own module so govs's go.mod does not
+# grow) against govs and Open vSwitch: same session, same outcome (root).
+test-ofnet:
+	cd internal/ofnete2e && $(GO) vet ./... && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Fuzz campaigns over every `func Fuzz` target (internal/fuzzcampaign): fuzz-ci
 # gives each a few seconds (part of make test); `make fuzz FUZZTIME=10m` is the

@@ -232,13 +232,10 @@ func (p *Pipeline) DeleteMeter(id uint32) []*Rule {
 	var removed []*Rule
 	ff := AllFlows()
 	p.forEachSelected(&ff, func(t *table, r *Rule) {
-		for _, a := range r.Actions {
-			if mt, ok := a.(*Meter); ok && slices.Contains(gone, mt.ID) {
-				t.cls(r).remove(r)
-				p.nRules--
-				removed = append(removed, r)
-				return
-			}
+		if id, ok := ruleMeter(r); ok && slices.Contains(gone, id) {
+			t.cls(r).remove(r)
+			p.nRules--
+			removed = append(removed, r)
 		}
 	})
 	p.BumpGeneration()
@@ -267,13 +264,28 @@ func (p *Pipeline) MeterFlowCounts() map[uint32]int {
 	counts := map[uint32]int{}
 	ff := AllFlows()
 	p.forEachSelected(&ff, func(t *table, r *Rule) {
-		for _, a := range r.Actions {
-			if mt, ok := a.(*Meter); ok {
-				counts[mt.ID]++
-			}
+		if id, ok := ruleMeter(r); ok {
+			counts[id]++
 		}
 	})
 	return counts
+}
+
+// ruleMeter is the meter a flow belongs to, as OVS's ofpacts_get_meter
+// sees it: only a meter that comes first (the OpenFlow 1.3 meter
+// instruction, or a 1.5 meter action before any other action). A meter
+// action later in the list still meters packets but, as in OVS, does not
+// count in the meter's flow_count nor take the flow with it when the
+// meter is deleted.
+func ruleMeter(r *Rule) (uint32, bool) {
+	if len(r.Actions) == 0 {
+		return 0, false
+	}
+	mt, ok := r.Actions[0].(*Meter)
+	if !ok {
+		return 0, false
+	}
+	return mt.ID, true
 }
 
 // validateMetersLocked reports ErrUnknownMeter if acts use a meter that

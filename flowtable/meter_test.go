@@ -113,13 +113,24 @@ func TestMeterTable(t *testing.T) {
 	if err := flowtext.Load(p, "table=1,priority=1 actions=meter:9,output:1", nil); !errors.Is(err, flowtable.ErrUnknownMeter) {
 		t.Errorf("flow naming meter 9: %v", err)
 	}
+	// Priority 3 meters its packets too, but as in OVS (ofpacts_get_meter)
+	// a meter after another action neither counts in flow_count nor
+	// takes the flow with it when the meter goes.
 	if err := flowtext.Load(p, "table=1,priority=1 actions=meter:1,output:1\ntable=1,priority=2 actions=output:2", nil); err != nil {
+		t.Fatal(err)
+	}
+	late, err := flowtext.ParseFlow("table=1,priority=3 actions=meter:1,output:3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.Actions[0], late.Actions[1] = late.Actions[1], late.Actions[0] // output:3,meter:1 (OpenFlow 1.5)
+	if err := p.AddFlow(&late.Flow); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.MeterFlowCounts()[1]; n != 1 {
 		t.Errorf("meter 1 flow count %d", n)
 	}
-	if gone := p.DeleteMeter(1); len(gone) != 1 || gone[0].Priority != 1 || p.NumFlows() != 1 {
+	if gone := p.DeleteMeter(1); len(gone) != 1 || gone[0].Priority != 1 || p.NumFlows() != 2 {
 		t.Errorf("deleting meter 1 removed %d flows, %d left", len(gone), p.NumFlows())
 	}
 	if len(p.Meters(flowtable.MeterAllID)) != 0 || p.DeleteMeter(55) != nil {

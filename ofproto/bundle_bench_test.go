@@ -25,17 +25,60 @@ func BenchmarkBundleFlowMods(b *testing.B) {
 	}{{"pipe", connectTo}, {"unix", connectUnix}} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := flowtable.NewPipeline()
-			benchBundle(b, tc.connect(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p)
+			benchBundle(b, tc.connect(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, simpleFlows(10000))
 		})
 	}
 }
 
-func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline) {
-	const n = 10000
-	var msgs [][]byte // encoded bundle-add messages (without header)
+// BenchmarkBundleAntrea is BenchmarkBundleFlowMods with 20,000 flows shaped
+// as those Antrea's agent sends through ofnet (internal/ofnete2e): per pod a
+// classifier, spoof guard, L3 and L2 forwarding flow and an ingress policy
+// as conjunctions; per Service a ServiceLB flow and three EndpointDNAT
+// flows with ct(commit,exec(set_field->ct_mark)).
+func BenchmarkBundleAntrea(b *testing.B) {
+	p := flowtable.NewPipeline()
+	benchBundle(b, connectUnix(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, antreaFlows(2000, 1000))
+}
+
+func antreaFlows(pods, services int) []string {
+	var out []string
+	ip := func(a, i int) string { return fmt.Sprintf("10.%d.%d.%d", a, i>>8&0xff, i&0xff) }
+	mac := func(i int) string { return fmt.Sprintf("aa:bb:cc:00:%02x:%02x", i>>8&0xff, i&0xff) }
+	for i := 0; i < pods; i++ {
+		port, conj := 10+i, 1000+i
+		out = append(out,
+			fmt.Sprintf("table=5,priority=190,in_port=%d actions=set_field:0x3/0xf->reg0,goto_table:6", port),
+			fmt.Sprintf("table=6,priority=200,ip,in_port=%d,dl_src=%s,nw_src=%s actions=goto_table:10", port, mac(i), ip(10, i)),
+			fmt.Sprintf("table=30,priority=200,ip,reg0=0x200/0x200,nw_dst=%s actions=set_field:aa:bb:cc:dd:ee:ff->eth_src,set_field:%s->eth_dst,dec_ttl,goto_table:40", ip(10, i), mac(i)),
+			fmt.Sprintf("table=40,priority=200,dl_dst=%s actions=set_field:%#x->reg1,set_field:0x200000/0x600000->reg0,goto_table:42", mac(i), port),
+			fmt.Sprintf("table=42,priority=200,ip,nw_src=%s actions=conjunction(%d,1/2)", ip(10, i+1), conj),
+			fmt.Sprintf("table=42,priority=200,ip,reg1=%#x actions=conjunction(%d,2/2)", port, conj),
+			fmt.Sprintf("table=42,priority=190,conj_id=%d,ip actions=set_field:%#x->reg6,goto_table:44", conj, conj),
+			fmt.Sprintf("table=44,priority=200,ip,reg6=%#x actions=goto_table:45", conj))
+	}
+	for j := 0; j < services; j++ {
+		out = append(out, fmt.Sprintf("table=13,priority=200,tcp,reg4=0x10000/0x70000,nw_dst=%s,tp_dst=80 actions=set_field:0x20000/0x70000->reg4,goto_table:14", ip(96, j)))
+		for k := 0; k < 3; k++ {
+			out = append(out, fmt.Sprintf("table=14,priority=200,tcp,reg3=%#x,reg4=0x28080/0x7ffff actions=ct(commit,table=20,zone=65520,exec(set_field:0x20/0x20->ct_mark))", 0x0a0a0000+3*j+k))
+		}
+	}
+	return out
+}
+
+func simpleFlows(n int) []string {
+	var out []string
 	for i := 0; i < n; i++ {
-		fm, err := flowtext.ParseFlow(fmt.Sprintf("table=%d,priority=%d,ip,nw_src=10.%d.%d.%d actions=load:%#x->NXM_NX_REG1[],goto_table:%d",
-			i%3, 100+i%50, i/65536, i/256%256, i%256, i, 10+i%3), nil)
+		out = append(out, fmt.Sprintf("table=%d,priority=%d,ip,nw_src=10.%d.%d.%d actions=load:%#x->NXM_NX_REG1[],goto_table:%d",
+			i%3, 100+i%50, i/65536, i/256%256, i%256, i, 10+i%3))
+	}
+	return out
+}
+
+func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline, flows []string) {
+	n := len(flows)
+	var msgs [][]byte // encoded bundle-add messages (without header)
+	for _, line := range flows {
+		fm, err := flowtext.ParseFlow(line, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -70,7 +70,9 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 		}
 		props = append(props,
 			wire.Property{Type: wire.NXPINT_TABLE_ID, Data: []byte{pi.Table}},
-			wire.Property{Type: wire.NXPINT_COOKIE, Data: binary.BigEndian.AppendUint64(nil, pi.Cookie)},
+			// As OVS's ofpprop_put_be64: 4 bytes of padding keep the
+			// 64-bit value aligned (property length 16).
+			wire.Property{Type: wire.NXPINT_COOKIE, Data: binary.BigEndian.AppendUint64(make([]byte, 4), pi.Cookie)},
 			wire.Property{Type: wire.NXPINT_REASON, Data: []byte{pi.Reason}})
 		md, err := wire.AppendMatchTLVs(nil, c.Version(), fields)
 		if err != nil {
