@@ -502,3 +502,39 @@ func (b *Bridge) CacheStats() (st flowcache.Stats, entries int) {
 	}
 	return st, entries
 }
+
+// batchTime is the loop's time of a batch for the cache's "used": the
+// conntrack clock the loop read for the batch, or, on a bridge without
+// conntrack, the monotonic clock (read once per batch).
+func batchTime(ctNow int64) int64 {
+	if ctNow != 0 {
+		return ctNow
+	}
+	return int64(time.Since(monoBase)) + int64(time.Hour)
+}
+
+var monoBase = time.Now()
+
+// DumpFlows copies the megaflows of every port goroutine's cache, as
+// dpctl/dump-flows lists them, and returns the clock (batchTime's) to
+// age their "used" against. Each cache is read between two of its
+// loop's batches (the loop holds it for a batch), so the dump never
+// races the packet path and stalls a loop at most for one copy.
+func (b *Bridge) DumpFlows() (flows []flowcache.DumpEntry, now int64) {
+	ps := b.ports.Load()
+	for _, no := range ps.numbers {
+		bp := ps.byNo[no]
+		if bp == nil || bp.loop == nil || bp.loop.cache == nil {
+			continue
+		}
+		l := bp.loop
+		l.cacheMu.Lock()
+		flows = append(flows, l.cache.Dump()...)
+		l.cacheMu.Unlock()
+	}
+	var ctNow int64
+	if clk, ok := b.pipeline.Conntrack.(flowtable.ConntrackClock); ok {
+		ctNow = clk.Now()
+	}
+	return flows, batchTime(ctNow)
+}

@@ -2,12 +2,13 @@ package datapath
 
 import (
 	"errors"
-	"github.com/govs-project/govs/datapath/flowcache"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
 )
@@ -42,8 +43,11 @@ type loop struct {
 	lastErr time.Time
 
 	// cache is this port goroutine's megaflow cache (nil: every packet
-	// runs the pipeline).
-	cache *flowcache.Cache
+	// runs the pipeline). cacheMu is held while a batch uses it, so that
+	// a dump (DumpFlows) reads it between batches, never during one:
+	// uncontended but for a dump, it costs the loop one lock per batch.
+	cache   *flowcache.Cache
+	cacheMu sync.Mutex
 
 	// offload: the port feeds the kernel fast path (kernelpath.go).
 	offload   bool
@@ -132,6 +136,10 @@ func (l *loop) process(frames [][]byte) {
 		ctNow = clk.Now()
 	}
 	l.pkt.CtNow = ctNow
+	if l.cache != nil {
+		l.cacheMu.Lock()
+		l.cache.SetBatchTime(batchTime(ctNow))
+	}
 	var bad uint64
 	for i := 0; i < len(frames); {
 		i = l.processFrom(frames, i, &bad)
@@ -142,6 +150,7 @@ func (l *loop) process(frames [][]byte) {
 	if l.cache != nil {
 		l.cache.FlushStats()
 		l.cache.MaybeExpire()
+		l.cacheMu.Unlock()
 	}
 	l.flush()
 }

@@ -245,8 +245,10 @@ func (m *pmd) sleep(fds []unix.PollFd) []unix.PollFd {
 		// housekeeping now and then.
 		m.mu.Lock()
 		for _, bp := range m.ports {
-			if bp.loop.cache != nil {
-				bp.loop.cache.MaybeExpire()
+			if l := bp.loop; l.cache != nil {
+				l.cacheMu.Lock()
+				l.cache.MaybeExpire()
+				l.cacheMu.Unlock()
 			}
 		}
 		m.mu.Unlock()

@@ -179,6 +179,18 @@ func run(a *args, ready *daemonproc.Notifier) error {
 	// Up when the sockets answer: the govs control socket is created by
 	// ServeCtl, so wait for it before telling --detach's parent.
 	waitForSocket(filepath.Join(a.rundir, vswitchd.CtlSocketName), 5*time.Second)
+	if a.database != "" {
+		// As ovs-vswitchd: --detach's parent returns once the daemon has
+		// applied the database's configuration (written cur_cfg), so
+		// what ovs-ctl runs next finds the bridges and ofports set.
+		select {
+		case <-d.Configured():
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			return err
+		}
+	}
 	log.Info("govs-vswitchd started", zap.String("rundir", a.rundir), zap.String("unixctl", ctlPath),
 		zap.String("pidfile", a.pidfile), zap.String("database", a.database))
 	ready.Ready()

@@ -14,6 +14,7 @@
 package flowcache
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -48,6 +49,10 @@ type Entry struct {
 	// Counters not yet added to the rules (see FlushStats).
 	packets, bytes uint64
 	dirty          bool
+	// For dumps: the packets and bytes flushed so far, and the batch
+	// time (the loop's clock, SetBatchTime) of the last hit; 0: never.
+	nPackets, nBytes uint64
+	usedAt           int64
 
 	// NORMAL's decisions (flowtable.Segment.UsesMACs): valid while the
 	// MAC table has generation macGen and until expires (Unix ns, 0:
@@ -103,6 +108,8 @@ type Cache struct {
 	pub        Stats // the counters as of the last batch, for Stats
 	dirty      []*Entry
 	lastExpire int64
+	// batchTime is the loop's time of the current batch (SetBatchTime).
+	batchTime int64
 	// now is the pipeline's clock, read at most once per batch (when a
 	// NORMAL entry needs it); nowOK says it was read in this batch.
 	now   int64
@@ -173,10 +180,45 @@ func (c *Cache) FlushStats() {
 			r.Stats.Bytes.Add(e.bytes)
 		}
 		c.counters.AddLookups(e.lookups, e.packets)
+		e.nPackets += e.packets
+		e.nBytes += e.bytes
+		e.usedAt = c.batchTime
 		e.packets, e.bytes, e.dirty = 0, 0, false
 	}
 	c.dirty = c.dirty[:0]
 	c.publish()
+}
+
+// SetBatchTime tells the cache the time of the batch the loop is about
+// to process (any monotonic clock in ns): the "used" of the entries it
+// hits, for dumps. The loop reads its clock once per batch anyway.
+func (c *Cache) SetBatchTime(ns int64) { c.batchTime = ns }
+
+// DumpEntry is one megaflow as dpctl/dump-flows shows it.
+type DumpEntry struct {
+	Mask  flowtable.Key // the megaflow's mask
+	Value flowtable.Key // the masked key
+	Ops   []flowtable.DPOp
+	// Packets and Bytes went through the entry (installs count from the
+	// first hit: the upcalled packet is the pipeline's).
+	Packets, Bytes uint64
+	// Used is the batch time of the last hit (SetBatchTime), 0: never.
+	Used int64
+}
+
+// Dump copies every entry. Like every other method it runs on the
+// cache's own goroutine or while that goroutine is held between batches.
+func (c *Cache) Dump() []DumpEntry {
+	out := make([]DumpEntry, 0, c.n)
+	for _, st := range c.subtables {
+		for _, es := range st.index {
+			for _, e := range es {
+				out = append(out, DumpEntry{Mask: st.mask, Value: e.value, Ops: slices.Clone(e.ops),
+					Packets: e.nPackets + e.packets, Bytes: e.nBytes + e.bytes, Used: e.usedAt})
+			}
+		}
+	}
+	return out
 }
 
 // Flush drops every entry.

@@ -73,6 +73,8 @@ func New(d *vswitchd.Daemon, vlog *VLog, exit func()) *App {
 	s.Register("ofproto/list", "", 0, 0, a.ofprotoList)
 	a.registerTrace()
 	s.Register("dpif/show", "", 0, 0, a.dpifShow)
+	a.registerDumpFlows()
+	a.registerTnl()
 	s.Register("dpif/dump-dps", "", 0, 0, func([]string) (string, error) { return "netdev@ovs-netdev\n", nil })
 	s.Register("dpif/show-dp-features", "bridge", 1, 1, a.showDPFeatures)
 	s.Register("dpctl/dump-dps", "", 0, 0, func([]string) (string, error) { return "netdev@ovs-netdev\n", nil })

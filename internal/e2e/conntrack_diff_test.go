@@ -4,16 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/govs-project/govs/datapath/netnstest"
-	"github.com/govs-project/govs/internal/ovstest"
-	"github.com/govs-project/govs/internal/seeds"
+	"github.com/govs-project/govs/ofproto/flowtext"
 )
 
 // holdServer answers "hello" on port and keeps each connection open
@@ -63,37 +62,12 @@ func dialFrom(t *testing.T, ns *netnstest.NS, sport int, addr string) {
 	}
 }
 
-// ovsWorker1 builds seed worker 1's service walk on a real Open vSwitch:
-// the gateway (an internal port) with kube-proxy's DNAT in the switch's
-// namespace, frontend and backend1 pods on veths.
-func ovsWorker1(t *testing.T) (*ovstest.OVS, map[string]*netnstest.NS) {
-	o := ovstest.Start(t, ovstest.Options{FailMode: "secure", Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}})
-	node := &netnstest.NS{Name: o.Netns()}
-	node.MustExec(t, "ip", "addr", "add", "10.222.1.1/24", "dev", "gw0")
-	node.MustExec(t, "ip", "link", "set", "gw0", "address", "4e:99:08:c1:53:be", "up")
-	node.MustExec(t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	node.MustExec(t, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0")
-	netnstest.DisableOffloads(t, node, "gw0")
-	node.MustExec(t, "iptables", "-t", "nat", "-A", "PREROUTING", "-d", "10.104.65.133", "-p", "tcp", "--dport", "80",
+// serviceDNAT is kube-proxy's DNAT of backendsvc to backend1 in the
+// node's namespace (the gateway's).
+func serviceDNAT(t *testing.T, w *worker1) {
+	t.Helper()
+	w.ns.MustExec(t, "iptables", "-t", "nat", "-A", "PREROUTING", "-d", "10.104.65.133", "-p", "tcp", "--dport", "80",
 		"-j", "DNAT", "--to-destination", "10.222.1.47:80")
-	pods := map[string]*netnstest.NS{}
-	for _, p := range worker1Pods {
-		ns := netnstest.NewNS(t)
-		v := netnstest.NewVeth(t, node, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: net.HardwareAddr(mustMAC(t, p.mac))})
-		ns.MustExec(t, "ip", "link", "set", "lo", "up")
-		ns.MustExec(t, "ip", "route", "add", "default", "via", "10.222.1.1")
-		if err := o.AddPort(ovstest.Port{Name: v.Host, OFPort: p.ofport}); err != nil {
-			t.Fatal(err)
-		}
-		pods[p.name] = ns
-	}
-	if err := o.AddTLVMap("{class=0x104,type=0x80,len=4}->tun_metadata0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.AddFlowsFile(filepath.Join(seeds.Dir(), "worker1.flows"), "OpenFlow15"); err != nil {
-		t.Fatal(err)
-	}
-	return o, pods
 }
 
 // TestDumpConntrackMatchesOVS: after the seed service walk (frontend ->
@@ -103,13 +77,13 @@ func ovsWorker1(t *testing.T) (*ovstest.OVS, map[string]*netnstest.NS) {
 // parses these lines).
 func TestDumpConntrackMatchesOVS(t *testing.T) {
 	const sport = 41000
-	o, ovsPods := ovsWorker1(t)
-	holdServer(t, ovsPods["backend1"], 80)
-	dialFrom(t, ovsPods["frontend"], sport, "10.104.65.133:80")
+	o := startWorker1OVSDB(t, "")
+	serviceDNAT(t, o)
+	holdServer(t, o.pods["backend1"].ns, 80)
+	dialFrom(t, o.pods["frontend"].ns, sport, "10.104.65.133:80")
 
 	w := startWorker1(t)
-	w.n.ns.MustExec(t, "iptables", "-t", "nat", "-A", "PREROUTING", "-d", "10.104.65.133", "-p", "tcp", "--dport", "80",
-		"-j", "DNAT", "--to-destination", "10.222.1.47:80")
+	serviceDNAT(t, w)
 	holdServer(t, w.pods["backend1"].ns, 80)
 	dialFrom(t, w.pods["frontend"].ns, sport, "10.104.65.133:80")
 	time.Sleep(200 * time.Millisecond) // the final ACKs
@@ -128,11 +102,11 @@ func TestDumpConntrackMatchesOVS(t *testing.T) {
 		return ls
 	}
 	for _, args := range [][]string{{"-m"}, {}, {"zone=65520"}, {"-m", "zone=65520"}} {
-		ovsOut, err := o.Appctl(append([]string{"dpctl/dump-conntrack"}, args...)...)
-		if err != nil {
-			t.Fatal(err)
+		ovsOut, rc := o.appctl(t, append([]string{"dpctl/dump-conntrack"}, args...)...)
+		if rc != 0 {
+			t.Fatal(ovsOut)
 		}
-		govsOut, rc := w.n.appctl(t, append([]string{"dpctl/dump-conntrack"}, args...)...)
+		govsOut, rc := w.appctl(t, append([]string{"dpctl/dump-conntrack"}, args...)...)
 		if rc != 0 {
 			t.Fatalf("govs dump-conntrack: %d %s", rc, govsOut)
 		}
@@ -146,8 +120,113 @@ func TestDumpConntrackMatchesOVS(t *testing.T) {
 		}
 	}
 	// -s adds timeout= as OVS does (the values differ with timing).
-	govsOut, _ := w.n.appctl(t, "dpctl/dump-conntrack", "-m", "-s", "zone=65520")
+	govsOut, _ := w.appctl(t, "dpctl/dump-conntrack", "-m", "-s", "zone=65520")
 	if !regexp.MustCompile(`,id=0,zone=65520,status=0,timeout=\d+,mark=32,protoinfo=\(state_orig=`).MatchString(govsOut) {
 		t.Errorf("dump-conntrack -m -s:\n%s", govsOut)
+	}
+}
+
+// TestDumpFlowsMatchesOVS: after the seed service walk, `ovs-appctl
+// dpif/dump-flows br-int` and `dpctl/dump-flows` on govs-vswitchd list
+// the megaflows the walk's packets went through, in OVS's line format,
+// with the same datapath actions per input port as Open vSwitch (port
+// numbers mapped to OpenFlow ports, recirc ids numbered by appearance;
+// the masks are each datapath's own).
+func TestDumpFlowsMatchesOVS(t *testing.T) {
+	const sport = 41001
+	o := startWorker1OVSDB(t, "")
+	serviceDNAT(t, o)
+	holdServer(t, o.pods["backend1"].ns, 80)
+	dialFrom(t, o.pods["frontend"].ns, sport, "10.104.65.133:80")
+	time.Sleep(200 * time.Millisecond)
+	// Now: OVS's revalidators drop megaflows idle for 10 s.
+	ovsOut, rc := o.appctl(t, "dpif/dump-flows", "br-int")
+	if rc != 0 {
+		t.Fatal(ovsOut)
+	}
+	ovsShow, rc := o.appctl(t, "dpif/show")
+	if rc != 0 {
+		t.Fatal(ovsShow)
+	}
+	ovsPorts := map[string]string{} // datapath port -> OpenFlow port
+	for _, m := range regexp.MustCompile(`(?m)^    \S+ (\d+)/(\d+): `).FindAllStringSubmatch(ovsShow, -1) {
+		ovsPorts[m[2]] = m[1]
+	}
+
+	w := startWorker1(t)
+	serviceDNAT(t, w)
+	holdServer(t, w.pods["backend1"].ns, 80)
+	dialFrom(t, w.pods["frontend"].ns, sport, "10.104.65.133:80")
+	time.Sleep(200 * time.Millisecond)
+	govsOut, rc := w.appctl(t, "dpif/dump-flows", "br-int")
+	if rc != 0 {
+		t.Fatalf("dpif/dump-flows: %d %s", rc, govsOut)
+	}
+	t.Logf("govs:\n%s\nOpen vSwitch:\n%s", govsOut, ovsOut)
+	line := regexp.MustCompile(`^(\S+,)?recirc_id\((0|0x[0-9a-f]+)\),(in_port\((\d+)\),)?packet_type\(ns=0,id=0\),(eth\(\S*\),)?eth_type\(0x[0-9a-f]{4}\)\S*, packets:(\d+), bytes:(\d+), used:(\d+\.\d{3}s|never)(, flags:\S+)?, actions:(\S+)$`)
+	// shapes are the datapath actions of the IPv4 megaflows (the walk's),
+	// ports as OpenFlow numbers, recirc ids left out: the masks and so
+	// which entries there are differ (govs's recirculated entries need not
+	// look at in_port), what they do must not.
+	shapes := func(out string, ports map[string]string) (map[string]bool, int) {
+		s, packets := map[string]bool{}, 0
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			m := line.FindStringSubmatch(l)
+			if m == nil {
+				t.Errorf("not a dump-flows line: %q", l)
+				continue
+			}
+			if !strings.Contains(l, "eth_type(0x0800)") {
+				continue
+			}
+			mapPort := func(p string) string {
+				if q, ok := ports[p]; ok {
+					return q
+				}
+				return p
+			}
+			var acts []string
+			for _, a := range flowtext.SplitDatapathActions(m[10]) {
+				acts = append(acts, mapPort(a))
+			}
+			act := recircRE.ReplaceAllString(strings.Join(acts, ","), "recirc(N")
+			n, _ := strconv.Atoi(m[6])
+			packets += n
+			s[act] = true
+		}
+		return s, packets
+	}
+	govsShapes, govsPackets := shapes(govsOut, nil)
+	ovsShapes, _ := shapes(ovsOut, ovsPorts)
+	if len(ovsShapes) == 0 {
+		t.Fatalf("Open vSwitch shows no IPv4 megaflow after the walk")
+	}
+	for s := range ovsShapes {
+		if !govsShapes[s] {
+			t.Errorf("Open vSwitch has a megaflow %q that govs lacks", s)
+		}
+	}
+	for s := range govsShapes {
+		if !ovsShapes[s] {
+			t.Errorf("govs has a megaflow %q that Open vSwitch lacks", s)
+		}
+	}
+	if govsPackets == 0 {
+		t.Errorf("govs's IPv4 megaflows counted no packets after the walk")
+	}
+	// dpctl/dump-flows lists the same flows under OVS's header.
+	dp, rc := w.appctl(t, "dpctl/dump-flows")
+	if rc != 0 || !strings.HasPrefix(dp, "flow-dump from the main thread:\n") {
+		t.Errorf("dpctl/dump-flows: %d\n%s", rc, dp)
+	}
+	if got, _ := shapes(strings.TrimPrefix(dp, "flow-dump from the main thread:\n"), nil); len(got) != len(govsShapes) {
+		t.Errorf("dpctl/dump-flows has %d IPv4 megaflow shapes, dpif/dump-flows %d", len(got), len(govsShapes))
+	}
+	// -m: the ufid first, as OVS.
+	if m, _ := w.appctl(t, "dpif/dump-flows", "-m", "br-int"); !regexp.MustCompile(`(?m)^ufid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}, recirc_id\(0\),`).MatchString(m) {
+		t.Errorf("dpif/dump-flows -m:\n%s", m)
+	}
+	if out, rc := w.appctl(t, "dpif/dump-flows", "nosuchbr"); rc != 2 || !strings.HasPrefix(out, "no such bridge\n") {
+		t.Errorf("dpif/dump-flows nosuchbr: %d %q", rc, out)
 	}
 }

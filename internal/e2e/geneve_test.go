@@ -169,12 +169,16 @@ func startGovsWorker(t *testing.T, n *node, w geneveWorker) *geneveNode {
 }
 
 // underlay joins two node namespaces with a veth pair carrying the seed's
-// node addresses (10.79.1.201 and 10.79.1.202); it returns the pair.
-func underlay(t *testing.T, ns1, ns2 *netnstest.NS, addr2 bool) *netnstest.Veth {
+// node addresses (10.79.1.201 and 10.79.1.202) where addr1/addr2 ask (a
+// node with br-phy has its address there); it returns the pair.
+func underlay(t *testing.T, ns1, ns2 *netnstest.NS, addr1, addr2 bool) *netnstest.Veth {
 	t.Helper()
 	opts := netnstest.VethOptions{
-		HostMAC: mustMAC(t, geneveWorker1.nodeMAC), HostAddr: geneveWorker1.nodeIP + "/24",
+		HostMAC: mustMAC(t, geneveWorker1.nodeMAC),
 		PeerMAC: mustMAC(t, geneveWorker2.nodeMAC),
+	}
+	if addr1 {
+		opts.HostAddr = geneveWorker1.nodeIP + "/24"
 	}
 	if addr2 {
 		opts.PeerAddr = geneveWorker2.nodeIP + "/24"
@@ -400,7 +404,7 @@ func checkPodTCP(t *testing.T, frontend *pod) {
 // one side reaches the other's reg9.
 func TestGeneveTwoGovsNodes(t *testing.T) {
 	n1, n2 := startNode(t), startNode(t)
-	link := underlay(t, n1.ns, n2.ns, true)
+	link := underlay(t, n1.ns, n2.ns, true, true)
 	w1 := startGovsWorker(t, n1, geneveWorker1)
 	w2 := startGovsWorker(t, n2, geneveWorker2)
 	frontend, backend2 := w1.pods["frontend"], w2.pods["backend2"]
@@ -455,17 +459,31 @@ func checkTunMetadata(t *testing.T, w1, w2 *geneveNode, frontend *pod) {
 	})
 }
 
-// startOVSWorker2 makes worker 2 with a real Open vSwitch (userspace netdev
-// datapath) the way OVS's userspace tunneling guide does: br-phy holds the
-// underlay interface and the node address (on its internal port), OVS's own
-// route and neighbour tables point the tunnel at it, and br-int has the
-// flow-based Geneve port antrea-tun0, the gateway and backend2.
+// startOVSWorker2 makes worker 2 with a real Open vSwitch next to n1's
+// govs node (whose underlay address is on its NIC).
 func startOVSWorker2(t *testing.T, n1 *node) (*geneveNode, *netnstest.Veth) {
 	t.Helper()
-	w := geneveWorker2
-	o := ovstest.Start(t, ovstest.Options{FailMode: "secure"})
+	var link *netnstest.Veth
+	g := startOVSDBWorker(t, "", geneveWorker2, func(ns *netnstest.NS) string {
+		link = underlay(t, n1.ns, ns, true, false)
+		return link.Peer
+	})
+	return g, link
+}
+
+// startOVSDBWorker makes a worker with a switch daemon (vswitchd; "":
+// Open vSwitch's ovs-vswitchd) on a private ovsdb-server, configured with
+// the commands OVS's userspace tunneling guide gives: br-phy holds the
+// underlay interface (which plug connects and names) and the node address
+// (on its LOCAL port), the switch's route and neighbour tables point the
+// tunnel at it, and br-int has the flow-based Geneve port antrea-tun0
+// without local_ip, the gateway and the pods. The same commands whatever
+// the daemon.
+func startOVSDBWorker(t *testing.T, vswitchd string, w geneveWorker, plug func(ns *netnstest.NS) string) *geneveNode {
+	t.Helper()
+	o := ovstest.Start(t, ovstest.Options{FailMode: "secure", Vswitchd: vswitchd})
 	ns := &netnstest.NS{Name: o.Netns()}
-	link := underlay(t, n1.ns, ns, false)
+	nic := plug(ns)
 	vsctl := func(args ...string) {
 		t.Helper()
 		if out, err := o.Vsctl(args...); err != nil {
@@ -479,7 +497,7 @@ func startOVSWorker2(t *testing.T, n1 *node) (*geneveNode, *netnstest.Veth) {
 		}
 	}
 	vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev", "fail-mode=standalone")
-	vsctl("add-port", "br-phy", link.Peer)
+	vsctl("add-port", "br-phy", nic)
 	ns.MustExec(t, "ip", "addr", "add", w.nodeIP+"/24", "dev", "br-phy")
 	ns.MustExec(t, "ip", "link", "set", "br-phy", "up")
 	// OVS learns br-phy's new address from netlink a moment later, and
@@ -488,7 +506,11 @@ func startOVSWorker2(t *testing.T, n1 *node) (*geneveNode, *netnstest.Veth) {
 		_, err := o.Appctl("ovs/route/add", "10.79.1.0/24", "br-phy")
 		return err == nil
 	}, "ovs-appctl ovs/route/add 10.79.1.0/24 br-phy")
-	appctl("tnl/arp/set", "br-phy", geneveWorker1.nodeIP, geneveWorker1.nodeMAC)
+	peer := geneveWorker1
+	if w.nodeIP == peer.nodeIP {
+		peer = geneveWorker2
+	}
+	appctl("tnl/arp/set", "br-phy", peer.nodeIP, peer.nodeMAC)
 
 	g := &geneveNode{ns: ns, target: o.Target(), pods: map[string]*pod{}}
 	if err := o.AddPort(ovstest.Port{Name: "antrea-tun0", Type: "geneve", OFPort: 1,
@@ -508,8 +530,70 @@ func startOVSWorker2(t *testing.T, n1 *node) (*geneveNode, *netnstest.Veth) {
 		g.pods[p.name] = pd
 	}
 	g.loadSeed(t, w)
-	return g, link
+	return g
 }
+
+// testGeneveOVSDB runs the Geneve walk between two workers built by
+// startOVSDBWorker with the daemons vswitchd1 and vswitchd2 ("": Open
+// vSwitch), joined by an underlay link between their br-phy bridges.
+func testGeneveOVSDB(t *testing.T, vswitchd1, vswitchd2 string) {
+	netnstest.RequireRoot(t)
+	// The link is made with worker 1's namespace and its far end waits in
+	// hold until worker 2's exists.
+	hold := netnstest.NewNS(t)
+	var link *netnstest.Veth
+	var ns1 *netnstest.NS
+	w1 := startOVSDBWorker(t, vswitchd1, geneveWorker1, func(ns *netnstest.NS) string {
+		ns1 = ns
+		link = underlay(t, ns, hold, false, false)
+		return link.Host
+	})
+	w2 := startOVSDBWorker(t, vswitchd2, geneveWorker2, func(ns *netnstest.NS) string {
+		hold.MustExec(t, "ip", "link", "set", link.Peer, "netns", ns.Name)
+		ns.MustExec(t, "ip", "link", "set", link.Peer, "up")
+		return link.Peer
+	})
+	frontend, backend2 := w1.pods["frontend"], w2.pods["backend2"]
+	podServe(t, backend2, "backend2", 80)
+	t.Run("frontend to backend2 TCP 80 through the tunnel, decoded by tshark", func(t *testing.T) {
+		tunOut1 := w1.nPackets(t, "table=70,ip,nw_dst=10.222.2.0/24")
+		tunIn2 := w2.nPackets(t, "table=0,in_port=1")
+		tunIn1 := w1.nPackets(t, "table=0,in_port=1")
+		pkt := synCapture(t, ns1, link.Host, func() { checkPodTCP(t, frontend) })
+		checkGeneveCapture(t, pkt)
+		if got := w1.nPackets(t, "table=70,ip,nw_dst=10.222.2.0/24"); got <= tunOut1 {
+			t.Errorf("worker 1 table 70 tunnel flow did not count (%d -> %d)", tunOut1, got)
+		}
+		if got := w2.nPackets(t, "table=0,in_port=1"); got <= tunIn2 {
+			t.Errorf("worker 2 table 0 in_port=antrea-tun0 did not count (%d -> %d)", tunIn2, got)
+		}
+		if got := w1.nPackets(t, "table=0,in_port=1"); got <= tunIn1 {
+			t.Errorf("worker 1 table 0 in_port=antrea-tun0 did not count the replies (%d -> %d)", tunIn1, got)
+		}
+	})
+	checkTunMetadata(t, w1, w2, frontend)
+}
+
+// The Geneve walk driven only by Open vSwitch's tools (ovsdb-server,
+// ovs-vsctl with br-phy and no local_ip, ovs-ofctl, ovs-appctl): two
+// govs-vswitchd, govs and Open vSwitch both ways, and the reference with
+// two Open vSwitch.
+func TestGeneveOVSDBGovsGovs(t *testing.T) {
+	_, vswitchd := binaries(t)
+	testGeneveOVSDB(t, vswitchd, vswitchd)
+}
+
+func TestGeneveOVSDBGovsOVS(t *testing.T) {
+	_, vswitchd := binaries(t)
+	testGeneveOVSDB(t, vswitchd, "")
+}
+
+func TestGeneveOVSDBOVSGovs(t *testing.T) {
+	_, vswitchd := binaries(t)
+	testGeneveOVSDB(t, "", vswitchd)
+}
+
+func TestGeneveOVSDBOpenVSwitch(t *testing.T) { testGeneveOVSDB(t, "", "") }
 
 // TestGeneveInteropWithOVS is TestGeneveTwoGovsNodes with worker 2 run by
 // a real Open vSwitch: govs's Geneve (encap, decap, TLV options) must

@@ -558,3 +558,51 @@ func (r *ovsdbRig) startOVS() {
 	}
 	waitPath(r.t, filepath.Join(r.dir, "ovs-vswitchd.ctl"))
 }
+
+// TestOVSDBDetachAfterFirstConfig: like ovs-vswitchd, `govs-vswitchd
+// --detach` returns only once the database's configuration is applied:
+// right after it returns, ovs-vsctl --no-wait reads the ofports and
+// cur_cfg of bridges and ports that were in the database before it
+// started.
+func TestOVSDBDetachAfterFirstConfig(t *testing.T) {
+	r := newOVSDBRig(t)
+	r.vsctl("--no-wait", "add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev",
+		"--", "add-port", "br0", "dt0", "--", "set", "interface", "dt0", "type=internal", "ofport_request=7",
+		"--", "add-port", "br0", "dt1", "--", "set", "interface", "dt1", "type=internal")
+	_, vswitchd := binaries(t)
+	pidfile := filepath.Join(r.dir, "ovs-vswitchd.pid")
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(pidfile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				if p, err := os.FindProcess(pid); err == nil {
+					p.Signal(os.Interrupt)
+				}
+			}
+		}
+		// The pidfile goes when the daemon has exited.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(pidfile); os.IsNotExist(err) {
+				return
+			}
+		}
+	})
+	args := r.ns.Command(vswitchd, "unix:"+r.dbSock(), "-vconsole:emer", "-vsyslog:err", "-vfile:info", "--mlockall",
+		"--no-chdir", "--log-file="+r.govsLog, "--pidfile="+pidfile, "--detach", "--monitor")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = r.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("govs-vswitchd --detach: %v\n%s", err, out)
+	}
+	if got := r.get("interface", "dt0", "ofport"); got != "7" {
+		t.Errorf("dt0 ofport %q right after --detach returned, want 7", got)
+	}
+	if got := r.get("interface", "dt1", "ofport"); got == "[]" || got == "-1" {
+		t.Errorf("dt1 ofport %q right after --detach returned", got)
+	}
+	if got := r.get("interface", "br0", "ofport"); got != "65534" {
+		t.Errorf("br0 ofport %q right after --detach returned, want 65534", got)
+	}
+	if cur, next := r.get("open_vswitch", ".", "cur_cfg"), r.get("open_vswitch", ".", "next_cfg"); cur != next {
+		t.Errorf("cur_cfg %s, next_cfg %s right after --detach returned", cur, next)
+	}
+}

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/internal/ovstest"
 	"github.com/govs-project/govs/internal/seeds"
 )
 
@@ -28,20 +31,26 @@ var worker1Pods = []seedPod{
 	{"frontend", "10.222.1.48", "be:2c:bf:e4:ec:c5", 49},
 }
 
-// worker1 is a live seed worker 1: govs-vswitchd with br-int, antrea-gw0
+// worker1 is a live seed worker 1: a switch with br-int, antrea-gw0
 // (internal, 10.222.1.1/24) in the node namespace, the pods in their own
-// namespaces, and the seed flows loaded with the real ovs-ofctl.
+// namespaces, and the seed flows loaded with the real ovs-ofctl. The
+// switch is govs-vswitchd configured with the govs commands
+// (startWorker1), or a switch daemon configured through a private
+// ovsdb-server with ovs-vsctl (startWorker1OVSDB): govs-vswitchd or Open
+// vSwitch's ovs-vswitchd, with the same commands.
 type worker1 struct {
-	n    *node
-	gw   string // the gateway's device name in the node namespace
+	ns   *netnstest.NS // the node's namespace (the switch's, the gateway's)
+	gw   string        // the gateway's device name in the node namespace
 	pods map[string]*pod
 	mgmt string
+	// appctl runs the real ovs-appctl against the switch daemon.
+	appctl func(t *testing.T, args ...string) (string, int)
 }
 
 func startWorker1(t *testing.T, extra ...string) *worker1 {
 	t.Helper()
 	n := startNode(t, extra...)
-	w := &worker1{n: n, pods: map[string]*pod{}, mgmt: "unix:" + filepath.Join(n.rundir, "br-int.mgmt")}
+	w := &worker1{ns: n.ns, pods: map[string]*pod{}, mgmt: "unix:" + filepath.Join(n.rundir, "br-int.mgmt"), appctl: n.appctl}
 	n.mustRun("add-br", "br-int", "fail_mode=secure")
 	w.gw = netnstest.UniqueName("gw")
 	n.mustRun("add-port", "br-int", w.gw, "type=internal", "ofport_request=2", "mac=4e:99:08:c1:53:be", "mtu_request=1450")
@@ -58,13 +67,58 @@ func startWorker1(t *testing.T, extra ...string) *worker1 {
 		n.mustRun("add-port", "br-int", pd.veth.Host, fmt.Sprintf("ofport_request=%d", p.ofport))
 		w.pods[p.name] = pd
 	}
+	w.loadFlows(t)
+	return w
+}
+
+// startWorker1OVSDB builds worker 1 on a private ovsdb-server with the
+// switch daemon vswitchd ("": Open vSwitch's ovs-vswitchd) started with
+// ovs-vswitchd's command line and configured with ovs-vsctl only: the
+// commands one types for Open vSwitch's userspace datapath.
+func startWorker1OVSDB(t *testing.T, vswitchd string) *worker1 {
+	t.Helper()
+	netnstest.RequireRoot(t)
+	o := ovstest.Start(t, ovstest.Options{FailMode: "secure", Vswitchd: vswitchd,
+		Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}})
+	node := &netnstest.NS{Name: o.Netns()}
+	w := &worker1{ns: node, gw: "gw0", pods: map[string]*pod{}, mgmt: o.Target(),
+		appctl: func(t *testing.T, args ...string) (string, int) {
+			out, err := o.Appctl(args...)
+			var ce *ovstest.CmdError
+			if errors.As(err, &ce) {
+				return out + ce.Stderr, 2
+			}
+			return out, 0
+		}}
+	node.MustExec(t, "ip", "link", "set", "lo", "up")
+	node.MustExec(t, "ip", "addr", "add", "10.222.1.1/24", "dev", "gw0")
+	node.MustExec(t, "ip", "link", "set", "gw0", "address", "4e:99:08:c1:53:be", "up")
+	node.MustExec(t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	node.MustExec(t, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0")
+	netnstest.DisableOffloads(t, node, "gw0")
+	for _, p := range worker1Pods {
+		ns := netnstest.NewNS(t)
+		v := netnstest.NewVeth(t, node, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: net.HardwareAddr(mustMAC(t, p.mac))})
+		ns.MustExec(t, "ip", "link", "set", "lo", "up")
+		ns.MustExec(t, "ip", "route", "add", "default", "via", "10.222.1.1")
+		if err := o.AddPort(ovstest.Port{Name: v.Host, OFPort: p.ofport}); err != nil {
+			t.Fatal(err)
+		}
+		w.pods[p.name] = &pod{ns: ns, veth: v, ip: p.ip}
+	}
+	w.loadFlows(t)
+	return w
+}
+
+// loadFlows loads the seed's TLV map and flows with ovs-ofctl.
+func (w *worker1) loadFlows(t *testing.T) {
+	t.Helper()
 	if out, err := ofctl(w.mgmt, "add-tlv-map", "{class=0x104,type=0x80,len=4}->tun_metadata0"); err != nil {
 		t.Fatalf("add-tlv-map: %v %s", err, out)
 	}
 	if out, err := ofctl(w.mgmt, "add-flows", filepath.Join(seeds.Dir(), "worker1.flows")); err != nil {
 		t.Fatalf("add-flows: %v %s", err, out)
 	}
-	return w
 }
 
 // tcpServer listens on port inside a pod and answers "hello from NAME".
@@ -113,13 +167,22 @@ lines:
 
 // TestWorker1Seed recreates seed 003 §3 worker 1 with real interfaces and
 // checks the behaviour seed 001 describes, with real tools.
-func TestWorker1Seed(t *testing.T) { testWorker1Seed(t) }
+func TestWorker1Seed(t *testing.T) { testWorker1Seed(t, startWorker1(t)) }
 
 // The same checks with the kernel fast path on (docs/offload.md).
-func TestWorker1SeedKernelPath(t *testing.T) { testWorker1Seed(t, "--offload=ebpf") }
+func TestWorker1SeedKernelPath(t *testing.T) { testWorker1Seed(t, startWorker1(t, "--offload=ebpf")) }
 
-func testWorker1Seed(t *testing.T, extra ...string) {
-	w := startWorker1(t, extra...)
+// The same checks with govs-vswitchd driven only by Open vSwitch's tools:
+// a private ovsdb-server, ovs-vsctl, ovs-ofctl, ovs-appctl.
+func TestWorker1SeedOVSDB(t *testing.T) {
+	_, vswitchd := binaries(t)
+	testWorker1Seed(t, startWorker1OVSDB(t, vswitchd))
+}
+
+// The reference: the same commands and checks with Open vSwitch.
+func TestWorker1SeedOpenVSwitch(t *testing.T) { testWorker1Seed(t, startWorker1OVSDB(t, "")) }
+
+func testWorker1Seed(t *testing.T, w *worker1) {
 	backend1, frontend := w.pods["backend1"], w.pods["frontend"]
 	tcpServer(t, backend1, 80, "backend1")
 	tcpServer(t, backend1, 8080, "backend1-8080")
@@ -177,9 +240,9 @@ func testWorker1Seed(t *testing.T, extra ...string) {
 		}
 	})
 	t.Run("the gateway's ARP for 10.222.2.1 is answered with aa:bb:cc:dd:ee:ff (table 20)", func(t *testing.T) {
-		w.n.ns.MustExec(t, "ip", "route", "add", "10.222.2.0/24", "via", "10.222.2.1", "dev", w.gw, "onlink")
-		w.n.ns.Exec("ping", "-c", "1", "-W", "1", "10.222.2.34")
-		out := w.n.ns.MustExec(t, "ip", "neigh", "show", "10.222.2.1", "dev", w.gw)
+		w.ns.MustExec(t, "ip", "route", "add", "10.222.2.0/24", "via", "10.222.2.1", "dev", w.gw, "onlink")
+		w.ns.Exec("ping", "-c", "1", "-W", "1", "10.222.2.34")
+		out := w.ns.MustExec(t, "ip", "neigh", "show", "10.222.2.1", "dev", w.gw)
 		if !strings.Contains(out, "aa:bb:cc:dd:ee:ff") {
 			t.Errorf("neighbour 10.222.2.1: %q, want aa:bb:cc:dd:ee:ff", out)
 		}
@@ -188,7 +251,7 @@ func testWorker1Seed(t *testing.T, extra ...string) {
 		if _, err := exec.LookPath("iptables"); err != nil {
 			t.Fatalf("iptables missing: %v", err)
 		}
-		w.n.ns.MustExec(t, "iptables", "-t", "nat", "-A", "PREROUTING", "-d", "10.104.65.133", "-p", "tcp", "--dport", "80",
+		w.ns.MustExec(t, "iptables", "-t", "nat", "-A", "PREROUTING", "-d", "10.104.65.133", "-p", "tcp", "--dport", "80",
 			"-j", "DNAT", "--to-destination", "10.222.1.47:80")
 		before40 := w.nPackets(t, "table=40,ip,nw_dst=10.96.0.0/12")
 		before31 := w.nPackets(t, "table=31,ct_mark=0x20,ip", "priority=200,")
@@ -216,24 +279,26 @@ func testWorker1Seed(t *testing.T, extra ...string) {
 			t.Errorf("port 49 rx pkts=%d, want the frontend's traffic (>= 10)\n%s", n, out)
 		}
 	})
-	t.Run("the megaflow cache served the traffic (govs dump-cache)", func(t *testing.T) {
+	t.Run("the megaflow cache served the traffic (dpctl/show)", func(t *testing.T) {
 		// A few more packets of an established connection.
 		for i := 0; i < 3; i++ {
 			tcpGet(frontend, "10.222.1.47:80")
 		}
 		time.Sleep(200 * time.Millisecond) // counters are published after each batch
-		out := w.n.mustRun("dump-cache", "br-int")
-		m := regexp.MustCompile(`hits: (\d+)`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("dump-cache: %s", out)
+		out, rc := w.appctl(t, "dpctl/show")
+		m := regexp.MustCompile(`lookups: hit:(\d+) `).FindStringSubmatch(out)
+		if rc != 0 || m == nil {
+			t.Fatalf("dpctl/show: %d %s", rc, out)
 		}
 		if n, _ := strconv.Atoi(m[1]); n == 0 {
 			t.Errorf("no cache hits after the traffic:\n%s", out)
 		}
-		t.Logf("%s", out)
+		if out, _ := w.appctl(t, "dpif/dump-flows", "br-int"); !regexp.MustCompile(`(?m)^recirc_id\(0\),in_port\(\d+\),.*, packets:[1-9]\d*, .*actions:`).MatchString(out) {
+			t.Errorf("dpif/dump-flows lists no megaflow:\n%s", out)
+		}
 	})
-	t.Run("govs dump-conntrack shows the gateway connection with ct_mark 0x20", func(t *testing.T) {
-		out := w.n.mustRun("dump-conntrack", "zone=65520")
+	t.Run("dpctl/dump-conntrack shows the gateway connection with ct_mark 0x20", func(t *testing.T) {
+		out, _ := w.appctl(t, "dpctl/dump-conntrack", "zone=65520")
 		found := false
 		for _, line := range strings.Split(out, "\n") {
 			if strings.HasPrefix(line, "tcp,orig=(src=10.222.1.48,dst=10.222.1.47,") && strings.Contains(line, "dport=80)") &&
@@ -244,11 +309,11 @@ func testWorker1Seed(t *testing.T, extra ...string) {
 		if !found {
 			t.Errorf("no committed frontend -> backend1:80 connection with mark 32 in zone 65520:\n%s", out)
 		}
-		if out := w.n.mustRun("dump-conntrack", "zone=7"); strings.TrimSpace(out) != "" {
+		if out, _ := w.appctl(t, "dpctl/dump-conntrack", "zone=7"); strings.TrimSpace(out) != "" {
 			t.Errorf("zone 7 should be empty:\n%s", out)
 		}
-		w.n.mustRun("flush-conntrack", "zone=65520")
-		if out := w.n.mustRun("dump-conntrack", "zone=65520"); strings.TrimSpace(out) != "" {
+		w.appctl(t, "dpctl/flush-conntrack", "zone=65520")
+		if out, _ := w.appctl(t, "dpctl/dump-conntrack", "zone=65520"); strings.TrimSpace(out) != "" {
 			t.Errorf("flush-conntrack left:\n%s", out)
 		}
 	})

@@ -70,6 +70,12 @@ type Daemon struct {
 	dbMode   bool  // the OVSDB is the source of the configuration
 	holding  bool  // flow-restore-wait is in force
 
+	// configured is closed once the first database configuration is
+	// applied and written back (cur_cfg), as ovs-vswitchd completes
+	// --detach only then.
+	configured     chan struct{}
+	configuredOnce sync.Once
+
 	// mu guards bridges and each bridge's ports map, for readers that
 	// must not wait for a reconfiguration.
 	mu      sync.Mutex
@@ -99,7 +105,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Rundir: rundir, Log: log, ctx: ctx, cancel: cancel, bridges: map[string]*bridge{},
-		Openers: map[string]PortOpener{}, Limits: DefaultLimits()}
+		Openers: map[string]PortOpener{}, Limits: DefaultLimits(), configured: make(chan struct{})}
 	d.tracker = conntrack.New(conntrack.Config{MaxConns: d.Limits.ConntrackMax,
 		OnFull: conntrackFullLogger(log, func() *conntrack.Tracker { return d.tracker })})
 	d.Openers["system"] = d.openSystem
@@ -111,6 +117,10 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	d.stopSweep = d.tracker.StartSweeper()
 	return d
 }
+
+// Configured is closed once the daemon has applied the database's
+// configuration for the first time and written it back (cur_cfg).
+func (d *Daemon) Configured() <-chan struct{} { return d.configured }
 
 // openSystem opens an AF_PACKET port.
 func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {

@@ -268,7 +268,10 @@ func (s *dbSession) reconfigure(ctx context.Context) error {
 	t0 := time.Now()
 	sn := s.snapshot()
 	if sn.ovs == nil {
-		return nil // an empty database: nothing configured yet
+		// An empty database: nothing to configure, which counts as
+		// configured (ovs-vswitchd applies its null configuration).
+		s.d.configuredOnce.Do(func() { close(s.d.configured) })
+		return nil
 	}
 	if !s.typesWritten {
 		if err := s.writeTypes(ctx); err != nil {
@@ -291,7 +294,11 @@ func (s *dbSession) reconfigure(ctx context.Context) error {
 		s.status[name] = PortStatus{OFPort: -1, Err: err}
 	}
 	s.cfg = sn.ovs.NextCfg
-	return s.writeBack(ctx, &sn, false)
+	if err := s.writeBack(ctx, &sn, false); err != nil {
+		return err
+	}
+	s.d.configuredOnce.Do(func() { close(s.d.configured) })
+	return nil
 }
 
 // withoutPrevOFPort is a copy of st without the ports' previous numbers.

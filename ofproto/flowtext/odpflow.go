@@ -1,0 +1,365 @@
+package flowtext
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/govs-project/govs/flowtable"
+)
+
+// DatapathFlow prints a megaflow (its masked key and mask) as
+// `ovs-appctl dpctl/dump-flows` prints a flow of the userspace datapath
+// (odp_flow_format in OVS's lib/odp-util.c, not verbose): the attributes
+// in the datapath's order, a fully wildcarded one left out, a field with
+// an empty mask left out, a partly masked one as value/mask.
+// recirc_id, in_port and packet_type are always exact in govs's cache.
+func DatapathFlow(value, mask *flowtable.Key, port func(uint32) string) string {
+	var attrs []string
+	add := func(name string, parts ...string) {
+		var kept []string
+		for _, p := range parts {
+			if p != "" {
+				kept = append(kept, p)
+			}
+		}
+		if len(kept) > 0 {
+			attrs = append(attrs, name+"("+strings.Join(kept, ",")+")")
+		}
+	}
+	f := func(fd *flowtable.Field) (uint64, uint64) { return fd.Uint64(value), fd.Uint64(mask) }
+
+	if v, m := f(flowtable.FieldTunDst); m != 0 || v != 0 {
+		id, idm := f(flowtable.FieldTunID)
+		src, srcm := f(flowtable.FieldTunSrc)
+		add("tunnel", odpHex64("tun_id", id, idm), odpIPv4("src", uint32(src), uint32(srcm)), odpIPv4("dst", uint32(v), uint32(m)))
+	}
+	if v, m := f(flowtable.FieldPktMark); m != 0 {
+		add("skb_mark", odpHex32("", uint32(v), uint32(m)))
+	}
+	if v, m := f(flowtable.FieldCtState); m != 0 {
+		add("ct_state", ctStateFlags(uint32(v), uint32(m)))
+	}
+	if v, m := f(flowtable.FieldCtZone); m != 0 {
+		add("ct_zone", odpMasked(cHex(v), m, 0xffff))
+	}
+	if v, m := f(flowtable.FieldCtMark); m != 0 {
+		add("ct_mark", odpHex32("", uint32(v), uint32(m)))
+	}
+	if v, m := flowtable.FieldCtLabel.Value(value), flowtable.FieldCtLabel.Value(mask); !allZero(m) {
+		s := hexBytes(v)
+		if !allOnes(m) {
+			s += "/" + hexBytes(m)
+		}
+		add("ct_label", s)
+	}
+	add("recirc_id", cHex(uint64(value.RecircID())))
+	if v, m := f(flowtable.FieldDpHash); m != 0 {
+		add("dp_hash", odpHex32("", uint32(v), uint32(m)))
+	}
+	// A segment after a recirculation may not look at in_port: govs's
+	// megaflow then matches every port, and OVS leaves a wildcarded
+	// attribute out.
+	if in := value.InPort(); flowtable.FieldInPort.Uint64(mask) != 0 {
+		if port != nil {
+			add("in_port", port(in))
+		} else {
+			add("in_port", fmt.Sprint(in))
+		}
+	}
+	add("packet_type", "ns=0", "id=0")
+	add("eth", odpEth("src", flowtable.FieldEthSrc, value, mask), odpEth("dst", flowtable.FieldEthDst, value, mask))
+	// OVS's key has a vlan attribute only for a tagged frame.
+	if v, m := f(flowtable.FieldVlanTCI); m != 0 && v&0x1000 != 0 {
+		add("vlan", vlanTCI(uint16(v), uint16(m)))
+	}
+	et, etm := f(flowtable.FieldEthType)
+	if etm != 0 {
+		add("eth_type", odpMasked(fmt.Sprintf("0x%04x", et), etm, 0xffff))
+	}
+	if etm == 0 {
+		return strings.Join(attrs, ",")
+	}
+	u8 := func(name string, fd *flowtable.Field, hex bool) string {
+		v, m := f(fd)
+		if m == 0 {
+			return ""
+		}
+		s := fmt.Sprintf("%s=%d", name, v)
+		if hex {
+			s = name + "=" + cHex(v)
+		}
+		if m != 0xff {
+			s += "/" + cHex(m)
+		}
+		return s
+	}
+	// OVS's megaflows of IP packets always match the fragment type; a
+	// govs entry that does not look at it prints the packet's, as the
+	// trace's megaflow does.
+	frag := func() string {
+		v, _ := f(flowtable.FieldIPFrag)
+		switch {
+		case v&2 != 0:
+			return "frag=later"
+		case v&1 != 0:
+			return "frag=first"
+		}
+		return "frag=no"
+	}
+	switch et {
+	case flowtable.EthTypeIPv4:
+		src, srcm := f(flowtable.FieldIPv4Src)
+		dst, dstm := f(flowtable.FieldIPv4Dst)
+		add("ipv4", odpIPv4("src", uint32(src), uint32(srcm)), odpIPv4("dst", uint32(dst), uint32(dstm)),
+			u8("proto", flowtable.FieldIPProto, false), u8("tos", flowtable.FieldNwTos, true), u8("ttl", flowtable.FieldIPTTL, false), frag())
+	case flowtable.EthTypeIPv6:
+		lbl, lblm := f(flowtable.FieldIPv6Label)
+		label := ""
+		if lblm != 0 {
+			label = odpMasked("label="+cHex(lbl), lblm, 0xfffff)
+		}
+		add("ipv6", odpIPv6("src", flowtable.FieldIPv6Src, value, mask), odpIPv6("dst", flowtable.FieldIPv6Dst, value, mask), label,
+			u8("proto", flowtable.FieldIPProto, false), u8("tclass", flowtable.FieldNwTos, true), u8("hlimit", flowtable.FieldIPTTL, false), frag())
+	case flowtable.EthTypeARP:
+		sip, sipm := f(flowtable.FieldArpSpa)
+		tip, tipm := f(flowtable.FieldArpTpa)
+		op, opm := f(flowtable.FieldArpOp)
+		opS := ""
+		if opm != 0 {
+			opS = odpMasked(fmt.Sprintf("op=%d", op), opm, 0xffff)
+		}
+		add("arp", odpIPv4("sip", uint32(sip), uint32(sipm)), odpIPv4("tip", uint32(tip), uint32(tipm)), opS,
+			odpEth("sha", flowtable.FieldArpSha, value, mask), odpEth("tha", flowtable.FieldArpTha, value, mask))
+		return strings.Join(attrs, ",")
+	default:
+		return strings.Join(attrs, ",")
+	}
+	l4 := func(name string, fs, fd *flowtable.Field) {
+		s, sm := f(fs)
+		d, dm := f(fd)
+		var a, b string
+		if sm != 0 {
+			a = odpMasked(fmt.Sprintf("src=%d", s), sm, 0xffff)
+		}
+		if dm != 0 {
+			b = odpMasked(fmt.Sprintf("dst=%d", d), dm, 0xffff)
+		}
+		add(name, a, b)
+	}
+	switch value.NwProto() {
+	case flowtable.IPProtoTCP:
+		l4("tcp", flowtable.FieldTCPSrc, flowtable.FieldTCPDst)
+		if v, m := f(flowtable.FieldTCPFlags); m != 0 {
+			add("tcp_flags", tcpFlags(uint16(v), uint16(m)))
+		}
+	case flowtable.IPProtoUDP:
+		l4("udp", flowtable.FieldUDPSrc, flowtable.FieldUDPDst)
+	case flowtable.IPProtoSCTP:
+		l4("sctp", flowtable.FieldSCTPSrc, flowtable.FieldSCTPDst)
+	case flowtable.IPProtoICMP:
+		add("icmp", u8("type", flowtable.FieldICMPType, false), u8("code", flowtable.FieldICMPCode, false))
+	case flowtable.IPProtoICMPv6:
+		add("icmpv6", u8("type", flowtable.FieldICMPv6Type, false), u8("code", flowtable.FieldICMPv6Code, false))
+		add("nd", odpIPv6("target", flowtable.FieldNdTarget, value, mask), odpEth("sll", flowtable.FieldNdSll, value, mask),
+			odpEth("tll", flowtable.FieldNdTll, value, mask))
+	}
+	return strings.Join(attrs, ",")
+}
+
+// DatapathActions prints a megaflow's datapath operations as OVS's
+// format_odp_actions: the set() actions that bring the packet to what
+// the flow wrote before each output or ct(), ct(...) with recirc(N) when
+// the packet is looked up again, the output ports; "drop" for none.
+func DatapathActions(value *flowtable.Key, ops []flowtable.DPOp, port func(uint32) string) string {
+	var t OVSTrace
+	t.DatapathPort = port
+	committed, cur := *value, *value
+	var out []string
+	for i := range ops {
+		op := &ops[i]
+		for w := 0; w < flowtable.KeyWords; w++ {
+			if m := op.WMask.Word(w); m != 0 {
+				cur.SetWord(w, cur.Word(w)&^m|op.Write.Word(w)&m)
+			}
+		}
+		out = append(out, t.commitSets(&committed, &cur)...)
+		switch op.Kind {
+		case flowtable.DPOutput:
+			p := op.Port
+			if op.InPort {
+				p = value.InPort()
+			}
+			if p == flowtable.PortController {
+				out = append(out, "userspace(controller)")
+				continue
+			}
+			out = append(out, t.dpPort(p))
+		case flowtable.DPCT:
+			act := datapathCT(&flowtable.CT{}, &op.CT)
+			if op.Table != flowtable.TableNone {
+				act += ",recirc(" + cHex(uint64(flowtable.RecircID(op.Table))) + ")"
+			}
+			out = append(out, act)
+		}
+	}
+	if len(out) == 0 {
+		return "drop"
+	}
+	return strings.Join(out, ",")
+}
+
+// cHex is C's %#x: "0" for zero, else 0x and the digits.
+func cHex(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
+}
+
+// odpMasked appends "/mask" (hexadecimal) to s when mask is not full.
+func odpMasked(s string, mask, full uint64) string {
+	if mask == full {
+		return s
+	}
+	return s + "/" + cHex(mask)
+}
+
+func odpHex32(name string, v, m uint32) string {
+	s := cHex(uint64(v))
+	if name != "" {
+		s = name + "=" + s
+	}
+	return odpMasked(s, uint64(m), 0xffffffff)
+}
+
+func odpHex64(name string, v, m uint64) string {
+	if m == 0 {
+		return ""
+	}
+	return odpMasked(name+"="+cHex(v), m, ^uint64(0))
+}
+
+func odpIPv4(name string, v, m uint32) string {
+	if m == 0 {
+		return ""
+	}
+	s := name + "=" + ipv4String(v)
+	if m != 0xffffffff {
+		s += "/" + ipv4String(m)
+	}
+	return s
+}
+
+func ipv4String(v uint32) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b).String()
+}
+
+func odpIPv6(name string, fd *flowtable.Field, value, mask *flowtable.Key) string {
+	m := fd.Value(mask)
+	if allZero(m) {
+		return ""
+	}
+	s := name + "=" + netip.AddrFrom16([16]byte(fd.Value(value))).String()
+	if !allOnes(m) {
+		s += "/" + netip.AddrFrom16([16]byte(m)).String()
+	}
+	return s
+}
+
+func odpEth(name string, fd *flowtable.Field, value, mask *flowtable.Key) string {
+	m := fd.Value(mask)
+	if allZero(m) {
+		return ""
+	}
+	s := name + "=" + net.HardwareAddr(fd.Value(value)).String()
+	if !allOnes(m) {
+		s += "/" + net.HardwareAddr(m).String()
+	}
+	return s
+}
+
+// vlanTCI prints a vlan attribute as OVS's format_vlan_tci.
+func vlanTCI(v, m uint16) string {
+	var parts []string
+	if vid := m & 0xfff; vid != 0 || v&0xfff != 0 {
+		parts = append(parts, odpMasked(fmt.Sprintf("vid=%d", v&0xfff), uint64(vid), 0xfff))
+	}
+	if pcp := m >> 13; pcp != 0 || v>>13 != 0 {
+		parts = append(parts, odpMasked(fmt.Sprintf("pcp=%d", v>>13), uint64(pcp), 7))
+	}
+	if v&0x1000 == 0 {
+		parts = append(parts, "cfi=0")
+	}
+	return strings.Join(parts, ",")
+}
+
+var ctStateNames = []string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+
+// ctStateFlags prints a ct_state as OVS's format_flags_masked: each bit
+// of the mask as +name or -name, lowest first.
+func ctStateFlags(v, m uint32) string {
+	var b strings.Builder
+	for i, name := range ctStateNames {
+		bit := uint32(1) << i
+		if m&bit == 0 {
+			continue
+		}
+		if v&bit != 0 {
+			b.WriteByte('+')
+		} else {
+			b.WriteByte('-')
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}
+
+var tcpFlagNames = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
+
+func tcpFlags(v, m uint16) string {
+	var b strings.Builder
+	for i, name := range tcpFlagNames {
+		bit := uint16(1) << i
+		if m&bit == 0 {
+			continue
+		}
+		if v&bit != 0 {
+			b.WriteByte('+')
+		} else {
+			b.WriteByte('-')
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func allOnes(b []byte) bool {
+	for _, x := range b {
+		if x != 0xff {
+			return false
+		}
+	}
+	return true
+}
+
+func hexBytes(b []byte) string {
+	s := strings.TrimLeft(fmt.Sprintf("%x", b), "0")
+	if s == "" {
+		s = "0"
+	}
+	return "0x" + s
+}
