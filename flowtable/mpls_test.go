@@ -94,32 +94,48 @@ func TestMPLSTTL(t *testing.T) {
 	}
 }
 
-// TestSelectGroupSpreadsOnL2: a select group spreads frames that differ
-// only in their Ethernet addresses over its buckets, in proportion to the
-// weights (group/01_SELECT_Ether, 01_SELECT_Weight_Ether).
-func TestSelectGroupSpreadsOnL2(t *testing.T) {
-	p := loadSeed(t, "")
-	if err := p.AddGroup(&flowtable.GroupEntry{ID: 1, Type: flowtable.GroupSelect, Buckets: []flowtable.Bucket{
-		{Weight: 1, Actions: []flowtable.Action{&flowtable.Output{Port: 2}}},
-		{Weight: 3, Actions: []flowtable.Action{&flowtable.Output{Port: 3}}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := flowtext.Load(p, "table=0,priority=10,in_port=1 actions=group:1", nil); err != nil {
-		t.Fatal(err)
-	}
-	count := map[uint32]int{}
-	const n = 4000
-	for i := 0; i < n; i++ {
-		_, f := packetSpec(t, p, "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=80")
-		binary.BigEndian.PutUint32(f[2:], uint32(i)*2654435761) // dl_dst varies
-		binary.BigEndian.PutUint32(f[8:], uint32(i)*40503)      // dl_src varies
-		for _, o := range runFrame(t, p, f) {
-			count[o.port]++
-		}
-	}
-	if c2, c3 := count[2], count[3]; c2+c3 != n || c2 < n/4-n/20 || c2 > n/4+n/20 {
-		t.Errorf("buckets got %d and %d of %d frames, want about 1:3", c2, c3, n)
+// TestSelectGroupSpreads: a select group spreads frames over its buckets
+// in proportion to the weights whichever hashed field varies: the
+// Ethernet addresses alone (group/01_SELECT_Ether, 01_SELECT_Weight_Ether)
+// or an ARP packet's addresses alone (group/01_SELECT_IP's ARP case).
+func TestSelectGroupSpreads(t *testing.T) {
+	for _, c := range []struct {
+		name, spec string
+		vary       func(f []byte, i uint32)
+	}{
+		{"ethernet", "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=80", func(f []byte, i uint32) {
+			binary.BigEndian.PutUint32(f[2:], i*2654435761) // dl_dst
+			binary.BigEndian.PutUint32(f[8:], i*40503)      // dl_src
+		}},
+		{"arp", "in_port=1,arp,arp_op=1,arp_spa=10.0.0.1,arp_tpa=10.0.0.2", func(f []byte, i uint32) {
+			binary.BigEndian.PutUint32(f[14+14:], i*2654435761) // arp_spa
+			binary.BigEndian.PutUint32(f[14+24:], i*40503)      // arp_tpa
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := loadSeed(t, "")
+			if err := p.AddGroup(&flowtable.GroupEntry{ID: 1, Type: flowtable.GroupSelect, Buckets: []flowtable.Bucket{
+				{Weight: 1, Actions: []flowtable.Action{&flowtable.Output{Port: 2}}},
+				{Weight: 3, Actions: []flowtable.Action{&flowtable.Output{Port: 3}}},
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := flowtext.Load(p, "table=0,priority=10,in_port=1 actions=group:1", nil); err != nil {
+				t.Fatal(err)
+			}
+			count := map[uint32]int{}
+			const n = 4000
+			for i := 0; i < n; i++ {
+				_, f := packetSpec(t, p, c.spec)
+				c.vary(f, uint32(i))
+				for _, o := range runFrame(t, p, f) {
+					count[o.port]++
+				}
+			}
+			if c2, c3 := count[2], count[3]; c2+c3 != n || c2 < n/4-n/20 || c2 > n/4+n/20 {
+				t.Errorf("buckets got %d and %d of %d frames, want about 1:3", c2, c3, n)
+			}
+		})
 	}
 }
 

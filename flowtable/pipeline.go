@@ -794,8 +794,9 @@ func (x *xlate) bucket(acts []Action) {
 
 // selectBucket picks a bucket as Open vSwitch's default selection method
 // does: a symmetric hash of the L2-L4 fields (flow_hash_symmetric_l4:
-// Ethernet addresses, VLAN, ethertype, IP addresses, protocol, ports),
-// then the bucket at that hash's place along the buckets' weights, so
+// Ethernet addresses, VLAN, ethertype, IP addresses, protocol, ports;
+// also ARP's protocol addresses, which OVS leaves out, so ARP between
+// many hosts spreads too), then the bucket at that hash's place along the buckets' weights, so
 // traffic spreads in proportion to the weights whichever of those fields
 // vary (OVS's highest-random-weight choice favours heavy buckets more than
 // their weight says).
@@ -825,6 +826,11 @@ func (x *xlate) selectBucket(g *GroupEntry) *Bucket {
 			buf[n+i] = k[offIPv6Src+i] ^ k[offIPv6Dst+i]
 		}
 		n += 16
+	case k.EthType() == EthTypeARP || k.EthType() == EthTypeRARP:
+		x.orMask(FieldArpSpa)
+		x.orMask(FieldArpTpa)
+		binary.BigEndian.PutUint32(buf[n:], k.NwSrc()^k.NwDst())
+		n += 4
 	}
 	if k.IsIPAny() {
 		x.orMask(FieldIPProto)

@@ -33,6 +33,7 @@ func runConformance(args []string) error {
 	timeout := fs.Duration("timeout", 3*time.Hour, "bound of each target's run")
 	serial := fs.Bool("serial", false, "run the targets one after the other (default: at the same time)")
 	verbose := fs.Bool("v", false, "log the harness's progress")
+	capture := fs.Bool("capture", false, "write every frame of each target's namespace (headers, OpenFlow included) to a pcap next to --out")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,14 +62,17 @@ func runConformance(args []string) error {
 	)
 	for _, t := range rep.Targets {
 		runOne := func() {
-			keep := ""
+			keep, pcap := "", ""
 			if *out != "" {
 				keep = strings.TrimSuffix(*out, ".tsv") + "." + t + ".log"
+				if *capture {
+					pcap = strings.TrimSuffix(*out, ".tsv") + "." + t + ".pcap"
+				}
 			}
 			start := time.Now()
 			res, err := conformance.Run(ctx, conformance.Options{
 				Target: t, CaseDir: *cases, Files: files, Vswitchd: *vswitchd,
-				Timeout: *timeout, Logf: logf, KeepLog: keep,
+				Timeout: *timeout, Logf: logf, KeepLog: keep, Capture: pcap,
 			})
 			fmt.Fprintf(os.Stderr, "conformance: %s done in %s\n", t, time.Since(start).Round(time.Second))
 			mu.Lock()

@@ -1,11 +1,13 @@
 package conformance
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +42,27 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// KeepLog, if not empty, is a file the tester's log is copied to.
 	KeepLog string
+	// Capture, if not empty, is a pcap file that gets every frame of the
+	// namespace (the veths and the OpenFlow connections on loopback),
+	// headers only, to find where a case's packet went.
+	Capture string
+}
+
+// testerOptions configure the tester Open vSwitch. Its datapath keeps no
+// flows (flow-limit 0: every packet is translated against the OpenFlow
+// table as it is then): before each case the tester app deletes all of the
+// tester's flows and adds its packet-in flow again, and a barrier reply
+// does not wait for Open vSwitch's revalidators, which may look at the
+// table between the delete and the add, rewrite the cached datapath flow
+// to drop, and fix it only milliseconds later. The case's packet, sent
+// back by the target in that window, was dropped by the tester ("Receiving
+// timeout: increment in rx_packets in tester"), a few cases per run
+// whichever switch was the target.
+func testerOptions() ovstest.Options {
+	return ovstest.Options{
+		Bridge: "tester", FailMode: "secure", Protocols: []string{"OpenFlow13"},
+		OtherConfig: map[string]string{"flow-limit": "0"},
+	}
 }
 
 // ofPort is the OpenFlow port the tester app listens on inside the private
@@ -66,9 +89,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	defer cancel()
 
 	// The tester switch, and the namespace everything runs in.
-	ovs, stopOVS, err := ovstest.Launch(ovstest.Options{
-		Bridge: "tester", FailMode: "secure", Protocols: []string{"OpenFlow13"},
-	}, logf)
+	ovs, stopOVS, err := ovstest.Launch(testerOptions(), logf)
 	if err != nil {
 		return nil, fmt.Errorf("tester Open vSwitch: %w", err)
 	}
@@ -114,6 +135,29 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	}
 	if _, err := ovs.Vsctl("set", "bridge", "tester", "other-config:datapath-id=0000000000000002"); err != nil {
 		return nil, err
+	}
+
+	if opts.Capture != "" {
+		stop, err := startCapture(ns, opts.Capture)
+		if err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, stop)
+		// The tester's side of each packet: its upcalls and OpenFlow
+		// messages, with its counters at the end.
+		if _, err := ovs.Appctl("vlog/set", "ofproto_dpif_upcall:file:dbg", "dpif_netdev:file:dbg", "vconn:file:dbg", "netdev_linux:file:dbg"); err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, func() error {
+			var b strings.Builder
+			for _, c := range [][]string{{"coverage/show"}, {"dpctl/show", "-s"}, {"dpif-netdev/pmd-stats-show"}} {
+				out, err := ovs.Appctl(c...)
+				fmt.Fprintf(&b, "### ovs-appctl %s (%v)\n%s\n", strings.Join(c, " "), err, out)
+			}
+			b.WriteString("### ovs-vswitchd.log\n")
+			b.WriteString(ovs.VswitchdLog())
+			return os.WriteFile(strings.TrimSuffix(opts.Capture, ".pcap")+".tester-ovs.txt", []byte(b.String()), 0o644)
+		})
 	}
 
 	// The tester app, started before the switches connect.
@@ -210,6 +254,53 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		runErr = errors.New("tester exited before the end of the tests")
 	}
 	return res, runErr
+}
+
+// startCapture runs tcpdump on every interface of the namespace, writing
+// the first 256 bytes of each frame to file; stop ends it and waits for
+// the file to be complete.
+func startCapture(ns, file string) (stop func() error, err error) {
+	cmd := exec.Command("ip", "netns", "exec", ns, "tcpdump", "-i", "any", "-s", "256", "-U", "-n", "-w", file)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("tcpdump: %w", err)
+	}
+	// tcpdump says "listening on" once it captures.
+	listening := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on") {
+				close(listening)
+				break
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop = func() error {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		return nil
+	}
+	select {
+	case <-listening:
+		return stop, nil
+	case <-exited:
+		return nil, errors.New("tcpdump exited before capturing")
+	case <-time.After(10 * time.Second):
+		stop()
+		return nil, errors.New("tcpdump did not start capturing")
+	}
 }
 
 // startGovs runs govs-vswitchd in the namespace with bridge "target"
