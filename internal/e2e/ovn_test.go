@@ -130,6 +130,10 @@ func ovnRun(t *testing.T, opts ovntest.Options, podList []ovnPod) map[string]boo
 		t.Errorf("ovn-appctl against ovn-controller: %v", err)
 	}
 	for _, c := range o.Nodes {
+		// ovn-controller made the netdev Datapath row; the switch fills
+		// in the capabilities it reads (ct_zero_snat, ct_flush...).
+		caps, err := c.Vsctl("--columns=capabilities", "list", "Datapath")
+		res[c.Name+": Datapath capabilities written"] = err == nil && strings.Contains(caps, "ct_zero_snat=") && strings.Contains(caps, "ct_flush=")
 		flows, err := c.Ofctl("-O", "OpenFlow15", "dump-flows", "--no-stats")
 		if err != nil {
 			t.Fatal(err)
