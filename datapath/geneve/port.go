@@ -28,9 +28,8 @@ type Config struct {
 	// "genev_sys_<Port>", the kernel vport's name.
 	Name string
 	// LocalIP is options:local_ip, the underlay address packets are sent
-	// from and received on. Unset: receive on every address and let the
-	// kernel choose the source address per route (then Csum cannot be
-	// used, since the checksum covers the source address).
+	// from and received on. Unset: receive on every address and send from
+	// the source address of the kernel's route to each destination.
 	LocalIP netip.Addr
 	// Port is options:dst_port, the UDP port listened on and sent to;
 	// 0 means 6081.
@@ -117,8 +116,24 @@ type Port struct {
 	txFrame []int // frame index of each prepared slot
 	txInner []int // inner frame length of each prepared slot
 
+	// routeFd is a UDP socket connected to a destination to learn the
+	// kernel's source address for it (csum without local_ip); srcs caches
+	// the answers. Guarded by TxMu.
+	routeFd int
+	srcs    map[[4]byte]routeSrc
+
 	rxHeaderErrors, txMTUDrops, txNoDst atomic.Uint64
 }
+
+// routeSrc is the source address the kernel's routing picked for one
+// destination, looked up again after srcTTL (routes and addresses change).
+type routeSrc struct {
+	src   [4]byte // zero: no route at the last lookup
+	until int64   // unix nanoseconds
+}
+
+// srcTTL bounds how long a looked-up source address is used.
+const srcTTL = time.Second
 
 var _ port.Port = (*Port)(nil)
 
@@ -128,7 +143,7 @@ const rxCtlLen = 64
 // Open creates the port's sockets in the caller's network namespace (that
 // of the OS thread).
 func Open(cfg Config) (*Port, error) {
-	p := &Port{rxFd: -1, txFd: -1}
+	p := &Port{rxFd: -1, txFd: -1, routeFd: -1}
 	if err := p.open(cfg); err != nil {
 		p.Discard(p.release)
 		return nil, err
@@ -157,9 +172,6 @@ func (p *Port) open(cfg Config) error {
 			return p.Errorf("remote_ip %s: want a unicast IPv4 address", cfg.RemoteIP)
 		}
 		p.remote = cfg.RemoteIP.As4()
-	}
-	if cfg.Csum && p.local == [4]byte{} {
-		return p.Errorf("csum=true needs local_ip (the UDP checksum covers the source address)")
 	}
 	p.csum = cfg.Csum
 	p.ttl = cfg.TTL
@@ -191,6 +203,17 @@ func (p *Port) open(cfg Config) error {
 	}
 	if err := p.openTx(); err != nil {
 		return err
+	}
+	if p.csum && p.local == [4]byte{} {
+		// The UDP checksum covers the source address, which the kernel
+		// would otherwise only fill in after we computed it (OVN's
+		// tunnels: csum=true, no local_ip).
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		if err != nil {
+			return p.Errorf("route lookup socket: %w", err)
+		}
+		p.routeFd = fd
+		p.srcs = map[[4]byte]routeSrc{}
 	}
 	if err := p.OpenWake(p.rxFd); err != nil {
 		return err
@@ -543,20 +566,49 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionM
 	ip[8] = p.ttl
 	ip[9] = unix.IPPROTO_UDP
 	binary.BigEndian.PutUint16(ip[10:], 0) // the kernel computes it
-	copy(ip[12:16], p.local[:])            // 0: the kernel picks the route's source
+	src := p.local                         // 0: the kernel picks the route's source
+	if p.routeFd >= 0 {
+		src = p.sourceFor(dst)
+	}
+	copy(ip[12:16], src[:])
 	copy(ip[16:20], dst[:])
 	udp := buf[tunnel.IPv4HeaderLen : tunnel.IPv4HeaderLen+udpLen]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], p.dstPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
 	binary.BigEndian.PutUint16(udp[6:], 0)
-	if p.csum {
-		binary.BigEndian.PutUint16(udp[6:], udpChecksum(p.local, dst, udp))
+	if p.csum && src != [4]byte{} {
+		binary.BigEndian.PutUint16(udp[6:], udpChecksum(src, dst, udp))
 	}
 	p.txIov[s].SetLen(tunnel.IPv4HeaderLen + udpLen)
 	p.txNames[s].Addr = dst
 	p.txInner[s] = len(frame)
 	return true
+}
+
+// sourceFor returns the source address of the kernel's route to dst, as
+// the raw socket would fill it in; zero when there is no route (the
+// datagram then leaves without a checksum, if the kernel can send it).
+// Lookups are cached for srcTTL, so the packet path allocates only when
+// one expires.
+func (p *Port) sourceFor(dst [4]byte) [4]byte {
+	now := time.Now().UnixNano()
+	if r, ok := p.srcs[dst]; ok && now < r.until {
+		return r.src
+	}
+	var src [4]byte
+	if err := unix.Connect(p.routeFd, &unix.SockaddrInet4{Addr: dst, Port: int(p.dstPort)}); err == nil {
+		if sa, err := unix.Getsockname(p.routeFd); err == nil {
+			if in4, ok := sa.(*unix.SockaddrInet4); ok {
+				src = in4.Addr
+			}
+		}
+	}
+	if len(p.srcs) > 4096 {
+		clear(p.srcs) // remote_ip=flow towards very many peers
+	}
+	p.srcs[dst] = routeSrc{src: src, until: now + int64(srcTTL)}
+	return src
 }
 
 // send transmits the prepared slots [0, slots), retrying after partial
@@ -638,5 +690,6 @@ func (p *Port) TunnelStats() Stats {
 func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	return errors.Join(p.CloseFd(&p.rxFd, "UDP socket"), p.CloseFd(&p.txFd, "raw socket"))
+	return errors.Join(p.CloseFd(&p.rxFd, "UDP socket"), p.CloseFd(&p.txFd, "raw socket"),
+		p.CloseFd(&p.routeFd, "route lookup socket"))
 }

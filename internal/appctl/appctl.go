@@ -222,47 +222,11 @@ func humanBytes(n uint64) string {
 	return fmt.Sprintf("%d (%.1f %s)", n, v, units[u])
 }
 
-// dpFeatures are the datapath capabilities dpif/show-dp-features prints,
-// in OVS's order, with govs's answers. Antrea's agent needs the CT lines
-// to say Yes; the others say what govs's datapath really has.
-var dpFeatures = []struct{ name, value string }{
-	{"Masked set action", "Yes"},
-	{"Tunnel push pop", "Yes"},
-	{"Ufid", "No"},
-	{"Truncate action", "No"},
-	{"Clone action", "No"},
-	{"Sample nesting", "0"},
-	{"Conntrack eventmask", "No"},
-	{"Conntrack clear", "Yes"},
-	{"Max dp_hash algorithm", "0"},
-	{"Check pkt length action", "No"},
-	{"Conntrack timeout policy", "No"},
-	{"Explicit Drop action", "No"},
-	{"Optimized Balance TCP mode", "No"},
-	{"Conntrack all-zero IP SNAT", "No"},
-	{"MPLS Label add", "No"},
-	{"Max VLAN headers", "1"},
-	{"Max MPLS depth", "0"},
-	{"Recirc", "Yes"},
-	{"CT state", "Yes"},
-	{"CT zone", "Yes"},
-	{"CT mark", "Yes"},
-	{"CT label", "Yes"},
-	{"CT state NAT", "Yes"},
-	{"CT orig tuple", "Yes"},
-	{"CT orig tuple for IPv6", "Yes"},
-	{"IPv6 ND Extension", "No"},
-}
-
 func (a *App) showDPFeatures(args []string) (string, error) {
 	if _, ok := a.bridge(args[0]); !ok {
 		return "", fmt.Errorf("no such bridge")
 	}
-	var b strings.Builder
-	for _, f := range dpFeatures {
-		fmt.Fprintf(&b, "%s: %s\n", f.name, f.value)
-	}
-	return b.String(), nil
+	return vswitchd.ShowDPFeatures(), nil
 }
 
 // dpArgs drops a leading datapath name from dpctl arguments.

@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"fmt"
+	"maps"
 	"net"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,23 +15,33 @@ import (
 	"github.com/govs-project/govs/internal/ovntest"
 )
 
-// ovnPod is a logical switch port with a namespace behind it.
+// ovnPod is a logical switch port with a namespace behind it on one of
+// the chassis (an index into OVN.Nodes).
 type ovnPod struct {
 	lsp, ls, mac, ip, gw string
+	chassis              int
 }
 
 var ovnPods = []ovnPod{
-	{"p1", "ls1", "00:00:00:00:01:02", "10.0.1.2", "10.0.1.1"},
-	{"p2", "ls1", "00:00:00:00:01:03", "10.0.1.3", "10.0.1.1"},
-	{"p3", "ls2", "00:00:00:00:02:02", "10.0.2.2", "10.0.2.1"},
+	{"p1", "ls1", "00:00:00:00:01:02", "10.0.1.2", "10.0.1.1", 0},
+	{"p2", "ls1", "00:00:00:00:01:03", "10.0.1.3", "10.0.1.1", 0},
+	{"p3", "ls2", "00:00:00:00:02:02", "10.0.2.2", "10.0.2.1", 0},
+}
+
+// ovnRemotePods are the second chassis's pods: one on each switch.
+var ovnRemotePods = []ovnPod{
+	{"p4", "ls1", "00:00:00:00:01:04", "10.0.1.4", "10.0.1.1", 1},
+	{"p5", "ls2", "00:00:00:00:02:03", "10.0.2.3", "10.0.2.1", 1},
 }
 
 // ovnTopology builds the logical network: two switches joined by a
-// router, an ACL on ls2 that lets only p1 reach p3 (allow-related), and a
-// load balancer 172.16.0.100:80 -> p3:80 on ls1; then the pods.
-func ovnTopology(t *testing.T, o *ovntest.OVN) map[string]*pod {
+// router, ACLs on ls2 that let only p1 reach its pods (allow-related from
+// anyone but p2, who is dropped), and on ls1 a load balancer
+// 172.16.0.100:80 -> p3:80 (and 172.16.0.101:80 -> p5:80 when p5 is
+// there); then the pods, each bound on its chassis.
+func ovnTopology(t *testing.T, o *ovntest.OVN, podList []ovnPod) map[string]*pod {
 	t.Helper()
-	for _, c := range [][]string{
+	cmds := [][]string{
 		{"ls-add", "ls1"}, {"ls-add", "ls2"}, {"lr-add", "lr1"},
 		{"lrp-add", "lr1", "lr1-ls1", "00:00:00:00:ff:01", "10.0.1.1/24"},
 		{"lrp-add", "lr1", "lr1-ls2", "00:00:00:00:ff:02", "10.0.2.1/24"},
@@ -34,25 +49,36 @@ func ovnTopology(t *testing.T, o *ovntest.OVN) map[string]*pod {
 		{"lsp-set-addresses", "ls1-lr1", "router"}, {"lsp-set-options", "ls1-lr1", "router-port=lr1-ls1"},
 		{"lsp-add", "ls2", "ls2-lr1"}, {"lsp-set-type", "ls2-lr1", "router"},
 		{"lsp-set-addresses", "ls2-lr1", "router"}, {"lsp-set-options", "ls2-lr1", "router-port=lr1-ls2"},
-		{"acl-add", "ls2", "to-lport", "1002", `outport == "p3" && ip4.src == 10.0.1.3`, "drop"},
-		{"acl-add", "ls2", "to-lport", "1001", `outport == "p3" && ip4`, "allow-related"},
 		// The VIP is off the pods' subnet, as a Service's ClusterIP:
 		// the pods send it to their router, ls1's LB translates it.
 		{"lb-add", "lb1", "172.16.0.100:80", "10.0.2.2:80", "tcp"},
 		{"ls-lb-add", "ls1", "lb1"},
-	} {
+	}
+	for _, p := range podList {
+		if p.ls != "ls2" {
+			continue
+		}
+		cmds = append(cmds,
+			[]string{"acl-add", "ls2", "to-lport", "1002", `outport == "` + p.lsp + `" && ip4.src == 10.0.1.3`, "drop"},
+			[]string{"acl-add", "ls2", "to-lport", "1001", `outport == "` + p.lsp + `" && ip4`, "allow-related"})
+		if p.lsp == "p5" {
+			cmds = append(cmds, []string{"lb-add", "lb2", "172.16.0.101:80", p.ip + ":80", "tcp"},
+				[]string{"ls-lb-add", "ls1", "lb2"})
+		}
+	}
+	for _, c := range cmds {
 		o.MustNbctl(c...)
 	}
-	chassisNS := &netnstest.NS{Name: o.Chassis.Netns()}
 	pods := map[string]*pod{}
-	for _, p := range ovnPods {
+	for _, p := range podList {
+		ch := o.Nodes[p.chassis]
 		o.MustNbctl("lsp-add", p.ls, p.lsp)
 		o.MustNbctl("lsp-set-addresses", p.lsp, p.mac+" "+p.ip)
 		ns := netnstest.NewNS(t)
 		mac, _ := net.ParseMAC(p.mac)
-		v := netnstest.NewVeth(t, chassisNS, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: mac})
+		v := netnstest.NewVeth(t, &netnstest.NS{Name: ch.Netns()}, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: mac})
 		ns.MustExec(t, "ip", "route", "add", "default", "via", p.gw)
-		o.BindPort(v.Host, p.lsp)
+		ch.BindPort(v.Host, p.lsp)
 		pods[p.lsp] = &pod{ns: ns, veth: v, ip: p.ip}
 	}
 	o.MustNbctl("--wait=hv", "sync")
@@ -83,29 +109,115 @@ func runOVNChecks(t *testing.T, pods map[string]*pod) map[string]bool {
 	return results
 }
 
-// ovnRun brings up the deployment with the given switch daemon ("":
-// Open vSwitch), builds the topology, runs the checks, ovn-trace and
-// ovn-appctl, and returns the checks' results.
-func ovnRun(t *testing.T, vswitchd string) map[string]bool {
+// ovnRun brings up the deployment (opts: one chassis or several),
+// builds the topology with podList, runs the checks (those of
+// runOVNGeneveChecks too with a second chassis), ovn-trace and ovn-appctl,
+// and returns the checks' results.
+func ovnRun(t *testing.T, opts ovntest.Options, podList []ovnPod) map[string]bool {
 	t.Helper()
 	start := time.Now()
-	o := ovntest.Start(t, ovntest.Options{Vswitchd: vswitchd})
-	pods := ovnTopology(t, o)
+	o := ovntest.Start(t, opts)
+	pods := ovnTopology(t, o, podList)
 	up := time.Since(start)
 	res := runOVNChecks(t, pods)
+	if len(o.Nodes) > 1 {
+		maps.Copy(res, runOVNGeneveChecks(t, o, pods))
+	}
 	if out, err := o.Trace("ls1", `inport == "p1" && eth.src == 00:00:00:00:01:02 && eth.dst == 00:00:00:00:ff:01 && ip4.src == 10.0.1.2 && ip4.dst == 10.0.2.2 && ip.ttl == 64 && icmp4`); err != nil || !strings.Contains(out, `output to "p3"`) {
 		t.Errorf("ovn-trace p1 -> p3: %v\n%s", err, out)
 	}
 	if _, err := o.ControllerAppctl("version"); err != nil {
 		t.Errorf("ovn-appctl against ovn-controller: %v", err)
 	}
-	flows, err := o.Chassis.Ofctl("-O", "OpenFlow15", "dump-flows", "--no-stats")
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range o.Nodes {
+		// ovn-controller made the netdev Datapath row; the switch fills
+		// in the capabilities it reads (ct_zero_snat, ct_flush...).
+		caps, err := c.Vsctl("--columns=capabilities", "list", "Datapath")
+		res[c.Name+": Datapath capabilities written"] = err == nil && strings.Contains(caps, "ct_zero_snat=") && strings.Contains(caps, "ct_flush=")
+		flows, err := c.Ofctl("-O", "OpenFlow15", "dump-flows", "--no-stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d flows on br-int", c.Name, strings.Count(flows, "\n"))
 	}
-	t.Logf("topology up in %v, %d flows on br-int, checks done in %v",
-		up.Round(time.Millisecond), strings.Count(flows, "\n"), time.Since(start).Round(time.Millisecond))
+	t.Logf("topology up in %v, checks done in %v", up.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	return res
+}
+
+// runOVNGeneveChecks are the checks across two chassis: each has the
+// Geneve port ovn-controller made towards the other and received traffic
+// on it, and the pods of both reach each other through the logical
+// switch, the router, the ACLs and the load balancers.
+func runOVNGeneveChecks(t *testing.T, o *ovntest.OVN, pods map[string]*pod) map[string]bool {
+	t.Helper()
+	tcpServer(t, pods["p5"], 80, "p5")
+	ping := func(from, to string) bool {
+		_, err := pods[from].ns.Exec("ping", "-c", "2", "-i", "0.2", "-W", "2", to)
+		return err == nil
+	}
+	get := func(from, addr, server string) bool {
+		got, err := tcpGet(pods[from], addr)
+		return err == nil && strings.Contains(got, "hello from "+server)
+	}
+	results := map[string]bool{}
+	results["p1 -> p4 ping (logical switch over Geneve)"] = ping("p1", "10.0.1.4")
+	results["p4 -> p3 ping (logical router, from chassis-2)"] = ping("p4", "10.0.2.2")
+	results["p1 -> p5 ping (logical router over Geneve)"] = ping("p1", "10.0.2.3")
+	results["p1 -> p5:80 tcp (ACL allow-related over Geneve)"] = get("p1", "10.0.2.3:80", "p5")
+	results["p1 -> 172.16.0.101:80 tcp (load balancer to p5 on chassis-2)"] = get("p1", "172.16.0.101:80", "p5")
+	results["p4 -> 172.16.0.100:80 tcp (load balancer on chassis-2 to p3)"] = get("p4", "172.16.0.100:80", "p3")
+	results["p4 -> router 10.0.1.1 ping (chassis-2)"] = ping("p4", "10.0.1.1")
+	results["!p2 -> p5:80 tcp (ACL drop over Geneve)"] = !get("p2", "10.0.2.3:80", "p5")
+	results["!p2 -> p5 ping (ACL drop over Geneve)"] = !ping("p2", "10.0.2.3")
+	for i, c := range o.Nodes {
+		peer := o.Nodes[1-i]
+		ofport, err := ovnTunnelPort(c, peer.EncapIP)
+		results[c.Name+": Geneve port to "+peer.Name+" (remote_ip, key=flow, csum)"] = err == nil
+		if err != nil {
+			t.Logf("%s: %v", c.Name, err)
+			continue
+		}
+		// Table 0 takes what arrives on the tunnel port (OVN's
+		// physical-to-logical flows): its counters prove decapsulation.
+		flows, _ := c.Ofctl("-O", "OpenFlow15", "dump-flows", "table=0,in_port="+ofport)
+		results[c.Name+": table 0 counts packets from the Geneve port"] = flowPackets(flows) > 0
+	}
+	return results
+}
+
+// ovnTunnelPort finds the Geneve interface ovn-controller created on c
+// towards remote and returns its OpenFlow port number; it checks the
+// options OVN gives it.
+func ovnTunnelPort(c *ovntest.Chassis, remote string) (string, error) {
+	out, err := c.Vsctl("--bare", "--columns=name,ofport,options", "find", "Interface", "type=geneve")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	// name, ofport, then the options map's key=value words.
+	if len(f) < 3 {
+		return "", fmt.Errorf("no geneve interface: %q", out)
+	}
+	opts := strings.Join(f[2:], " ")
+	for _, want := range []string{"remote_ip=" + remote, "key=flow", "csum=true"} {
+		if !strings.Contains(opts, want) {
+			return "", fmt.Errorf("geneve interface %s: options %q lack %s", f[0], opts, want)
+		}
+	}
+	if n, err := strconv.Atoi(f[1]); err != nil || n <= 0 {
+		return "", fmt.Errorf("geneve interface %s: ofport %q", f[0], f[1])
+	}
+	return f[1], nil
+}
+
+// flowPackets sums n_packets over dump-flows output.
+func flowPackets(flows string) int {
+	n := 0
+	for _, m := range regexp.MustCompile(`n_packets=(\d+)`).FindAllStringSubmatch(flows, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
 }
 
 // TestOVNGovsMatchesOpenVSwitch (issue 22): a private OVN (NB/SB, northd,
@@ -116,15 +228,44 @@ func ovnRun(t *testing.T, vswitchd string) map[string]bool {
 func TestOVNGovsMatchesOpenVSwitch(t *testing.T) {
 	netnstest.RequireRoot(t)
 	var ovs, govs map[string]bool
-	t.Run("openvswitch", func(t *testing.T) { ovs = ovnRun(t, "") })
+	t.Run("openvswitch", func(t *testing.T) { ovs = ovnRun(t, ovntest.Options{}, ovnPods) })
 	_, vswitchd := binaries(t)
-	t.Run("govs", func(t *testing.T) { govs = ovnRun(t, vswitchd) })
-	for name, ok := range ovs {
-		if !ok {
+	t.Run("govs", func(t *testing.T) { govs = ovnRun(t, ovntest.Options{Vswitchd: vswitchd}, ovnPods) })
+	compareOVN(t, ovs, map[string]map[string]bool{"govs": govs})
+}
+
+// TestOVNGeneveTwoChassis (issue 22): the same logical network spread over
+// two chassis joined by Geneve, pods on both, the router, ACLs and a load
+// balancer whose backend is on the other chassis: Open vSwitch on both
+// chassis, govs on both, and one of each must pass the same checks.
+func TestOVNGeneveTwoChassis(t *testing.T) {
+	netnstest.RequireRoot(t)
+	_, vswitchd := binaries(t)
+	pods := append(slices.Clone(ovnPods), ovnRemotePods...)
+	run := func(t *testing.T, a, b string) map[string]bool {
+		return ovnRun(t, ovntest.Options{Chassis: []ovntest.ChassisOptions{{Vswitchd: a}, {Vswitchd: b}}}, pods)
+	}
+	var ovs map[string]bool
+	others := map[string]map[string]bool{}
+	t.Run("openvswitch", func(t *testing.T) { ovs = run(t, "", "") })
+	t.Run("govs", func(t *testing.T) { others["govs"] = run(t, vswitchd, vswitchd) })
+	t.Run("govs+openvswitch", func(t *testing.T) { others["govs+openvswitch"] = run(t, vswitchd, "") })
+	compareOVN(t, ovs, others)
+}
+
+// compareOVN requires every check to pass with Open vSwitch and with each
+// of the other runs.
+func compareOVN(t *testing.T, ovs map[string]bool, others map[string]map[string]bool) {
+	t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(ovs)) {
+		if !ovs[name] {
 			t.Errorf("with Open vSwitch: %s failed", name)
+			continue
 		}
-		if ok && !govs[name] {
-			t.Errorf("with govs: %s failed (passes with Open vSwitch)", name)
+		for _, run := range slices.Sorted(maps.Keys(others)) {
+			if !others[run][name] {
+				t.Errorf("with %s: %s failed (passes with Open vSwitch)", run, name)
+			}
 		}
 	}
 }

@@ -1,8 +1,10 @@
 // Package ovntest runs a private OVN deployment for tests: the northbound
-// and southbound databases, ovn-northd, and one chassis whose
-// Open_vSwitch database, switch daemon and ovn-controller run in their own
-// network namespace (an internal/ovstest instance started without a
+// and southbound databases, ovn-northd, and one or more chassis, each
+// with its Open_vSwitch database, switch daemon and ovn-controller in its
+// own network namespace (an internal/ovstest instance started without a
 // bridge: ovn-controller creates br-int itself, as on a real node).
+// Several chassis reach each other over Geneve through an underlay
+// namespace (see Chassis).
 //
 // The switch daemon is Open vSwitch's ovs-vswitchd by default or any
 // binary that takes its command line (govs-vswitchd), so one test can
@@ -18,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/internal/ovstest"
 )
 
@@ -29,17 +32,60 @@ type Options struct {
 	SystemID string
 	// EncapIP is the chassis's tunnel endpoint ("": 127.0.0.1).
 	EncapIP string
+	// Chassis, when set, replaces the single chassis above: one chassis
+	// per entry (the first also runs the databases and ovn-northd). With
+	// two or more, each gets an underlay address on br-phy and they reach
+	// each other over Geneve (see Chassis).
+	Chassis []ChassisOptions
+}
+
+// ChassisOptions configure one chassis of a multi-chassis deployment.
+type ChassisOptions struct {
+	// Vswitchd is the chassis's switch daemon ("": ovs-vswitchd).
+	Vswitchd string
+}
+
+// Underlay addressing of a multi-chassis deployment: chassis i (from 0)
+// has UnderlayPrefix.(i+1)/24 on its br-phy.
+const (
+	UnderlayPrefix = "192.168.100."
+	underlayNet    = UnderlayPrefix + "0/24"
+)
+
+// Chassis is one hypervisor: its Open_vSwitch database, switch daemon and
+// ovn-controller, in their own network namespace.
+//
+// In a multi-chassis deployment the chassis are wired as OVS's userspace
+// tunnelling guide wires a node, identically for every switch daemon:
+// br-phy (datapath netdev, standalone) holds the underlay interface (a veth
+// to a Linux bridge in an underlay namespace) and the encap address on its
+// LOCAL port, and ovn-encap-type=geneve, ovn-encap-ip is that address.
+// ovn-controller then creates one Geneve port per remote chassis on br-int.
+// Open vSwitch's userspace tunnels route and resolve with its own tables,
+// filled with ovs/route/add and tnl/arp/set (the harness disables the
+// system routing table); govs sends through the kernel's UDP/IP stack,
+// which routes and ARPs over br-phy by itself and has no such commands.
+type Chassis struct {
+	*ovstest.OVS
+	Name    string // system-id, chassis-N
+	EncapIP string
+	// IsOVS: the switch daemon is Open vSwitch's ovs-vswitchd.
+	IsOVS bool
+	tb    testing.TB
 }
 
 // OVN is one running deployment.
 type OVN struct {
-	tb      testing.TB
-	Chassis *ovstest.OVS
+	tb testing.TB
+	// Chassis is the first chassis (which also runs the databases and
+	// northd); Nodes are all of them, in order.
+	Chassis *Chassis
+	Nodes   []*Chassis
 	nb, sb  string // unix socket paths
 }
 
 // Start brings up the databases, ovn-northd and the chassis, and returns
-// once ovn-controller has created br-int and the switch serves it.
+// once every ovn-controller has created br-int and its switch serves it.
 func Start(tb testing.TB, opts Options) *OVN {
 	tb.Helper()
 	for _, bin := range []string{"ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl"} {
@@ -47,14 +93,43 @@ func Start(tb testing.TB, opts Options) *OVN {
 			tb.Fatalf("ovntest: %s not found: %v (install the Debian packages ovn-central and ovn-host)", bin, err)
 		}
 	}
-	if opts.SystemID == "" {
-		opts.SystemID = "chassis-1"
+	multi := len(opts.Chassis) > 0
+	if !multi {
+		opts.Chassis = []ChassisOptions{{Vswitchd: opts.Vswitchd}}
 	}
-	if opts.EncapIP == "" {
-		opts.EncapIP = "127.0.0.1"
+	o := &OVN{tb: tb}
+	var underlay *netnstest.NS
+	if multi {
+		underlay = netnstest.NewNS(tb)
+		underlay.MustExec(tb, "ip", "link", "add", "ul", "type", "bridge")
+		underlay.MustExec(tb, "ip", "link", "set", "ul", "up")
 	}
-	ch := ovstest.Start(tb, ovstest.Options{NoBridge: true, Vswitchd: opts.Vswitchd})
-	o := &OVN{tb: tb, Chassis: ch}
+	for i, co := range opts.Chassis {
+		c := &Chassis{
+			OVS:   ovstest.Start(tb, ovstest.Options{NoBridge: true, Vswitchd: co.Vswitchd}),
+			Name:  fmt.Sprintf("chassis-%d", i+1),
+			IsOVS: co.Vswitchd == "",
+			tb:    tb,
+		}
+		if multi {
+			c.EncapIP = fmt.Sprintf("%s%d", UnderlayPrefix, i+1)
+			c.wireUnderlay(underlay)
+		} else {
+			c.Name, c.EncapIP = opts.SystemID, opts.EncapIP
+			if c.Name == "" {
+				c.Name = "chassis-1"
+			}
+			if c.EncapIP == "" {
+				c.EncapIP = "127.0.0.1"
+			}
+		}
+		o.Nodes = append(o.Nodes, c)
+	}
+	o.Chassis = o.Nodes[0]
+	if multi {
+		o.resolveUnderlay()
+	}
+	ch := o.Chassis
 	dir := ch.Rundir()
 	o.nb, o.sb = filepath.Join(dir, "ovnnb_db.sock"), filepath.Join(dir, "ovnsb_db.sock")
 	for _, db := range []struct{ name, schema, sock string }{
@@ -70,30 +145,100 @@ func Start(tb testing.TB, opts Options) *OVN {
 	o.MustNbctl("init")
 	o.mustSbctl("init")
 	ch.StartDaemon(0, "ovn-northd", "ovn-northd", "", "--ovnnb-db=unix:"+o.nb, "--ovnsb-db=unix:"+o.sb)
-	if _, err := ch.Vsctl("set", "Open_vSwitch", ".",
-		"external_ids:system-id="+opts.SystemID,
-		"external_ids:ovn-remote=unix:"+o.sb,
-		"external_ids:ovn-encap-type=geneve",
-		"external_ids:ovn-encap-ip="+opts.EncapIP,
-		"external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
-		tb.Fatalf("ovntest: chassis settings: %v", err)
+	for _, c := range o.Nodes {
+		c.startController(o.sb)
 	}
-	ch.StartDaemon(0, "ovn-controller", "ovn-controller", "", "unix:"+ch.DBSocket())
-	mgmt := filepath.Join(dir, "br-int.mgmt")
-	deadline := time.Now().Add(30 * time.Second)
+	return o
+}
+
+// wireUnderlay makes br-phy with a veth to the underlay bridge and the
+// chassis's encap address on br-phy's LOCAL port.
+func (c *Chassis) wireUnderlay(underlay *netnstest.NS) {
+	c.tb.Helper()
+	ns := &netnstest.NS{Name: c.Netns()}
+	v := netnstest.NewVeth(c.tb, ns, underlay, netnstest.VethOptions{})
+	underlay.MustExec(c.tb, "ip", "link", "set", v.Peer, "master", "ul")
+	if _, err := c.Vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy",
+		"datapath_type=netdev", "fail-mode=standalone"); err != nil {
+		c.tb.Fatalf("ovntest: %s: br-phy: %v", c.Name, err)
+	}
+	if _, err := c.Vsctl("add-port", "br-phy", v.Host); err != nil {
+		c.tb.Fatalf("ovntest: %s: underlay port: %v", c.Name, err)
+	}
+	ns.MustExec(c.tb, "ip", "addr", "add", c.EncapIP+"/24", "dev", "br-phy")
+	ns.MustExec(c.tb, "ip", "link", "set", "br-phy", "up")
+	if !c.IsOVS {
+		return
+	}
+	// OVS learns br-phy's address from netlink a moment later and
+	// refuses the route until it has.
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(mgmt); err == nil {
-			if out, err := ch.Vsctl("br-exists", "br-int"); err == nil {
-				_ = out
-				break
-			}
+		_, err := c.Appctl("ovs/route/add", underlayNet, "br-phy")
+		if err == nil {
+			break
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("ovntest: ovn-controller did not get br-int up in 30 s (%s)", mgmt)
+			c.tb.Fatalf("ovntest: %s: ovs/route/add %s br-phy: %v", c.Name, underlayNet, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return o
+}
+
+// resolveUnderlay gives every Open vSwitch chassis the MAC of every other
+// chassis's encap address (tnl/arp/set), so the first tunnelled packet is
+// not spent on ARP; govs's kernel path ARPs by itself.
+func (o *OVN) resolveUnderlay() {
+	o.tb.Helper()
+	macs := map[string]string{}
+	for _, c := range o.Nodes {
+		l, err := netnstest.LinkShow(&netnstest.NS{Name: c.Netns()}, "br-phy")
+		if err != nil {
+			o.tb.Fatalf("ovntest: %s: br-phy: %v", c.Name, err)
+		}
+		macs[c.EncapIP] = l.Address
+	}
+	for _, c := range o.Nodes {
+		if !c.IsOVS {
+			continue
+		}
+		for _, peer := range o.Nodes {
+			if peer == c {
+				continue
+			}
+			if out, err := c.Appctl("tnl/arp/set", "br-phy", peer.EncapIP, macs[peer.EncapIP]); err != nil {
+				o.tb.Fatalf("ovntest: %s: tnl/arp/set %s: %v %s", c.Name, peer.EncapIP, err, out)
+			}
+		}
+	}
+}
+
+// startController points the chassis at the southbound database, starts
+// its ovn-controller and waits until br-int is up.
+func (c *Chassis) startController(sb string) {
+	c.tb.Helper()
+	if _, err := c.Vsctl("set", "Open_vSwitch", ".",
+		"external_ids:system-id="+c.Name,
+		"external_ids:ovn-remote=unix:"+sb,
+		"external_ids:ovn-encap-type=geneve",
+		"external_ids:ovn-encap-ip="+c.EncapIP,
+		"external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
+		c.tb.Fatalf("ovntest: %s settings: %v", c.Name, err)
+	}
+	c.StartDaemon(0, "ovn-controller", "ovn-controller", "", "unix:"+c.DBSocket())
+	mgmt := filepath.Join(c.Rundir(), "br-int.mgmt")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(mgmt); err == nil {
+			if _, err := c.Vsctl("br-exists", "br-int"); err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("ovntest: %s: ovn-controller did not get br-int up in 30 s (%s)", c.Name, mgmt)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Nbctl runs ovn-nbctl against the deployment's northbound database.
@@ -152,23 +297,30 @@ func (o *OVN) ctl(tool, db string, args []string) (string, error) {
 	return string(out), nil
 }
 
+// BindPort attaches an interface of the first chassis's namespace to
+// br-int as the logical port lsp (see Chassis.BindPort).
+func (o *OVN) BindPort(ifname, lsp string) {
+	o.tb.Helper()
+	o.Chassis.BindPort(ifname, lsp)
+}
+
 // BindPort attaches an interface of the chassis's namespace to br-int as
 // the logical port lsp (external_ids:iface-id), as a CNI or Nova would,
 // and waits until ovn-controller has claimed it (ovn-installed).
-func (o *OVN) BindPort(ifname, lsp string) {
-	o.tb.Helper()
-	if _, err := o.Chassis.Vsctl("add-port", "br-int", ifname, "--",
+func (c *Chassis) BindPort(ifname, lsp string) {
+	c.tb.Helper()
+	if _, err := c.Vsctl("add-port", "br-int", ifname, "--",
 		"set", "Interface", ifname, "external_ids:iface-id="+lsp); err != nil {
-		o.tb.Fatalf("ovntest: bind %s to %s: %v", ifname, lsp, err)
+		c.tb.Fatalf("ovntest: %s: bind %s to %s: %v", c.Name, ifname, lsp, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, _ := o.Chassis.Vsctl("--if-exists", "get", "Interface", ifname, "external_ids:ovn-installed")
+		out, _ := c.Vsctl("--if-exists", "get", "Interface", ifname, "external_ids:ovn-installed")
 		if strings.Contains(out, "true") {
 			return
 		}
 		if time.Now().After(deadline) {
-			o.tb.Fatalf("ovntest: ovn-controller did not install %s (%s) in 30 s", lsp, ifname)
+			c.tb.Fatalf("ovntest: %s: ovn-controller did not install %s (%s) in 30 s", c.Name, lsp, ifname)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

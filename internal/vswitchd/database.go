@@ -139,7 +139,7 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 		DeleteFunc: func(string, model.Model) { kick() },
 	})
 	var tables []client.MonitorOption
-	for _, m := range []model.Model{&ovsRow{}, &bridgeRow{}, &portRow{}, &ifaceRow{}, &controllerRow{}, &flowTableRow{}} {
+	for _, m := range []model.Model{&ovsRow{}, &bridgeRow{}, &portRow{}, &ifaceRow{}, &controllerRow{}, &flowTableRow{}, &datapathRow{}} {
 		tables = append(tables, client.WithTable(m, columnPointers(m)...))
 	}
 	mon := c.NewMonitor(tables...)
@@ -235,12 +235,14 @@ type snapshot struct {
 	ifaces      map[string]*ifaceRow
 	controllers map[string]*controllerRow
 	flowTables  map[string]*flowTableRow
+	datapaths   map[string]*datapathRow
 }
 
 func (s *dbSession) snapshot() snapshot {
 	tc := s.c.Cache()
 	sn := snapshot{bridges: map[string]*bridgeRow{}, ports: map[string]*portRow{},
-		ifaces: map[string]*ifaceRow{}, controllers: map[string]*controllerRow{}, flowTables: map[string]*flowTableRow{}}
+		ifaces: map[string]*ifaceRow{}, controllers: map[string]*controllerRow{}, flowTables: map[string]*flowTableRow{},
+		datapaths: map[string]*datapathRow{}}
 	for _, m := range tc.Table("Open_vSwitch").RowsShallow() {
 		sn.ovs = m.(*ovsRow)
 	}
@@ -258,6 +260,9 @@ func (s *dbSession) snapshot() snapshot {
 	}
 	for id, m := range tc.Table("Flow_Table").RowsShallow() {
 		sn.flowTables[id] = m.(*flowTableRow)
+	}
+	for id, m := range tc.Table("Datapath").RowsShallow() {
+		sn.datapaths[id] = m.(*datapathRow)
 	}
 	return sn
 }
@@ -543,6 +548,7 @@ func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool)
 			ops = append(ops, update("Bridge", id, row))
 		}
 	}
+	ops = append(ops, s.capabilitiesWriteBack(sn)...)
 	if s.cfg >= 0 && sn.ovs.CurCfg != s.cfg {
 		ops = append(ops, update("Open_vSwitch", sn.ovs.UUID, ovsdb.Row{"cur_cfg": s.cfg}))
 	}
@@ -553,6 +559,32 @@ func (s *dbSession) writeBack(ctx context.Context, sn *snapshot, withStats bool)
 	err := s.transact(ctx, ops)
 	s.log.Debug("written back", zap.Int("ops", len(ops)), zap.Duration("took", time.Since(start)), zap.Error(err))
 	return err
+}
+
+// capabilitiesWriteBack fills the capabilities of the Datapath rows of
+// the types govs runs (Open_vSwitch.datapaths "netdev", "system"), as
+// ovs-vswitchd does when it first sees such a row; rows of other types
+// are left empty, as OVS leaves types it has no backer for.
+func (s *dbSession) capabilitiesWriteBack(sn *snapshot) []ovsdb.Operation {
+	var ops []ovsdb.Operation
+	caps := DatapathCapabilities()
+	for _, dpType := range slices.Sorted(maps.Keys(sn.ovs.Datapaths)) {
+		id := sn.ovs.Datapaths[dpType]
+		row, ok := sn.datapaths[id]
+		if !ok || !slices.Contains(govsDatapathTypes, dpType) || maps.Equal(row.Capabilities, caps) {
+			continue
+		}
+		ops = append(ops, update("Datapath", id, ovsdb.Row{"capabilities": ovsdb.OvsMap{GoMap: toAnyMap(caps)}}))
+	}
+	return ops
+}
+
+func toAnyMap(m map[string]string) map[any]any {
+	out := make(map[any]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // transact runs ops with the lock asserted, as every ovs-vswitchd write.

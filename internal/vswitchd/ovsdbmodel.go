@@ -22,6 +22,14 @@ type ovsRow struct {
 	IfaceTypes      []string          `ovsdb:"iface_types"`
 	DpdkVersion     *string           `ovsdb:"dpdk_version"`
 	DpdkInitialized bool              `ovsdb:"dpdk_initialized"`
+	Datapaths       map[string]string `ovsdb:"datapaths"` // datapath type -> Datapath row
+}
+
+// datapathRow is a Datapath row: ovn-controller creates one for the
+// datapath type of its bridge, ovs-vswitchd fills in the capabilities.
+type datapathRow struct {
+	UUID         string            `ovsdb:"_uuid"`
+	Capabilities map[string]string `ovsdb:"capabilities"`
 }
 
 // bridgeRow is a Bridge row.
@@ -96,6 +104,7 @@ func vswitchModel() (model.ClientDBModel, error) {
 		"Interface":    &ifaceRow{},
 		"Controller":   &controllerRow{},
 		"Flow_Table":   &flowTableRow{},
+		"Datapath":     &datapathRow{},
 	})
 }
 
