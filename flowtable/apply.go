@@ -28,6 +28,14 @@ type FlowOp struct {
 	Kind FlowOpKind
 	// Flow is the flow to add, or the new actions (and flags) for modify.
 	Flow *Flow
+	// Rule is, for an add, the flow already made into the rule it
+	// installs (NewRule), in place of Flow, which may then be nil. A
+	// bundle stages its adds this way: a rule keeps only the words its
+	// match uses, where a Flow carries the whole 832-byte match, so
+	// 100,000 staged adds hold ~60 MB less until the commit (and the
+	// collector scans that much less while they wait). A rule is
+	// installed at most once.
+	Rule *Rule
 	// Filter selects the flows a modify or delete acts on (adds ignore
 	// it). It is a pointer because a filter carries a whole match: a
 	// bundle of adds would otherwise copy ~1 KB per operation for nothing.
@@ -42,6 +50,14 @@ type FlowOp struct {
 	// GroupID the one an OpGroupDelete removes.
 	Group   *GroupEntry
 	GroupID uint32
+}
+
+// table is the table an add goes to.
+func (op *FlowOp) table() uint8 {
+	if op.Rule != nil {
+		return op.Rule.Table
+	}
+	return op.Flow.Table
 }
 
 // OpResult reports what an operation did.
@@ -93,7 +109,10 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 	for i := range ops {
 		switch k := ops[i].Kind; {
 		case k == OpAdd:
-			if ops[i].Flow.Table >= NumTables {
+			if ops[i].Flow == nil && ops[i].Rule == nil {
+				return nil, &OpError{i, errors.New("add without a flow")}
+			}
+			if ops[i].table() >= NumTables {
 				return nil, &OpError{i, ErrBadTable}
 			}
 		case k == OpGroupAdd || k == OpGroupModify:
@@ -117,11 +136,16 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 		return nil, &OpError{i, err}
 	}
+	var staged Flow // an add's flow rebuilt from its staged Rule
 	for i := range ops {
 		op := &ops[i]
 		switch op.Kind {
 		case OpAdd:
 			f := op.Flow
+			if op.Rule != nil {
+				op.Rule.flowInto(&staged)
+				f = &staged
+			}
 			// Checked in order: an earlier group-mod of the batch may
 			// have added or removed a group the flow uses.
 			if err := p.validateGroupsLocked(f); err != nil {
@@ -136,7 +160,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			if err := p.roomForLocked(f); err != nil {
 				return fail(i, err)
 			}
-			r, old := p.addLocked(f, now)
+			r, old := p.addLocked(f, op.Rule, now)
 			results[i].Added = r
 			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:

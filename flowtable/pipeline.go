@@ -270,7 +270,7 @@ func (p *Pipeline) addLearned(f *Flow) {
 	if p.roomForLocked(f) != nil {
 		return // counted in LimitRefusals; OVS also drops such a learn
 	}
-	p.addLocked(f, p.Now())
+	p.addLocked(f, nil, p.Now())
 }
 
 func (x *xlate) note(format string, args ...any) {

@@ -30,6 +30,17 @@ func newRule(f *Flow) *Rule {
 		Importance: f.Importance, Flags: f.Flags, Cookie: f.Cookie, Actions: detachActions(f.Actions), match: newSparseMatch(&f.Match)}
 }
 
+// NewRule returns the rule flow f becomes when added, to stage an add
+// compactly (FlowOp.Rule): f itself is not kept.
+func NewRule(f *Flow) *Rule { return newRule(f) }
+
+// flowInto sets f to the rule as a flow (its actions are the rule's).
+func (r *Rule) flowInto(f *Flow) {
+	*f = Flow{Table: r.Table, Priority: r.Priority, Cookie: r.Cookie, IdleTimeout: r.IdleTimeout,
+		HardTimeout: r.HardTimeout, Importance: r.Importance, Flags: r.Flags, Actions: r.Actions}
+	r.match.expand(&f.Match)
+}
+
 // Match returns the rule's match.
 func (r *Rule) Match() Match {
 	var m Match
@@ -39,8 +50,9 @@ func (r *Rule) Match() Match {
 
 // Flow returns a copy of the rule as a flow.
 func (r *Rule) Flow() *Flow {
-	return &Flow{Table: r.Table, Priority: r.Priority, Cookie: r.Cookie, IdleTimeout: r.IdleTimeout,
-		HardTimeout: r.HardTimeout, Importance: r.Importance, Flags: r.Flags, Match: r.Match(), Actions: r.Actions}
+	f := &Flow{}
+	r.flowInto(f)
+	return f
 }
 
 // IsConjunctive reports whether the rule's actions are conjunction()

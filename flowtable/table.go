@@ -141,7 +141,7 @@ func (p *Pipeline) AddFlow(f *Flow) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.addLocked(f, p.Now())
+	p.addLocked(f, nil, p.Now())
 	return nil
 }
 
@@ -165,7 +165,7 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 	}
 	now := p.Now()
 	for _, f := range fs {
-		p.addLocked(f, now)
+		p.addLocked(f, nil, now)
 	}
 	p.noteBulk(len(fs))
 	return nil
@@ -198,14 +198,16 @@ func (p *Pipeline) validateGroupsLocked(f *Flow) error {
 
 // addLocked installs f, created at now, and returns its rule and the rule
 // it replaced (nil if none).
-func (p *Pipeline) addLocked(f *Flow, now time.Time) (r, old *Rule) {
+func (p *Pipeline) addLocked(f *Flow, staged *Rule, now time.Time) (r, old *Rule) {
 	t := p.table(f.Table)
 	if o := t.hard.find(&f.Match, f.Priority); o != nil {
 		old = o
 	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
 		old = o
 	}
-	r = newRule(f)
+	if r = staged; r == nil {
+		r = newRule(f)
+	}
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {

@@ -20,8 +20,10 @@ type modReq struct {
 	// raw is the request as received, or at least the first 64 bytes of
 	// it: all that an error reply quotes (wire.ErrorMsgFor).
 	raw []byte
-	fm  *translate.FlowMod // nil for a group-mod
-	op  flowtable.FlowOp
+	// flowMod is false for a group-mod; bufferID is a flow-mod's.
+	flowMod  bool
+	bufferID uint32
+	op       flowtable.FlowOp
 	// err is why the request cannot be applied (translation or
 	// validation); it is reported when the request is applied, which for
 	// a bundled one is at commit.
@@ -31,10 +33,17 @@ type modReq struct {
 // newFlowModReq translates a decoded flow-mod. m may live in the
 // connection's decoder memory: the result does not refer to it.
 func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowMod) modReq {
-	req := modReq{h: h, raw: raw}
-	req.fm, req.err = translate.FlowModFromWireTID(m, c.Version(), b.p.TLV, c.State.FlowModTableID)
-	if req.err == nil {
-		req.op, req.err = b.flowOp(c, req.fm)
+	req := modReq{h: h, raw: raw, flowMod: true, bufferID: m.BufferID}
+	fm, err := translate.FlowModFromWireTID(m, c.Version(), b.p.TLV, c.State.FlowModTableID)
+	if err != nil {
+		req.err = err
+		return req
+	}
+	req.op, req.err = b.flowOp(c, fm)
+	if req.err == nil && req.op.Kind == flowtable.OpAdd {
+		// Staged as the rule it becomes: a bundle of adds then holds
+		// compact rules, not whole translated flow-mods, until commit.
+		req.op.Rule, req.op.Flow = flowtable.NewRule(req.op.Flow), nil
 	}
 	return req
 }
@@ -97,7 +106,7 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 		if errors.Is(err, flowtable.ErrTableFull) || errors.Is(err, flowtable.ErrOutOfGroups) {
 			b.logLimit(err)
 		}
-		if reqs[i].fm == nil {
+		if !reqs[i].flowMod {
 			return failed(i, groupApplyError(c, err))
 		}
 		return failed(i, b.applyError(c, err))
@@ -109,7 +118,7 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 	if b.hasMonitors() {
 		for i, res := range results {
 			reason := uint8(2) // OFPRR_DELETE
-			if reqs[i].fm == nil {
+			if !reqs[i].flowMod {
 				reason = 3 // OFPRR_GROUP_DELETE
 			}
 			var changes []flowChange
@@ -129,9 +138,8 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 		c.reclaim = true
 	}
 	for i, res := range results {
-		fm := reqs[i].fm
 		reason := uint8(2) // OFPRR_DELETE
-		if fm == nil {
+		if !reqs[i].flowMod {
 			reason = 3 // OFPRR_GROUP_DELETE: the flows used a deleted group
 		}
 		for _, r := range res.Removed {
@@ -139,20 +147,20 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 				b.flowRemoved(r, reason)
 			}
 		}
-		if fm == nil {
+		if !reqs[i].flowMod {
 			continue
 		}
 		// OpenFlow 1.0: a modify that changes nothing adds the flow.
 		if res.Modified == 0 && (ops[i].Kind == flowtable.OpModify || ops[i].Kind == flowtable.OpModifyStrict) &&
-			c.Version() == wire.OFP10 && fm.Flow.Table != translate.TableAll {
-			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: &fm.Flow}
+			c.Version() == wire.OFP10 && ops[i].Flow.Table != translate.TableAll {
+			add := flowtable.FlowOp{Kind: flowtable.OpAdd, Flow: ops[i].Flow}
 			if _, err := b.p.Apply([]flowtable.FlowOp{add}); err != nil {
 				return b.applyError(c, err)
 			}
 		}
-		if fm.BufferID != wire.OFP_NO_BUFFER {
+		if reqs[i].bufferID != wire.OFP_NO_BUFFER {
 			// govs does not buffer packets (n_buffers=0): like OVS, say so.
-			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", fm.BufferID)
+			return ofpErr(c, wire.OFPBRC_BUFFER_UNKNOWN, "buffer %d", reqs[i].bufferID)
 		}
 	}
 	return nil

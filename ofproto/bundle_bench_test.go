@@ -2,8 +2,10 @@ package ofproto_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/govs-project/govs/bench/antreagen"
 	"github.com/govs-project/govs/internal/oftest"
 	"github.com/govs-project/govs/ofproto"
 
@@ -25,9 +27,27 @@ func BenchmarkBundleFlowMods(b *testing.B) {
 	}{{"pipe", connectTo}, {"unix", connectUnix}} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := flowtable.NewPipeline()
-			benchBundle(b, tc.connect(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, simpleFlows(10000))
+			benchBundle(b, tc.connect(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, testFlows(10000), 10000)
 		})
 	}
+}
+
+// BenchmarkBundleAntreaScale is BenchmarkBundleFlowMods with the flows
+// of a generated Antrea node at scale (bench/antreagen's default, ~119k
+// flows, its 500 select groups installed first), over an AF_UNIX socket:
+// the switch side of `ovs-ofctl --bundle add-flows` of the node (issue 23).
+func BenchmarkBundleAntreaScale(b *testing.B) {
+	gen := antreagen.Generate(antreagen.Default())
+	p := flowtable.NewPipeline()
+	var groups strings.Builder
+	for _, g := range strings.Split(strings.TrimSpace(gen.Groups), "\n") {
+		groups.WriteString("# group: " + g + "\n")
+	}
+	if err := flowtext.Load(p, groups.String(), nil); err != nil {
+		b.Fatal(err)
+	}
+	flows := strings.Split(strings.TrimSpace(gen.Flows), "\n")
+	benchBundle(b, connectUnix(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, flows, gen.NumFlows)
 }
 
 // BenchmarkBundleAntrea is BenchmarkBundleFlowMods with 20,000 flows shaped
@@ -37,7 +57,8 @@ func BenchmarkBundleFlowMods(b *testing.B) {
 // flows with ct(commit,exec(set_field->ct_mark)).
 func BenchmarkBundleAntrea(b *testing.B) {
 	p := flowtable.NewPipeline()
-	benchBundle(b, connectUnix(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, antreaFlows(2000, 1000))
+	flows := antreaFlows(2000, 1000)
+	benchBundle(b, connectUnix(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15), p, flows, len(flows))
 }
 
 func antreaFlows(pods, services int) []string {
@@ -65,20 +86,22 @@ func antreaFlows(pods, services int) []string {
 	return out
 }
 
-func simpleFlows(n int) []string {
-	var out []string
-	for i := 0; i < n; i++ {
-		out = append(out, fmt.Sprintf("table=%d,priority=%d,ip,nw_src=10.%d.%d.%d actions=load:%#x->NXM_NX_REG1[],goto_table:%d",
-			i%3, 100+i%50, i/65536, i/256%256, i%256, i, 10+i%3))
+// testFlows are BenchmarkBundleFlowMods's 10,000 flows.
+func testFlows(n int) []string {
+	flows := make([]string, n)
+	for i := range flows {
+		flows[i] = fmt.Sprintf("table=%d,priority=%d,ip,nw_src=10.%d.%d.%d actions=load:%#x->NXM_NX_REG1[],goto_table:%d",
+			i%3, 100+i%50, i/65536, i/256%256, i%256, i, 10+i%3)
 	}
-	return out
+	return flows
 }
 
-func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline, flows []string) {
-	n := len(flows)
+// benchBundle sends flows in one atomic OpenFlow 1.5 bundle over c per
+// iteration; the switch then holds n flows, which are deleted after.
+func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline, flows []string, n int) {
 	var msgs [][]byte // encoded bundle-add messages (without header)
 	for _, line := range flows {
-		fm, err := flowtext.ParseFlow(line, nil)
+		fm, err := flowtext.ParseFlow(line, &flowtext.ParseOptions{TLV: p.TLV})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -122,5 +145,5 @@ func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline, flows []
 		p.DeleteFlows(&all)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "flowmods/s")
+	b.ReportMetric(float64(len(flows)*b.N)/b.Elapsed().Seconds(), "flowmods/s")
 }

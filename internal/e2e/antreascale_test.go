@@ -3,7 +3,9 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,4 +178,89 @@ func BenchmarkMemory200k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		measureMemory(b, "", sb.String(), 200000)
 	}
+}
+
+// BenchmarkAntreaScaleBundleLoad times `ovs-ofctl -O OpenFlow15 --bundle
+// add-flows` of the default generated Antrea node (~119k flows) into govs
+// and into Open vSwitch, alternating the two switches (and which goes
+// first) rep after rep so both see the same machine load, with the flows
+// deleted before each load. It reports each switch's median wall time,
+// the ovs-ofctl client's own CPU time (parsing and encoding, the same work
+// for both) and govs's ratio to Open vSwitch (issue 23).
+//
+//	go test -run '^$' -bench AntreaScaleBundleLoad -benchtime 1x ./internal/e2e/
+func BenchmarkAntreaScaleBundleLoad(b *testing.B) {
+	p := antreagen.Generate(antreagen.Default())
+	dir := b.TempDir()
+	gf, ff := filepath.Join(dir, "groups"), filepath.Join(dir, "flows")
+	if err := os.WriteFile(gf, []byte(p.Groups), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(ff, []byte(p.Flows), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	const v, reps = "OpenFlow15", 5
+	sws := bothSwitches(b)
+	for _, sw := range sws {
+		b.Logf("%s pid %d", sw.name, sw.pid)
+		if out, err := ofctl(sw.target, "-O", v, "add-groups", gf); err != nil {
+			b.Fatal(err, out)
+		}
+	}
+	wall := map[string][]float64{}
+	client := map[string][]float64{}
+	daemon := map[string][]float64{}
+	for i := 0; i < b.N*reps; i++ {
+		for j := range sws {
+			sw := sws[(i+j)%len(sws)]
+			if out, err := ofctl(sw.target, "-O", v, "del-flows"); err != nil {
+				b.Fatal(err, out)
+			}
+			cmd := exec.Command("ovs-ofctl", withTarget(sw.target, []string{"-O", v, "--bundle", "add-flows", ff})...)
+			cpu0 := processCPU(b, sw.pid)
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatal(err, string(out))
+			}
+			wall[sw.name] = append(wall[sw.name], time.Since(start).Seconds())
+			daemon[sw.name] = append(daemon[sw.name], processCPU(b, sw.pid)-cpu0)
+			client[sw.name] = append(client[sw.name], (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
+			if out, err := ofctl(sw.target, "-O", v, "dump-aggregate"); err != nil || !strings.Contains(out, fmt.Sprintf("flow_count=%d", p.NumFlows)) {
+				b.Fatalf("%s after the bundle: %v %s", sw.name, err, out)
+			}
+		}
+	}
+	b.Logf("wall s: govs %.3f, ovs %.3f", wall["govs"], wall["ovs"])
+	b.Logf("switch cpu s: govs %.3f, ovs %.3f", daemon["govs"], daemon["ovs"])
+	for _, sw := range sws {
+		b.ReportMetric(median(wall[sw.name]), sw.name+"-load-s")
+		b.ReportMetric(median(daemon[sw.name]), sw.name+"-switch-cpu-s")
+		b.ReportMetric(median(client[sw.name]), sw.name+"-ofctl-cpu-s")
+	}
+	b.ReportMetric(median(wall["govs"])/median(wall["ovs"]), "ratio-load")
+	b.ReportMetric(median(daemon["govs"])/median(daemon["ovs"]), "ratio-switch-cpu")
+}
+
+// processCPU returns the user and system CPU time process pid has used,
+// in seconds (utime and stime of /proc/PID/stat, in USER_HZ ticks).
+func processCPU(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	return (ut + st) / 100
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
