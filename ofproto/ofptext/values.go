@@ -267,6 +267,9 @@ func ParseFlagsField(f *flowtable.Field, s string, names []FlagName) (value, mas
 			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
 		if !hasMask {
+			if err := checkFlagBits(f, s, v, nil, names); err != nil {
+				return nil, nil, err
+			}
 			return v, nil, nil
 		}
 		m, err := ParseIntBytes(maskStr, f.Bytes)
@@ -275,6 +278,9 @@ func ParseFlagsField(f *flowtable.Field, s string, names []FlagName) (value, mas
 		}
 		for i := range v {
 			v[i] &= m[i]
+		}
+		if err := checkFlagBits(f, s, v, m, names); err != nil {
+			return nil, nil, err
 		}
 		return v, m, nil
 	}
@@ -316,6 +322,25 @@ func ParseFlagsField(f *flowtable.Field, s string, names []FlagName) (value, mas
 		i = j
 	}
 	return U64Bytes(v, f.Bytes), U64Bytes(m, f.Bytes), nil
+}
+
+// checkFlagBits refuses a numeric value or mask with bits no flag of the
+// field names, as OVS does ("0x101: unknown ct_state flag(s)"): such a
+// match could never be printed back.
+func checkFlagBits(f *flowtable.Field, s string, value, mask []byte, names []FlagName) error {
+	var known uint64
+	for _, n := range names {
+		known |= n.Bit
+	}
+	for _, b := range [][]byte{value, mask} {
+		if b == nil {
+			continue
+		}
+		if extra := BytesU64(b) &^ known; extra != 0 {
+			return fmt.Errorf("%s: %s: unknown flag(s) %#x", f.Name, s, extra)
+		}
+	}
+	return nil
 }
 
 func flagBit(name string, names []FlagName) (uint64, bool) {
