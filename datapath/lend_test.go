@@ -119,3 +119,22 @@ func FuzzOutputThenChange(f *testing.F) {
 		checkLend(t, "tcp,in_port=1,actions="+strings.Join(acts, ","), sel[0]&0x80 != 0)
 	})
 }
+
+// TestCacheMaxEntries: a loop started after SetCacheMaxEntries(1) starts
+// its megaflow cache over when a second megaflow comes (both frames are
+// still forwarded).
+func TestCacheMaxEntries(t *testing.T) {
+	b := newBridge(t, "tcp,in_port=1,nw_dst=10.0.0.2,actions=output:2\ntcp,in_port=1,nw_dst=10.0.0.4,actions=output:3", true)
+	b.SetCacheMaxEntries(1)
+	ps := addMemPorts(t, b, MemPortConfig{}, 1, 2, 3)
+	frames := lendFrames(t)
+	inject(t, b, ps, 1, frames...)
+	inject(t, b, ps, 1, frames...)
+	st, entries := b.CacheStats()
+	if st.Evictions == 0 || entries > 1 {
+		t.Errorf("cache of at most 1 entry: %d entries, %+v", entries, st)
+	}
+	if out := sent(ps); len(out[2]) != 2 || len(out[3]) != 2 {
+		t.Errorf("forwarded %d to port 2 and %d to port 3, want 2 each", len(out[2]), len(out[3]))
+	}
+}
