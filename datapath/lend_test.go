@@ -36,6 +36,7 @@ func TestOutputThenChange(t *testing.T) {
 		{"dec_ttl", "output:2,dec_ttl,output:3,output:4", true},
 		{"nat in ct", "output:2,ct(commit,zone=3,nat(dst=10.9.9.9:99)),output:3", true},
 		{"same frame twice", "output:2,output:3,mod_nw_tos:32,output:4", true},
+		{"clone", "output:2,clone(mod_nw_dst:10.6.6.6,output:4),output:3,clone(push_vlan:0x8100,output:4)", false},
 	} {
 		for _, cacheOff := range []bool{true, false} {
 			name := tc.name + "/cache"
@@ -98,6 +99,7 @@ var lendActions = []string{
 	"mod_nw_dst:10.9.9.9", "mod_dl_src:02:00:00:00:00:99", "mod_tp_dst:99", "mod_nw_tos:32",
 	"set_field:10.8.8.8->ip_src", "push_vlan:0x8100", "mod_vlan_vid:7", "pop_vlan", "dec_ttl",
 	"ct(commit,zone=3,nat(dst=10.9.9.9:99))", "ct(commit,zone=4,nat(src=10.7.7.7))",
+	"clone(mod_nw_dst:10.6.6.6,output:4)", "clone(push_vlan:0x8100,mod_vlan_vid:9,output:3)",
 }
 
 // FuzzOutputThenChange is TestOutputThenChange over random action lists
