@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/govs-project/govs/datapath/netnstest"
 )
 
 // nsPrefix starts every namespace the harness creates, followed by the
@@ -109,28 +110,14 @@ func newNS(cs *cleanupStack, role string) (netns, error) {
 
 // removeStaleNamespaces deletes namespaces that an earlier harness run
 // created and could not remove (it was killed): their name carries a pid
-// that is no longer alive.
+// that is no longer alive, and nothing runs in them.
 func removeStaleNamespaces(logf func(string, ...any)) {
-	entries, err := os.ReadDir("/run/netns")
-	if err != nil {
-		return
+	gone, err := netnstest.RemoveStaleNamespaces(nsPrefix)
+	for _, name := range gone {
+		logf("removed stale namespace %s of a dead harness", name)
 	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), nsPrefix)
-		if !ok {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join("/proc", pidText)); err == nil {
-			continue // its harness is still running
-		}
-		if _, err := run("ip", "netns", "del", e.Name()); err == nil {
-			logf("removed stale namespace %s of a dead harness (pid %d)", e.Name(), pid)
-		}
+	if err != nil {
+		logf("removing stale namespaces: %v", err)
 	}
 }
 

@@ -83,6 +83,8 @@ type Bridge struct {
 	// CacheDisabled turns the megaflow cache off for ports added from
 	// then on: every packet runs the OpenFlow pipeline (tests, benchmarks).
 	CacheDisabled bool
+	// cacheMaxEntries is SetCacheMaxEntries's bound.
+	cacheMaxEntries atomic.Int64
 	// PMD serves the ports that can be polled from one poll-mode thread
 	// instead of a goroutine each. Set it before the first AddPort.
 	PMD PMDConfig
@@ -484,6 +486,15 @@ func (b *Bridge) recovered(in *bridgePort, r any, frame []byte) {
 		b.log.Error("frame processing panicked: frame dropped, loop goes on", fields...)
 	}
 }
+
+// SetCacheMaxEntries bounds the megaflow cache of each packet loop started
+// from then on (n <= 0: flowcache.DefaultMaxEntries), like OVS's
+// other_config:flow-limit; a full cache starts over. Running loops keep
+// theirs until their port is added again.
+func (b *Bridge) SetCacheMaxEntries(n int) { b.cacheMaxEntries.Store(int64(max(n, 0))) }
+
+// CacheMaxEntries is SetCacheMaxEntries's bound (0: the default).
+func (b *Bridge) CacheMaxEntries() int { return int(b.cacheMaxEntries.Load()) }
 
 // CacheStats sums the megaflow cache counters of every port goroutine.
 func (b *Bridge) CacheStats() (st flowcache.Stats, entries int) {

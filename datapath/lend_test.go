@@ -36,6 +36,7 @@ func TestOutputThenChange(t *testing.T) {
 		{"dec_ttl", "output:2,dec_ttl,output:3,output:4", true},
 		{"nat in ct", "output:2,ct(commit,zone=3,nat(dst=10.9.9.9:99)),output:3", true},
 		{"same frame twice", "output:2,output:3,mod_nw_tos:32,output:4", true},
+		{"clone", "output:2,clone(mod_nw_dst:10.6.6.6,output:4),output:3,clone(push_vlan:0x8100,output:4)", false},
 	} {
 		for _, cacheOff := range []bool{true, false} {
 			name := tc.name + "/cache"
@@ -98,6 +99,7 @@ var lendActions = []string{
 	"mod_nw_dst:10.9.9.9", "mod_dl_src:02:00:00:00:00:99", "mod_tp_dst:99", "mod_nw_tos:32",
 	"set_field:10.8.8.8->ip_src", "push_vlan:0x8100", "mod_vlan_vid:7", "pop_vlan", "dec_ttl",
 	"ct(commit,zone=3,nat(dst=10.9.9.9:99))", "ct(commit,zone=4,nat(src=10.7.7.7))",
+	"clone(mod_nw_dst:10.6.6.6,output:4)", "clone(push_vlan:0x8100,mod_vlan_vid:9,output:3)",
 }
 
 // FuzzOutputThenChange is TestOutputThenChange over random action lists
@@ -118,4 +120,23 @@ func FuzzOutputThenChange(f *testing.F) {
 		}
 		checkLend(t, "tcp,in_port=1,actions="+strings.Join(acts, ","), sel[0]&0x80 != 0)
 	})
+}
+
+// TestCacheMaxEntries: a loop started after SetCacheMaxEntries(1) starts
+// its megaflow cache over when a second megaflow comes (both frames are
+// still forwarded).
+func TestCacheMaxEntries(t *testing.T) {
+	b := newBridge(t, "tcp,in_port=1,nw_dst=10.0.0.2,actions=output:2\ntcp,in_port=1,nw_dst=10.0.0.4,actions=output:3", true)
+	b.SetCacheMaxEntries(1)
+	ps := addMemPorts(t, b, MemPortConfig{}, 1, 2, 3)
+	frames := lendFrames(t)
+	inject(t, b, ps, 1, frames...)
+	inject(t, b, ps, 1, frames...)
+	st, entries := b.CacheStats()
+	if st.Evictions == 0 || entries > 1 {
+		t.Errorf("cache of at most 1 entry: %d entries, %+v", entries, st)
+	}
+	if out := sent(ps); len(out[2]) != 2 || len(out[3]) != 2 {
+		t.Errorf("forwarded %d to port 2 and %d to port 3, want 2 each", len(out[2]), len(out[3]))
+	}
 }

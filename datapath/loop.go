@@ -74,6 +74,9 @@ func newLoop(b *Bridge, in *bridgePort) *loop {
 		l.batch = port.NewBatch(BatchSize)
 		if !b.CacheDisabled {
 			l.cache = flowcache.New(b.pipeline)
+			if n := b.cacheMaxEntries.Load(); n > 0 {
+				l.cache.MaxEntries = int(n)
+			}
 			l.initOffload()
 		} else {
 			l.pkt.Counters = b.pipeline.NewTableCounters()

@@ -54,8 +54,43 @@ func fuzzFrames() [][]byte {
 		ip4(flowtable.IPProtoUDP)(k)
 		flowtable.FieldVlanTCI.SetUint64(k, flowtable.VlanCFI|100)
 	})
+	// The newer rewrites (SCTP's CRC, ICMPv6/ND, MPLS) need their frames.
+	mk(ip4(flowtable.IPProtoSCTP))
+	mk(ip6(flowtable.IPProtoSCTP))
+	out = append(out, ndFrame(135, 1), ndFrame(136, 2), ndFrame(135, 0))
+	var udp flowtable.Key
+	ip4(flowtable.IPProtoUDP)(&udp)
+	ipv4 := flowtable.BuildFrame(&udp, 8)
+	for _, lses := range [][]byte{
+		{0, 0x64, 0x01, 0x40},                   // label 6, bottom of stack, TTL 64
+		{0, 0x64, 0x00, 0x40, 0, 0x65, 0x01, 9}, // two labels
+	} {
+		mpls := append([]byte(nil), ipv4[:12]...)
+		mpls = append(mpls, 0x88, 0x47)
+		mpls = append(mpls, lses...)
+		out = append(out, append(mpls, ipv4[14:]...))
+	}
 	out = append(out, nil, []byte{1, 2, 3})
 	return out
+}
+
+// ndFrame is an ICMPv6 neighbor solicitation (typ 135) or advertisement
+// (136) for fe80::2 with a link-layer address option of type opt (0: none).
+func ndFrame(typ, opt byte) []byte {
+	f := []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd}
+	payload := 24
+	if opt != 0 {
+		payload += 8
+	}
+	f = append(f, 0x60, 0, 0, 0, 0, byte(payload), flowtable.IPProtoICMPv6, 255)
+	f = append(f, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1) // source
+	f = append(f, 0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 2) // solicited-node
+	f = append(f, typ, 0, 0, 0, 0, 0, 0, 0)
+	f = append(f, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2) // target
+	if opt != 0 {
+		f = append(f, opt, 1, 2, 0, 0, 0, 0, 1)
+	}
+	return f
 }
 
 // ipv4HeaderOK reports whether pkt holds a whole IPv4 header with a valid
@@ -146,6 +181,19 @@ func checkExtractCommit(t *testing.T, frame []byte, which uint16, v uint64) {
 		func() { flowtable.FieldIPv6Label.SetUint64(k, v) },
 		func() { flowtable.FieldArpOp.SetUint64(k, v>>56) },
 		func() { flowtable.FieldArpSha.SetUint64(k, v) },
+		// One of the newer rewrites, chosen by the value.
+		func() {
+			switch v % 4 {
+			case 0:
+				flowtable.FieldNdTarget.SetValue(k, bytes.Repeat(b8[:], 2))
+			case 1:
+				flowtable.FieldMPLSLabel.SetUint64(k, v>>12)
+			case 2:
+				flowtable.FieldMPLSTTL.SetUint64(k, v>>40)
+			default:
+				flowtable.FieldNdTll.SetUint64(k, v>>8)
+			}
+		},
 		func() { k.SetNwProto(uint8(v)) },
 		func() { k.SetEthType(uint16(v >> 8)) },
 	}

@@ -66,7 +66,7 @@ var optionTable = map[string]optArg{
 	"rundir": requiredArg, "config": requiredArg, "log-level": requiredArg, "userspace-tso": noArg,
 	"pmd": noArg, "pmd-cpu": requiredArg, "nice": requiredArg, "metrics-address": requiredArg,
 	"offload": requiredArg, "flow-limit": requiredArg, "max-flows": requiredArg, "max-groups": requiredArg,
-	"ct-maxconns": requiredArg, "ct-zone-limit": requiredArg,
+	"ct-maxconns": requiredArg, "ct-zone-limit": requiredArg, "flow-cache-limit": requiredArg,
 }
 
 // usageError is a command-line error: exit status 1, as ovs-vswitchd.
@@ -141,7 +141,7 @@ func parseArgs(argv []string, defaultNice int) (*args, error) {
 func isGovsOption(name string) bool {
 	switch name {
 	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload",
-		"flow-limit", "max-flows", "max-groups", "ct-maxconns", "ct-zone-limit":
+		"flow-limit", "max-flows", "max-groups", "ct-maxconns", "ct-zone-limit", "flow-cache-limit":
 		return true
 	}
 	return false
@@ -174,6 +174,8 @@ func (a *args) set(name, value string) error {
 		a.limits.Flows.MaxGroups, err = limit()
 	case "ct-maxconns":
 		a.limits.ConntrackMax, err = limit()
+	case "flow-cache-limit":
+		a.limits.FlowCacheEntries, err = limit()
 	case "ct-zone-limit":
 		zone, n, perr := vswitchd.ParseZoneLimit(value)
 		if perr != nil {
@@ -323,6 +325,8 @@ Limits (each refusal is counted and logged):
                           ovs-appctl dpctl/ct-set-maxconns
   --ct-zone-limit SPEC    default=N or zone=Z,limit=N (repeatable), as
                           ovs-appctl dpctl/ct-set-limits
+  --flow-cache-limit N    megaflows per packet loop (default 65536; the
+                          database's other_config:flow-limit overrides it)
 
 Other options:
   -h, --help              display this help message

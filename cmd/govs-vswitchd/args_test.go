@@ -86,6 +86,8 @@ func TestParseLimits(t *testing.T) {
 				l.ConntrackMax, l.ConntrackZoneDefault = 200000, 100
 				l.ConntrackZones = map[uint16]uint32{7: 5, 65535: 0}
 			}, ""},
+		{"--flow-cache-limit 5000", func(l *vswitchd.Limits) { l.FlowCacheEntries = 5000 }, ""},
+		{"--flow-cache-limit=-1", nil, "--flow-cache-limit -1: want a positive number"},
 		{"--flow-limit 0", nil, "--flow-limit 0: want a positive number"},
 		{"--max-flows -3", nil, "--max-flows -3: want a positive number"},
 		{"--max-groups lots", nil, "--max-groups lots: want a positive number"},

@@ -56,6 +56,9 @@ type Daemon struct {
 	PMD datapath.PMDConfig
 	// Limits bound flows, groups and connections (SetLimits changes them).
 	Limits Limits
+	// flowCacheBase is SetLimits's FlowCacheEntries, which
+	// other_config:flow-limit overrides while set.
+	flowCacheBase int
 
 	offload   bool // the kernel fast path (SetOffload)
 	ctx       context.Context
@@ -358,6 +361,9 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
+	d.mu.Lock()
+	dp.SetCacheMaxEntries(d.Limits.FlowCacheEntries)
+	d.mu.Unlock()
 	dp.SetFlowRestoreWait(d.holding)
 	d.enableOffload(dp, log)
 	if cfg.FailMode == "standalone" && len(cfg.Controllers) == 0 {

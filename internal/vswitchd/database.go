@@ -468,6 +468,7 @@ func portFromRows(pr *portRow, ir *ifaceRow) (PortConfig, error) {
 // know. Both apply to ports and bridges created from then on.
 func (d *Daemon) applyOtherConfig(oc map[string]string) {
 	d.UserspaceTSO = oc["userspace-tso-enable"] == "true"
+	d.setFlowCacheLimit(oc["flow-limit"])
 	if mask, ok := oc["pmd-cpu-mask"]; ok {
 		m, err := strconv.ParseUint(strings.TrimPrefix(mask, "0x"), 16, 64)
 		if err != nil || m == 0 {

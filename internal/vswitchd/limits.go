@@ -28,6 +28,10 @@ type Limits struct {
 	ConntrackZoneDefault uint32
 	// ConntrackZones are per-zone limits (`dpctl/ct-set-limits zone=Z,limit=N`).
 	ConntrackZones map[uint16]uint32
+	// FlowCacheEntries bounds each packet loop's megaflow cache, like
+	// OVS's other_config:flow-limit bounds its datapath flows (0:
+	// flowcache.DefaultMaxEntries). Loops started from then on use it.
+	FlowCacheEntries int
 }
 
 // DefaultLimits are OVS's defaults where OVS has one (conntrack), and
@@ -42,6 +46,7 @@ func (d *Daemon) SetLimits(l Limits) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.Limits = l
+	d.flowCacheBase = l.FlowCacheEntries
 	d.tracker.SetGlobalLimit(l.ConntrackMax)
 	d.tracker.SetDefaultZoneLimit(l.ConntrackZoneDefault)
 	for z, n := range l.ConntrackZones {
@@ -49,6 +54,29 @@ func (d *Daemon) SetLimits(l Limits) {
 	}
 	for _, b := range d.bridges {
 		b.dp.Pipeline().SetLimits(d.bridgeLimitsLocked(b.cfg))
+		b.dp.SetCacheMaxEntries(l.FlowCacheEntries)
+	}
+}
+
+// setFlowCacheLimit is other_config:flow-limit: "" or a bad value leaves
+// the limit SetLimits gave (the command line's).
+func (d *Daemon) setFlowCacheLimit(value string) {
+	d.mu.Lock()
+	n := d.flowCacheBase
+	d.mu.Unlock()
+	if value != "" {
+		v, err := strconv.ParseUint(value, 10, 31)
+		if err != nil || v == 0 {
+			d.Log.Warn("other_config:flow-limit is not a positive number; ignored", zap.String("flow-limit", value))
+		} else {
+			n = int(v)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Limits.FlowCacheEntries = n
+	for _, b := range d.bridges {
+		b.dp.SetCacheMaxEntries(n)
 	}
 }
 

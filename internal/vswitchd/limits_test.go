@@ -30,3 +30,43 @@ func TestLimits(t *testing.T) {
 		t.Errorf("after SetLimits: flows %+v, conntrack %d, zone 1 %d, zone 3 %d", p.Limits, d.tracker.GlobalLimit(), d.tracker.ZoneLimit(1), d.tracker.ZoneLimit(3))
 	}
 }
+
+// TestFlowCacheLimit: other_config:flow-limit bounds the megaflow caches
+// of every bridge, present and future, over the command line's value,
+// which comes back when the key goes or is bad.
+func TestFlowCacheLimit(t *testing.T) {
+	d := New(t.TempDir(), nil)
+	d.OpenFlow = nil
+	t.Cleanup(func() { d.Close() })
+	l := DefaultLimits()
+	l.FlowCacheEntries = 100
+	d.SetLimits(l)
+	if err := d.AddBridge(BridgeConfig{Name: "br-fc0"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		otherConfig map[string]string
+		want        int
+	}{
+		{nil, 100},
+		{map[string]string{"flow-limit": "7"}, 7},
+		{map[string]string{"flow-limit": "lots"}, 100},
+		{map[string]string{"flow-limit": "0"}, 100},
+		{map[string]string{"flow-limit": "200000"}, 200000},
+		{map[string]string{}, 100},
+	} {
+		d.applyOtherConfig(tc.otherConfig)
+		if err := d.AddBridge(BridgeConfig{Name: "br-fc1"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"br-fc0", "br-fc1"} {
+			dp, _ := d.Bridge(name)
+			if got := dp.CacheMaxEntries(); got != tc.want {
+				t.Errorf("other_config %v: %s cache limit %d, want %d", tc.otherConfig, name, got, tc.want)
+			}
+		}
+		if err := d.DelBridge("br-fc1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
