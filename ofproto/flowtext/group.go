@@ -18,13 +18,8 @@ func ParseGroup(s string, o *ParseOptions) (*flowtable.GroupEntry, error) {
 	// Split at each "bucket=" (buckets hold commas of their own).
 	parts := splitBuckets(s)
 	head := parts[0]
-	sc := ofptext.Scanner{S: head.text, Base: head.pos}
 	haveID, haveType := false, false
-	for {
-		e, ok := sc.Next()
-		if !ok {
-			break
-		}
+	for e := range ofptext.Elements(head.text, head.pos) {
 		switch e.Key {
 		case "group_id":
 			if e.Value == "all" {

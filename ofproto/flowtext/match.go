@@ -61,8 +61,8 @@ func buildMatchFields() []matchField {
 		{name: "dl_type", field: flowtable.FieldEthType, print: printDlType},
 		{field: flowtable.FieldIPv6Src, when: isIPv6, print: printIPv6},
 		{field: flowtable.FieldIPv6Dst, when: isIPv6, print: printIPv6},
-		{field: flowtable.FieldIPv6Label, when: isIPv6, print: printIPv6Label},
-		{field: flowtable.FieldIPv6ExtHdr, when: isIPv6, print: printIPv6ExtHdr},
+		{field: flowtable.FieldIPv6Label, when: isIPv6, print: printHexAs("0x%05x", 0xfffff)},
+		{field: flowtable.FieldIPv6ExtHdr, when: isIPv6, print: printHexAs("%#x", 0x1ff)},
 		{field: flowtable.FieldArpSpa, when: isARP, print: printIPv4},
 		{field: flowtable.FieldArpTpa, when: isARP, print: printIPv4},
 		{name: "nw_src", field: flowtable.FieldIPv4Src, when: isOtherL3, print: printIPv4},
@@ -313,25 +313,17 @@ func printDlType(c *matchCtx, e *matchField) {
 	}
 }
 
-func printIPv6Label(c *matchCtx, e *matchField) {
-	val, msk := c.u(e.field)
-	switch {
-	case msk == 0xfffff:
-		fmt.Fprintf(c.b, "%s=0x%05x,", e.name, val)
-	case msk != 0:
-		fmt.Fprintf(c.b, "%s=0x%05x/0x%05x,", e.name, val, msk)
-	}
-}
-
-// printIPv6ExtHdr: ipv6_exthdr is not in OVS; printed like its other
-// flag fields.
-func printIPv6ExtHdr(c *matchCtx, e *matchField) {
-	val, msk := c.u(e.field)
-	switch {
-	case msk == 0x1ff:
-		fmt.Fprintf(c.b, "%s=%#x,", e.name, val)
-	case msk != 0:
-		fmt.Fprintf(c.b, "%s=%#x/%#x,", e.name, val, msk)
+// printHexAs prints a field in hex with verb, the mask left out when it
+// is all: ipv6_label as OVS (0x%05x), ipv6_exthdr (not in OVS) like its
+// other flag fields (%#x).
+func printHexAs(verb string, all uint64) func(c *matchCtx, e *matchField) {
+	return func(c *matchCtx, e *matchField) {
+		switch val, msk := c.u(e.field); {
+		case msk == all:
+			fmt.Fprintf(c.b, "%s="+verb+",", e.name, val)
+		case msk != 0:
+			fmt.Fprintf(c.b, "%s="+verb+"/"+verb+",", e.name, val, msk)
+		}
 	}
 }
 

@@ -98,13 +98,8 @@ func ParseFlow(s string, o *ParseOptions) (*FlowMod, error) {
 }
 
 func parseMatchPart(fm *FlowMod, s string, o *ParseOptions) error {
-	sc := ofptext.Scanner{S: s}
 	m := &fm.Match
-	for {
-		e, ok := sc.Next()
-		if !ok {
-			break
-		}
+	for e := range ofptext.Elements(s, 0) {
 		name, value := e.Key, e.Value
 		if p, ok := protocols[name]; ok && e.Delim == 0 {
 			m.SetUint64(flowtable.FieldEthType, uint64(p.ethType))

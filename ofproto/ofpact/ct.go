@@ -43,12 +43,7 @@ func parseCT(p Parser, e ofptext.KV) (flowtable.Action, error) {
 	if e.Delim == 0 {
 		return ct, nil
 	}
-	sc := ofptext.Scanner{S: e.Value, Base: e.ValPos}
-	for {
-		x, ok := sc.Next()
-		if !ok {
-			break
-		}
+	for x := range ofptext.Elements(e.Value, e.ValPos) {
 		switch x.Key {
 		case "commit":
 			ct.Commit = true

@@ -38,12 +38,7 @@ func init() {
 
 func parseFinTimeout(p Parser, e ofptext.KV) (flowtable.Action, error) {
 	ft := &flowtable.FinTimeout{}
-	sc := ofptext.Scanner{S: e.Value, Base: e.ValPos}
-	for {
-		x, ok := sc.Next()
-		if !ok {
-			break
-		}
+	for x := range ofptext.Elements(e.Value, e.ValPos) {
 		v, err := ofptext.ParseNum(x.Value, 16)
 		if err != nil {
 			return nil, ofptext.ErrAt(x.ValPos, x.Key, "%v", err)

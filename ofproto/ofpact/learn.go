@@ -246,30 +246,46 @@ func formatLearn(b *strings.Builder, l *flowtable.Learn, o *ofptext.PrintOptions
 	b.WriteByte(')')
 }
 
+// learnFlags and learnKinds pair the model's learn flags and spec kinds
+// with NXAST_LEARN's (a spec of another kind is an output).
+var (
+	learnFlags = []struct {
+		model flowtable.LearnFlags
+		wire  uint16
+	}{
+		{flowtable.LearnSendFlowRem, wire.NX_LEARN_F_SEND_FLOW_REM},
+		{flowtable.LearnDeleteLearned, wire.NX_LEARN_F_DELETE_LEARNED},
+	}
+	learnKinds = []struct {
+		model flowtable.LearnSpecKind
+		wire  uint16
+	}{
+		{flowtable.LearnMatch, wire.NX_LEARN_DST_MATCH},
+		{flowtable.LearnLoad, wire.NX_LEARN_DST_LOAD},
+	}
+)
+
 func (t Encoder) learn(l *flowtable.Learn) (*wire.ActionLearn, error) {
 	if l.Limit != 0 || l.Flags&flowtable.LearnWriteResult != 0 {
 		return nil, fmt.Errorf("learn with limit or result_dst needs NXAST_LEARN2, which the wire codec does not model")
 	}
 	a := &wire.ActionLearn{IdleTimeout: l.IdleTimeout, HardTimeout: l.HardTimeout, Priority: l.Priority,
 		Cookie: l.Cookie, TableID: l.Table, FinIdleTimeout: l.FinIdle, FinHardTimeout: l.FinHard}
-	if l.Flags&flowtable.LearnSendFlowRem != 0 {
-		a.Flags |= wire.NX_LEARN_F_SEND_FLOW_REM
-	}
-	if l.Flags&flowtable.LearnDeleteLearned != 0 {
-		a.Flags |= wire.NX_LEARN_F_DELETE_LEARNED
+	for _, f := range learnFlags {
+		if l.Flags&f.model != 0 {
+			a.Flags |= f.wire
+		}
 	}
 	a.Specs = make([]wire.LearnSpec, len(l.Specs))
 	for i := range l.Specs {
 		s := &l.Specs[i]
 		ws := &a.Specs[i]
 		ws.NBits = uint16(s.NBits)
-		switch s.Kind {
-		case flowtable.LearnMatch:
-			ws.Dst = wire.NX_LEARN_DST_MATCH
-		case flowtable.LearnLoad:
-			ws.Dst = wire.NX_LEARN_DST_LOAD
-		default:
-			ws.Dst = wire.NX_LEARN_DST_OUTPUT
+		ws.Dst = wire.NX_LEARN_DST_OUTPUT
+		for _, k := range learnKinds {
+			if k.model == s.Kind {
+				ws.Dst = k.wire
+			}
 		}
 		if s.Imm != nil {
 			ws.SrcImm = true
@@ -303,24 +319,21 @@ func (t Decoder) learn(a *wire.ActionLearn) (flowtable.Action, error) {
 		Table: a.TableID, Priority: a.Priority, IdleTimeout: a.IdleTimeout, HardTimeout: a.HardTimeout,
 		FinIdle: a.FinIdleTimeout, FinHard: a.FinHardTimeout, Cookie: a.Cookie,
 	}
-	if a.Flags&wire.NX_LEARN_F_SEND_FLOW_REM != 0 {
-		l.Flags |= flowtable.LearnSendFlowRem
-	}
-	if a.Flags&wire.NX_LEARN_F_DELETE_LEARNED != 0 {
-		l.Flags |= flowtable.LearnDeleteLearned
+	for _, f := range learnFlags {
+		if a.Flags&f.wire != 0 {
+			l.Flags |= f.model
+		}
 	}
 	l.Specs = make([]flowtable.LearnSpec, len(a.Specs))
 	for i := range a.Specs {
 		ws := &a.Specs[i]
 		s := &l.Specs[i]
 		s.NBits = int(ws.NBits)
-		switch ws.Dst {
-		case wire.NX_LEARN_DST_MATCH:
-			s.Kind = flowtable.LearnMatch
-		case wire.NX_LEARN_DST_LOAD:
-			s.Kind = flowtable.LearnLoad
-		default:
-			s.Kind = flowtable.LearnOutput
+		s.Kind = flowtable.LearnOutput
+		for _, k := range learnKinds {
+			if k.wire == ws.Dst {
+				s.Kind = k.model
+			}
 		}
 		if ws.SrcImm {
 			// The wire immediate is 2*ceil(n/16) bytes; the model keeps

@@ -158,12 +158,7 @@ func parseController(p Parser, e ofptext.KV) (flowtable.Action, error) {
 		c.MaxLen, c.Short = uint16(n), true
 		return c, nil
 	}
-	sc := ofptext.Scanner{S: e.Value, Base: e.ValPos}
-	for {
-		x, ok := sc.Next()
-		if !ok {
-			break
-		}
+	for x := range ofptext.Elements(e.Value, e.ValPos) {
 		switch x.Key {
 		case "reason":
 			found := false

@@ -88,11 +88,37 @@ func init() {
 		return t.setFieldTLV(&a.Field, flowtable.RawLoad)
 	})
 	fromWire(decodeRegLoad)
-	fromWire(func(t Decoder, a *wire.ActionSetTunnel) (flowtable.Action, error) {
-		// set_tunnel/set_tunnel64 set tun_id; the model has no separate
-		// action for them.
-		return t.setFieldUint(flowtable.FieldTunID, a.TunID, flowtable.RawSetField), nil
-	})
+}
+
+// setFieldForm is a way of writing a set-field that is an action of its
+// own in some OpenFlow versions (set_tunnel in 1.0), owned by that
+// action's file: its Raw value is rawFormBase or above (flowtable never
+// looks at Raw; the values below are the model's). format and encode
+// report false where the form is a plain set_field, which then prints
+// and travels as one.
+type setFieldForm struct {
+	format func(b *strings.Builder, a *flowtable.SetField, o *ofptext.PrintOptions) bool
+	encode func(t Encoder, out []wire.Action, a *flowtable.SetField) ([]wire.Action, bool)
+}
+
+const rawFormBase flowtable.SetFieldRaw = 128
+
+var setFieldForms [256 - int(rawFormBase)]*setFieldForm
+
+// registerSetFieldForm registers form as the Raw value raw.
+func registerSetFieldForm(raw flowtable.SetFieldRaw, form setFieldForm) {
+	if raw < rawFormBase || setFieldForms[raw-rawFormBase] != nil {
+		panic(fmt.Sprintf("ofpact: set-field form %d taken or below %d", raw, rawFormBase))
+	}
+	setFieldForms[raw-rawFormBase] = &form
+}
+
+// formOf is a's registered form, or nil.
+func formOf(a *flowtable.SetField) *setFieldForm {
+	if a.Raw < rawFormBase {
+		return nil
+	}
+	return setFieldForms[a.Raw-rawFormBase]
 }
 
 func parseModDl(p Parser, e ofptext.KV) (flowtable.Action, error) {
@@ -325,6 +351,9 @@ func legacyRaw(f *flowtable.Field) (string, bool) {
 // OVS switch in the given version (lib/ofp-actions.c encode_SET_FIELD and
 // format_SET_FIELD).
 func formatSetField(b *strings.Builder, a *flowtable.SetField, o *ofptext.PrintOptions) {
+	if f := formOf(a); f != nil && f.format(b, a, o) {
+		return
+	}
 	v := o.Ver()
 	full := ofptext.AllOnes(a.Mask) || ofptext.IsFullFieldMask(a.Field, a.Mask)
 	switch {
@@ -423,6 +452,11 @@ func formatSetFieldSyntax(b *strings.Builder, a *flowtable.SetField) {
 // NXAST_REG_LOAD; 1.0 uses the OpenFlow 1.0 actions where one exists;
 // 1.3 uses OFPAT_SET_FIELD for whole fields and NXAST_REG_LOAD otherwise.
 func (t Encoder) setField(out []wire.Action, a *flowtable.SetField) ([]wire.Action, error) {
+	if f := formOf(a); f != nil {
+		if out, ok := f.encode(t, out, a); ok {
+			return out, nil
+		}
+	}
 	v := t.version
 	f, err := ofpfield.ResolveModel(v, a.Field, t.tlv)
 	if err != nil {

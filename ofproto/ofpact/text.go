@@ -19,14 +19,9 @@ type Parser struct {
 // ParseActions parses an ovs-actions(7) list. base is the offset of s in
 // the line, for error columns.
 func (p Parser) ParseActions(s string, base int) ([]flowtable.Action, error) {
-	sc := ofptext.Scanner{S: s, Base: base}
 	var acts []flowtable.Action
 	sawDrop := false
-	for {
-		e, ok := sc.Next()
-		if !ok {
-			break
-		}
+	for e := range ofptext.Elements(s, base) {
 		if e.Key == "drop" && e.Delim == 0 {
 			sawDrop = true
 			continue

@@ -1,6 +1,9 @@
 package ofptext
 
-import "strings"
+import (
+	"iter"
+	"strings"
+)
 
 // KV is one key[=|:|(]value element of flow text, with its position.
 type KV struct {
@@ -21,6 +24,19 @@ type Scanner struct {
 }
 
 const sepChars = ", \t\r\n"
+
+// Elements yields the elements of s, which starts at byte base of its
+// line, as a Scanner reads them.
+func Elements(s string, base int) iter.Seq[KV] {
+	return func(yield func(KV) bool) {
+		sc := Scanner{S: s, Base: base}
+		for e, ok := sc.Next(); ok; e, ok = sc.Next() {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
 
 // Next returns the next element, or false at the end.
 func (sc *Scanner) Next() (KV, bool) {

@@ -26,6 +26,7 @@ const RxRound = 2048
 func (k *Kind[P]) BenchRig(b *testing.B, open func(ifname string) (P, error)) (host P, peer port.Port) {
 	ns := netnstest.NewNS(b)
 	v := netnstest.NewVeth(b, nil, ns, netnstest.VethOptions{HostMAC: k.HostMAC, PeerMAC: k.PeerMAC})
+	WaitUp(b, v)
 	host = OpenIn(b, nil, func() (P, error) { return open(v.Host) })
 	peer = OpenIn(b, ns, func() (port.Port, error) { return k.Load(v.Peer) })
 	return host, peer

@@ -404,6 +404,7 @@ func poller[P port.Port](t *testing.T, k *Kind[P], v Variant[P]) {
 func promiscuous[P port.Port](t *testing.T, k *Kind[P], v Variant[P]) {
 	ns := netnstest.NewNS(t)
 	vt := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{HostMAC: k.HostMAC, PeerMAC: k.PeerMAC})
+	WaitUp(t, vt)
 	promisc := func() int {
 		l, err := netnstest.LinkShow(nil, vt.Host)
 		if err != nil {
@@ -466,6 +467,7 @@ func reattach[P port.Port](t *testing.T, k *Kind[P], v Variant[P]) {
 	for round := range 2 {
 		oldIndex := r.Port.Ifindex()
 		r.Veth.Recreate(t, vo)
+		WaitUp(t, r.Veth)
 		peer = netnstest.NewRawSocket(t, r.NS, r.Veth.Peer)
 		f := TestFrame(k.HostMAC, k.PeerMAC, uint32(round), 60)
 		b := port.NewBatch(8)

@@ -35,8 +35,36 @@ func NewRig[P port.Port](t testing.TB, opts netnstest.VethOptions, hostMAC, peer
 		opts.PeerMAC = peerMAC
 	}
 	v := netnstest.NewVeth(t, nil, ns, opts)
+	WaitUp(t, v)
 	p := OpenIn(t, nil, func() (P, error) { return open(v.Host) })
 	return &Rig[P]{NS: ns, Veth: v, Port: p, Peer: netnstest.NewRawSocket(t, ns, v.Peer)}
+}
+
+// WaitUp waits until both ends of v are operationally up. The kernel
+// turns a link's queueing on from its link-watch work, which may run up
+// to a second after the carrier came (later on a busy machine); until
+// then frames sent into the link are dropped without an error.
+func WaitUp(t testing.TB, v *netnstest.Veth) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, end := range []struct {
+		ns   *netnstest.NS
+		name string
+	}{{v.HostNS, v.Host}, {v.PeerNS, v.Peer}} {
+		for {
+			l, err := netnstest.LinkShow(end.ns, end.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.OperState == "UP" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is %s after 10s, want UP", end.name, l.OperState)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 // OpenIn runs open inside ns (nil: the test's namespace), fails the test
