@@ -165,3 +165,31 @@ func putU64(b []byte, v uint64) {
 		v >>= 8
 	}
 }
+
+// resumeMetadata are the fields a resume restores from its metadata (OVS
+// frozen_metadata_to_flow and pkt_metadata_from_flow).
+var resumeMetadata = func() []*Field {
+	fs := []*Field{FieldInPort, FieldTunID, FieldTunSrc, FieldTunDst, FieldMetadata, FieldPktMark,
+		FieldCtState, FieldCtZone, FieldCtMark, FieldCtLabel, FieldCtNwProto, FieldCtNwSrc, FieldCtNwDst,
+		FieldCtIPv6Src, FieldCtIPv6Dst, FieldCtTpSrc, FieldCtTpDst}
+	return append(fs, FieldReg[:]...)
+}()
+
+// SetMetadata sets the packet metadata fields m matches (a packet-in's
+// or NXT_RESUME's metadata) in k; header fields of m are left out.
+func (k *Key) SetMetadata(m *Match) {
+	for _, f := range resumeMetadata {
+		if v, mask := m.FieldValue(f); !allZeroBytes(mask) {
+			setFieldMasked(k, f, v, mask)
+		}
+	}
+}
+
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
