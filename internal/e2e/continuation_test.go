@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/internal/oftest"
 	"github.com/govs-project/govs/internal/ovstest"
+	"github.com/govs-project/govs/ofproto/wire"
 )
 
 // pauseSwitch is one switch under test with three veth ports (1, 2, 3):
@@ -203,5 +205,77 @@ table=3 reg1=0x5 actions=2`},
 				}
 			})
 		}
+	}
+}
+
+// contProp is one property in the wire layout (ofpprop_put).
+func contProp(typ uint16, data []byte) []byte {
+	b := binary.BigEndian.AppendUint16(nil, typ)
+	b = binary.BigEndian.AppendUint16(b, uint16(4+len(data)))
+	b = append(b, data...)
+	for len(b)%8 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// TestResumeErrorsLikeOVS sends the same bad NXT_RESUME messages to govs
+// and to Open vSwitch: both answer each with the same error and keep the
+// connection.
+func TestResumeErrorsLikeOVS(t *testing.T) {
+	n := startNode(t)
+	n.mustRun("add-br", "br-int")
+	o := ovstest.Start(t, ovstest.Options{})
+	targets := []string{filepath.Join(n.rundir, "br-int.mgmt"), strings.TrimPrefix(o.Target(), "unix:")}
+	nested := func(inner ...[]byte) []byte { return append(make([]byte, 4), bytes.Join(inner, nil)...) }
+	uuid := bytes.Repeat([]byte{0x5a}, 16)
+	packet := wire.Property{Type: wire.NXPINT_PACKET, Data: pauseFrame}
+	md := wire.Property{Type: wire.NXPINT_METADATA, Data: []byte{0x80, 0x00, 0x00, 0x04, 0, 0, 0, 1}}
+	cont := func(inner ...[]byte) wire.Property {
+		return wire.Property{Type: wire.NXPINT_CONTINUATION, Data: nested(inner...)}
+	}
+	output2 := []byte{0, 0, 0, 16, 0, 0, 0, 2, 0xff, 0xff, 0, 0, 0, 0, 0, 0} // OF1.3 output:2
+	cases := []struct {
+		name  string
+		props []wire.Property
+	}{
+		{"unknown bridge", []wire.Property{packet, md, cont(contProp(0x8000, uuid), contProp(0x8006, nested(output2)))}},
+		{"no bridge", []wire.Property{packet, md, cont(contProp(0x8006, nested(output2)))}},
+		{"no packet", []wire.Property{md, cont(contProp(0x8000, uuid))}},
+		{"unknown continuation property", []wire.Property{packet, md, cont(contProp(0x8000, uuid), contProp(0x8009, nil))}},
+		{"experimenter continuation property", []wire.Property{packet, md, cont(contProp(0xffff, []byte{0, 0, 0x23, 0x20, 0, 0, 0, 1}))}},
+		{"stack value of 129 bytes", []wire.Property{packet, md, cont(contProp(0x8001, make([]byte, 129)))}},
+		{"bridge of 15 bytes", []wire.Property{packet, md, cont(contProp(0x8000, uuid[:15]))}},
+		{"cookie of 8 bytes", []wire.Property{packet, md, cont(contProp(0x8005, make([]byte, 8)))}},
+		{"actions of 4 bytes", []wire.Property{packet, md, cont(contProp(0x8006, nested(make([]byte, 4))))}},
+		{"bad action", []wire.Property{packet, md, cont(contProp(0x8006, nested([]byte{0, 0x63, 0, 8, 0, 0, 0, 0})))}},
+		{"property past the end", []wire.Property{packet, md, {Type: wire.NXPINT_CONTINUATION, Data: append(make([]byte, 4), 0x80, 0x00, 0x00, 0x40)}}},
+		{"unknown packet-in property", []wire.Property{packet, md, {Type: 99}}},
+		{"full_len below the packet", []wire.Property{{Type: wire.NXPINT_FULL_LEN, Data: []byte{0, 0, 0, 10}}, packet, md}},
+		{"metadata with an unknown field", []wire.Property{packet, {Type: wire.NXPINT_METADATA, Data: []byte{0x80, 0x00, 0x7e, 0x04, 0, 0, 0, 1}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2]string
+			for i, path := range targets {
+				c, err := oftest.Dial(path, wire.OFP13)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.NC.Close()
+				sendMsg(t, c, 0x300, &wire.NXResume{Props: tc.props})
+				typ, code, err := c.Error(0x300)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[i] = fmt.Sprintf("%d/%d", typ, code)
+				if err := c.Alive(); err != nil {
+					t.Errorf("%s: connection dead after the bad resume: %v", path, err)
+				}
+			}
+			if got[0] != got[1] {
+				t.Errorf("govs answered %s, Open vSwitch %s", got[0], got[1])
+			}
+		})
 	}
 }
