@@ -465,6 +465,33 @@ func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Acti
 	return res, nil
 }
 
+// Resume continues a packet paused by controller(pause) (NXT_RESUME): the
+// frame the controller sent back, with the metadata of its resume (in_port,
+// registers, tunnel and ct fields), runs the continuation's actions. As
+// with a packet-out, outputs are transmitted before Resume returns.
+func (b *Bridge) Resume(frame []byte, md *flowtable.Match, c *flowtable.Continuation) (flowtable.Result, error) {
+	if len(frame) < port.MinFrameLen {
+		return flowtable.Result{}, fmt.Errorf("bridge %s: resume: %d-byte frame: %w", b.name, len(frame), flowtable.ErrRunt)
+	}
+	b.poMu.Lock()
+	defer b.poMu.Unlock()
+	l := b.poLoop
+	buf := append(l.poBuf[:0], frame...)
+	l.poBuf = buf
+	l.pkt.Key = flowtable.Key{}
+	l.pkt.Key.SetMetadata(md)
+	if err := l.pkt.Extract(buf); err != nil {
+		return flowtable.Result{}, fmt.Errorf("bridge %s: resume: %w", b.name, err)
+	}
+	l.ports = b.ports.Load()
+	res := b.pipeline.Resume(&l.pkt, c, l, nil)
+	l.flush()
+	if res.Error != flowtable.XlateOK {
+		return res, fmt.Errorf("bridge %s: resume: %w", b.name, res.Error)
+	}
+	return res, nil
+}
+
 // Panics is the number of frames dropped because processing them
 // panicked (also in the ports' RxErrors).
 func (b *Bridge) Panics() uint64 { return b.panics.Load() }

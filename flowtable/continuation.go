@@ -78,7 +78,9 @@ func (x *xlate) freezeUnroll(acts []Action) {
 			v, m := make([]byte, 8), make([]byte, 8)
 			putU64(v, a.Value&a.Mask)
 			putU64(m, a.Mask)
-			x.frozen = append(x.frozen, &SetField{Field: FieldMetadata, Value: v, Mask: m})
+			// Travels as OVS encodes a masked set_field it made itself
+			// (load: before OpenFlow 1.5).
+			x.frozen = append(x.frozen, &SetField{Field: FieldMetadata, Value: v, Mask: m, Raw: RawLoad})
 			continue
 		case *Note, *Conjunction:
 			continue
@@ -164,4 +166,33 @@ func putU64(b []byte, v uint64) {
 		b[i] = byte(v)
 		v >>= 8
 	}
+}
+
+// resumeMetadata lists the fields a resume restores from its metadata
+// (OVS frozen_metadata_to_flow and pkt_metadata_from_flow). A function:
+// the registers are registered by an init.
+func resumeMetadata() []*Field {
+	fs := []*Field{FieldInPort, FieldTunID, FieldTunSrc, FieldTunDst, FieldMetadata, FieldPktMark,
+		FieldCtState, FieldCtZone, FieldCtMark, FieldCtLabel, FieldCtNwProto, FieldCtNwSrc, FieldCtNwDst,
+		FieldCtIPv6Src, FieldCtIPv6Dst, FieldCtTpSrc, FieldCtTpDst}
+	return append(fs, FieldReg[:]...)
+}
+
+// SetMetadata sets the packet metadata fields m matches (a packet-in's
+// or NXT_RESUME's metadata) in k; header fields of m are left out.
+func (k *Key) SetMetadata(m *Match) {
+	for _, f := range resumeMetadata() {
+		if v, mask := m.FieldValue(f); !allZeroBytes(mask) {
+			setFieldMasked(k, f, v, mask)
+		}
+	}
+}
+
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -62,6 +62,8 @@ type Bridge struct {
 	roleMu sync.Mutex
 	// lastLimitLog rate-limits the "limit reached" log line (unix ns).
 	lastLimitLog atomic.Int64
+	// uuid names the bridge in its continuations (NXCPT_BRIDGE).
+	uuid [16]byte
 }
 
 // NewBridge returns the OpenFlow side of a datapath bridge.
@@ -69,7 +71,7 @@ func NewBridge(dp Datapath, log *zap.Logger) *Bridge {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Bridge{dp: dp, p: dp.Pipeline(), log: log, started: time.Now(), conns: map[*Conn]struct{}{}}
+	return &Bridge{dp: dp, p: dp.Pipeline(), log: log, started: time.Now(), conns: map[*Conn]struct{}{}, uuid: newBridgeUUID()}
 }
 
 // Handlers returns the factory listeners use: every connection of the
@@ -185,6 +187,8 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 			return err
 		}
 		return b.packetOut(c, m)
+	case *wire.NXResume:
+		return b.resume(c, raw)
 	case *wire.Multipart:
 		return b.multipart(c, h, m)
 	case *wire.BundleControl:

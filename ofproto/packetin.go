@@ -11,13 +11,14 @@ import (
 )
 
 // packetInFields are the metadata fields a packet-in carries when set
-// (OVS puts in_port, the tunnel fields, metadata, registers, pkt_mark and
-// the ct fields in the packet-in match).
+// (OVS flow_get_metadata: the tunnel fields, metadata, registers,
+// pkt_mark, ct_zone, ct_mark, ct_label; in_port always; ct_state with the
+// ethertype and, for a valid connection, its original tuple).
 var packetInFields = func() []*flowtable.Field {
 	fs := []*flowtable.Field{flowtable.FieldTunID, flowtable.FieldTunSrc, flowtable.FieldTunDst,
-		flowtable.FieldMetadata, flowtable.FieldPktMark, flowtable.FieldCtState, flowtable.FieldCtZone,
-		flowtable.FieldCtMark}
-	return append(fs, flowtable.FieldReg[:]...)
+		flowtable.FieldMetadata}
+	return append(append(fs, flowtable.FieldReg[:]...), flowtable.FieldPktMark, flowtable.FieldCtZone,
+		flowtable.FieldCtMark, flowtable.FieldCtLabel)
 }()
 
 // packetInMatch builds the match of a packet-in from the packet's key.
@@ -25,11 +26,49 @@ func packetInMatch(k *flowtable.Key, inPort uint32) flowtable.Match {
 	var m flowtable.Match
 	m.SetUint64(flowtable.FieldInPort, uint64(inPort))
 	for _, f := range packetInFields {
-		if v := f.Uint64(k); v != 0 {
-			m.SetUint64(f, v)
+		if v := f.Value(k); !allZero(v) {
+			m.Set(f, v, ones(len(v)))
+		}
+	}
+	if st := k.CtState(); st != 0 {
+		m.SetUint64(flowtable.FieldCtState, uint64(st))
+		m.SetUint64(flowtable.FieldEthType, uint64(k.EthType()))
+		valid := st&flowtable.CtStateTrk != 0 && st&flowtable.CtStateInv == 0
+		if valid && flowtable.FieldCtNwProto.Uint64(k) != 0 {
+			var tuple []*flowtable.Field
+			switch k.EthType() {
+			case flowtable.EthTypeIPv4:
+				tuple = []*flowtable.Field{flowtable.FieldCtNwSrc, flowtable.FieldCtNwDst}
+			case flowtable.EthTypeIPv6:
+				tuple = []*flowtable.Field{flowtable.FieldCtIPv6Src, flowtable.FieldCtIPv6Dst}
+			}
+			if tuple != nil {
+				tuple = append(tuple, flowtable.FieldCtNwProto, flowtable.FieldCtTpSrc, flowtable.FieldCtTpDst)
+			}
+			for _, f := range tuple {
+				v := f.Value(k)
+				m.Set(f, v, ones(len(v)))
+			}
 		}
 	}
 	return m
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func ones(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 0xff
+	}
+	return b
 }
 
 // PacketIn sends a packet to the controllers: every connection whose async
@@ -63,22 +102,31 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 		return err
 	}
 	if c.State.PacketInFormat == 2 {
+		// ofputil_encode_nx_packet_in2: packet, full length when cut,
+		// table, cookie unless the packet came from no flow, reason,
+		// metadata, then a pause's continuation and the userdata.
 		var props []wire.Property
 		props = append(props, wire.Property{Type: wire.NXPINT_PACKET, Data: data})
 		if len(data) < len(frame) {
 			props = append(props, wire.Property{Type: wire.NXPINT_FULL_LEN, Data: binary.BigEndian.AppendUint32(nil, uint32(len(frame)))})
 		}
-		props = append(props,
-			wire.Property{Type: wire.NXPINT_TABLE_ID, Data: []byte{pi.Table}},
-			// As OVS's ofpprop_put_be64: 4 bytes of padding keep the
-			// 64-bit value aligned (property length 16).
-			wire.Property{Type: wire.NXPINT_COOKIE, Data: binary.BigEndian.AppendUint64(make([]byte, 4), pi.Cookie)},
-			wire.Property{Type: wire.NXPINT_REASON, Data: []byte{pi.Reason}})
+		props = append(props, wire.Property{Type: wire.NXPINT_TABLE_ID, Data: []byte{pi.Table}})
+		if pi.Cookie != flowtable.CookieNone {
+			props = append(props, wire.Property{Type: wire.NXPINT_COOKIE, Data: be64Prop(pi.Cookie)})
+		}
+		props = append(props, wire.Property{Type: wire.NXPINT_REASON, Data: []byte{pi.Reason}})
 		md, err := wire.AppendMatchTLVs(nil, c.Version(), fields)
 		if err != nil {
 			return err
 		}
 		props = append(props, wire.Property{Type: wire.NXPINT_METADATA, Data: md})
+		if pi.Continuation != nil {
+			cont, err := b.continuationProp(c, pi.Continuation, inPort)
+			if err != nil {
+				return err
+			}
+			props = append(props, wire.Property{Type: wire.NXPINT_CONTINUATION, Data: nestedProp(cont)})
+		}
 		if len(pi.UserData) > 0 {
 			props = append(props, wire.Property{Type: wire.NXPINT_USERDATA, Data: pi.UserData})
 		}

@@ -208,3 +208,28 @@ func TestTraceSeedServiceWalkGolden(t *testing.T) {
 		t.Errorf("govs:\n%s\n--- Open vSwitch:\n%s", got, want)
 	}
 }
+
+// TestTracePause: the trace of a packet that reaches controller(pause)
+// stops at the pause and sends nothing (no packet-in, datapath actions
+// drop), as Open vSwitch 3.1's ofproto/trace printed for the same flows.
+func TestTracePause(t *testing.T) {
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, "table=0 in_port=1 actions=set_field:1->reg1,resubmit(,1),output:2\n"+
+		"table=1 actions=set_field:5->reg2,controller(pause,userdata=01.02),set_field:6->reg3,resubmit(,2),output:2\n", nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := (&flowtext.OVSTrace{Bridge: "br0", NextRecircID: func() uint32 { return 1 }}).Run(p, mustKey(t, "in_port=1,icmp,nw_src=10.0.0.1,nw_dst=10.0.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		" 0. in_port=1, priority 32768\n    set_field:0x1->reg1\n    resubmit(,1)\n" +
+			" 1. priority 32768\n    set_field:0x5->reg2\n    controller(userdata=01.02,pause)\n\n" +
+			"Final flow: icmp,reg1=0x1,reg2=0x5,in_port=1,",
+		"Datapath actions: drop",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trace lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -37,6 +37,11 @@ func (a dpAdapter) PacketOut(frame []byte, inPort uint32, acts []flowtable.Actio
 	return err
 }
 
+func (a dpAdapter) Resume(frame []byte, md *flowtable.Match, c *flowtable.Continuation) error {
+	_, err := a.b.Resume(frame, md, c)
+	return err
+}
+
 func (a dpAdapter) Ports() []ofproto.PortInfo {
 	ps := a.b.Ports()
 	out := make([]ofproto.PortInfo, len(ps))

@@ -224,8 +224,10 @@ func (d *Decoder) decodeExperimenterMsg(body []byte) (Message, error) {
 			maps, err := decodeTLVMaps(v, p[16:])
 			return &NXTLVTableReply{MaxOptionSpace: be32(p), MaxFields: be16(p[4:]), Maps: maps}, err
 		case NXT_RESUME:
-			props, err := decodeProps(v, p)
-			return &NXResume{Props: props}, err
+			// The switch checks the properties in order, as OVS does
+			// (ofproto.Bridge), so a bad one is reported there.
+			props, _ := decodeProps(v, p)
+			return &NXResume{Props: props}, nil
 		case NXT_PACKET_IN2:
 			props, err := decodeProps(v, p)
 			return &NXPacketIn2{Props: props}, err
