@@ -54,8 +54,8 @@ RACE_PKGS := ./conntrack/ ./datapath/flowcache/ ./datapath/ ./ofproto/ ./ofproto
 test: deps vet
 	$(GO) test $(GOFLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
-	$(MAKE) test-ofnet
 	$(MAKE) fuzz-ci
+	$(MAKE) test-ofnet
 
 # Antrea's agent (antrea.io/ofnet, its own module so govs's go.mod does not
 # grow) against govs and Open vSwitch: same session, same outcome (root).

@@ -62,11 +62,11 @@ const (
 	offIPv6ExtHdr   = 254 // ipv6_exthdr flags (9 bits)
 	offCtIPv6Src    = 256
 	offCtIPv6Dst    = 272
-	offTunMetadata  = 288 // 128 bytes, allocated to tun_metadataN by the TLV map
-	TunMetadataSize = 128
+	offTunMetadata  = 288 // 256 bytes, allocated to tun_metadataN by the TLV map
+	TunMetadataSize = 256 // OVS's TUN_METADATA_TOT_OPT_SIZE
 
 	// KeySize is the size of a flow key in bytes.
-	KeySize = 416
+	KeySize = 544
 	// KeyWords is the number of 64-bit words in a key.
 	KeyWords = KeySize / 8
 )

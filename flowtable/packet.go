@@ -11,9 +11,10 @@ type Packet struct {
 	Frame []byte
 	Key   Key
 
-	// base is the key the frame bytes currently reflect; Commit writes the
-	// differences between Key and base into Frame.
-	base Key
+	// base is the header part of the key the frame bytes currently
+	// reflect; Commit writes the differences between Key and base into
+	// Frame.
+	base headerBase
 	L3   int // offset of the L3 header (-1: none)
 	L4   int // offset of the L4 header (-1: none)
 
@@ -77,13 +78,13 @@ func (p *Packet) Extract(frame []byte) error {
 	k := &p.Key
 	// Every return (fragments stop early) leaves base equal to the key:
 	// Commit writes what differs from base into the frame.
-	defer func() { p.base = p.Key }()
+	defer p.setBase()
 	// Clear the packet-header part of the key (everything from vlan_tci on,
 	// except the tunnel metadata area and ct_ipv6 fields which are metadata).
 	clearHeaders(k)
 	p.L3, p.L4 = -1, -1
 	if len(frame) < 14 {
-		p.base = *k
+		p.setBase()
 		return ErrRunt
 	}
 	copy(k[offEthDst:offEthDst+6], frame[0:6])
@@ -210,7 +211,7 @@ func (p *Packet) Extract(frame []byte) error {
 		copy(k[offArpTha:offArpTha+6], b[18:24])
 		copy(k[offNwDst:offNwDst+4], b[24:28])
 	}
-	p.base = *k
+	p.setBase()
 	return nil
 }
 
@@ -274,10 +275,21 @@ func clearHeaders(k *Key) {
 	clear(k[offNwProto:offCtIPv6Src])
 }
 
-// headerSpan is the range of key bytes that describe packet headers.
-func headerChanged(a, b *Key, off, n int) bool {
+// headerBase holds the key bytes that describe packet headers (from
+// nw_proto up to the ct_ipv6 metadata): all that Commit compares, so each
+// packet copies these ~100 bytes rather than the whole key.
+type headerBase [offCtIPv6Src - offNwProto]byte
+
+// at is the base's key byte off.
+func (b *headerBase) at(off int) byte { return b[off-offNwProto] }
+
+// setBase records the key's headers as those of the frame.
+func (p *Packet) setBase() { copy(p.base[:], p.Key[offNwProto:offCtIPv6Src]) }
+
+// headerChanged reports whether key bytes off..off+n differ from the base.
+func headerChanged(a *Key, b *headerBase, off, n int) bool {
 	// A string comparison compiles to memequal, without a copy.
-	return string(a[off:off+n]) != string(b[off:off+n])
+	return string(a[off:off+n]) != string(b[off-offNwProto:off-offNwProto+n])
 }
 
 // Commit writes every header field the pipeline changed in Key into the
@@ -321,7 +333,7 @@ func (p *Packet) Commit() {
 			copy(b[24:28], k[offNwDst:offNwDst+4])
 		}
 	}
-	p.base = *k
+	p.setBase()
 }
 
 func (p *Packet) commitIPv4() {
@@ -356,12 +368,12 @@ func (p *Packet) commitIPv4() {
 			binary.BigEndian.PutUint32(ip[a.poff:], new)
 		}
 	}
-	if k[offNwTos] != base[offNwTos] {
+	if k[offNwTos] != base.at(offNwTos) {
 		old := binary.BigEndian.Uint16(ip[0:])
 		ip[1] = k[offNwTos]
 		csum = csumUpdate16(csum, old, binary.BigEndian.Uint16(ip[0:]))
 	}
-	if k[offNwTTL] != base[offNwTTL] {
+	if k[offNwTTL] != base.at(offNwTTL) {
 		old := binary.BigEndian.Uint16(ip[8:])
 		ip[8] = k[offNwTTL]
 		csum = csumUpdate16(csum, old, binary.BigEndian.Uint16(ip[8:]))
@@ -404,10 +416,10 @@ func (p *Packet) commitIPv6() {
 			copy(ip[a.poff:a.poff+16], k[a.koff:a.koff+16])
 		}
 	}
-	if k[offNwTTL] != base[offNwTTL] {
+	if k[offNwTTL] != base.at(offNwTTL) {
 		ip[7] = k[offNwTTL]
 	}
-	if k[offNwTos] != base[offNwTos] || headerChanged(k, base, offIPv6Label, 4) {
+	if k[offNwTos] != base.at(offNwTos) || headerChanged(k, base, offIPv6Label, 4) {
 		v := uint32(6)<<28 | uint32(k[offNwTos])<<20 | k.u32(offIPv6Label)&0xfffff
 		binary.BigEndian.PutUint32(ip[0:], v)
 	}
@@ -495,5 +507,5 @@ func (p *Packet) Rebase() {
 	// Keep metadata (registers, tunnel, ct fields) from before.
 	copy(p.Key[:offNwProto], meta[:offNwProto])
 	copy(p.Key[offCtIPv6Src:], meta[offCtIPv6Src:])
-	p.base = p.Key
+	p.setBase()
 }

@@ -1010,7 +1010,7 @@ func (x *xlate) pushVLAN(ethType uint16) {
 		p.L4 += 4
 	}
 	p.Key.setU16(offVlanTCI, tci|VlanCFI)
-	p.base = p.Key
+	p.setBase()
 }
 
 func (x *xlate) popVLAN() {
@@ -1032,7 +1032,7 @@ func (x *xlate) popVLAN() {
 		p.L4 -= 4
 	}
 	p.Key.setU16(offVlanTCI, 0)
-	p.base = p.Key
+	p.setBase()
 }
 
 // learn builds the flow a learn() action adds.

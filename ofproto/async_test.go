@@ -400,3 +400,32 @@ func TestServiceConnectionAsync(t *testing.T) {
 		t.Fatalf("after set-config: controller %v, service %v; want a packet-in each", types(got[0]), types(got[1]))
 	}
 }
+
+// TestPacketIn2Cookie: NXPINT_COOKIE is padded to 8-byte alignment as OVS's
+// ofpprop_put_be64 writes it (4 zero bytes, then the cookie; property
+// length 16), which is where ofnet (libOpenflow) reads the cookie.
+func TestPacketIn2Cookie(t *testing.T) {
+	s := newAsyncSwitch(t)
+	c := s.connect(wire.OFP15)
+	s.send(c, &wire.NXSetPacketInFormat{Format: wire.NXPIF_NXT_PACKET_IN2})
+	got := s.collectOne(c, func() {
+		s.b.PacketIn(make([]byte, 60), 1, &flowtable.PacketIn{Reason: 1, MaxLen: 0xffff, Cookie: 0x0100050000000001}, &flowtable.Key{})
+	})
+	if len(got) != 1 {
+		t.Fatalf("got %v", types(got))
+	}
+	pi, ok := got[0].(*wire.NXPacketIn2)
+	if !ok {
+		t.Fatalf("got %T", got[0])
+	}
+	want := []byte{0, 0, 0, 0, 0x01, 0x00, 0x05, 0, 0, 0, 0, 0x01}
+	for _, p := range pi.Props {
+		if p.Type == wire.NXPINT_COOKIE {
+			if string(p.Data) != string(want) {
+				t.Errorf("cookie property % x, want % x", p.Data, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no NXPINT_COOKIE in %+v", pi.Props)
+}

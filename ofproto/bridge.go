@@ -295,7 +295,7 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 		r.Capabilities = 0x1 | 0x2 | 0x4 | 0x40 | 0x80 // + ARP_MATCH_IP
 		r.Actions = 0xfff                              // every OFPAT10 action
 		for _, p := range b.dp.Ports() {
-			r.Ports = append(r.Ports, portToWire(p))
+			r.Ports = append(r.Ports, portToWire(p, wire.OFP10))
 		}
 	} else {
 		r.Capabilities |= 0x8 // GROUP_STATS
@@ -306,7 +306,12 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 	return r
 }
 
-func portToWire(p PortInfo) wire.Port {
+// portToWire encodes a port for version v: OpenFlow 1.0 has no LIVE state
+// (OVS masks a 1.0 port's state to OFPPS10_ALL).
+func portToWire(p PortInfo, v uint8) wire.Port {
+	if v == wire.OFP10 {
+		p.State &= 0x301 // LINK_DOWN, STP_MASK
+	}
 	w := wire.Port{PortNo: p.No, HWAddr: p.HWAddr, Config: p.Config, State: p.State,
 		Curr: 0x800 | 0x2000, CurrSpeed: 10000000, MaxSpeed: 0} // 10GB_FD, COPPER
 	copy(w.Name[:15], p.Name)
@@ -364,7 +369,7 @@ func (b *Bridge) PortStatus(reason uint8, p PortInfo) {
 		if !c.receivesAsync(AsyncPortStatus, reason) {
 			continue
 		}
-		if err := c.Send(asyncXid, &wire.PortStatus{Reason: reason, Port: portToWire(p)}); err != nil {
+		if err := c.Send(asyncXid, &wire.PortStatus{Reason: reason, Port: portToWire(p, c.Version())}); err != nil {
 			b.log.Debug("port-status not sent", zap.Error(err))
 		}
 	}

@@ -96,7 +96,7 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 }
 
 func (b *Bridge) portForConn(c *Conn, p PortInfo) wire.Port {
-	w := portToWire(p)
+	w := portToWire(p, c.Version())
 	w.PortNo = portToWireNo(c, p.No)
 	return w
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/gopacket/gopacket"
@@ -330,24 +331,26 @@ func TestEncapErrors(t *testing.T) {
 			}
 		})
 	}
-	// The TLV table is 128 bytes, so at most 128 + 4*n option bytes can be
-	// set: 124+4 data + 2 headers = 136 < 252. The area limit can only be
-	// reached by many small options: 32 options of 4 bytes = 256 > 252.
-	many := flowtable.NewTLVMap()
-	for i := 0; i < 32; i++ {
-		if err := many.Add(flowtable.TLVMapping{Class: 2, Type: uint8(i), Len: 4, Index: i}); err != nil {
+	// The TLV table is 256 bytes (as OVS's) and a Geneve header carries at
+	// most 252 bytes of options (4 of them per option header): 32 options
+	// of 4 bytes take 256, two of 124 take 248 + 8.
+	for _, lens := range [][]uint8{slices.Repeat([]uint8{4}, 32), {124, 124}} {
+		many := flowtable.NewTLVMap()
+		for i, l := range lens {
+			if err := many.Add(flowtable.TLVMapping{Class: 2, Type: uint8(i), Len: l, Index: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mom, err := NewOptionMap(many)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	mom, err := NewOptionMap(many)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := Encap(nil, inner, &full, mom); !errors.Is(err, ErrOptionsTooLong) {
-		t.Errorf("32 options: err = %v, want %v", err, ErrOptionsTooLong)
-	}
-	if n, err := mom.OptionsLen(&full); !errors.Is(err, ErrOptionsTooLong) {
-		t.Errorf("OptionsLen = %d, %v", n, err)
+		if _, _, err := Encap(nil, inner, &full, mom); !errors.Is(err, ErrOptionsTooLong) {
+			t.Errorf("options %v: err = %v, want %v", lens, err, ErrOptionsTooLong)
+		}
+		if n, err := mom.OptionsLen(&full); !errors.Is(err, ErrOptionsTooLong) {
+			t.Errorf("options %v: OptionsLen = %d, %v", lens, n, err)
+		}
 	}
 }
 

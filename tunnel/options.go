@@ -7,7 +7,7 @@ import (
 	"github.com/govs-project/govs/flowtable"
 )
 
-// tunMetadataOff is where the 128-byte tun_metadata area starts in a Key:
+// tunMetadataOff is where the 256-byte tun_metadata area starts in a Key:
 // it is the last part of the key (checked by TestTunMetadataArea against the
 // offsets the TLV map hands out).
 const tunMetadataOff = flowtable.KeySize - flowtable.TunMetadataSize

@@ -74,6 +74,18 @@ func oxm(name string) *openflow15.OxmId {
 	return id
 }
 
+// ctFlow is an IP flow of the fixed part matching a tracked connection's
+// state (+trk and one more bit).
+func (b *Builder) ctFlow(table uint8, priority uint16, state func(*openflow15.CTStates)) *ofctrl.Flow {
+	f := b.flow(table, priority, CookieFixed)
+	f.Match.Ethertype = 0x0800
+	st := openflow15.NewCTStates()
+	state(st)
+	st.SetTrk()
+	f.Match.CtStates = st
+	return f
+}
+
 // Fixed is the part of the pipeline that does not depend on pods or
 // Services: conntrack zones and states, the commit with ct_mark set and
 // moved inside ct(exec), the output by register.
@@ -91,21 +103,11 @@ func (b *Builder) Fixed() []*ofctrl.Flow {
 	f.ApplyAction(ofctrl.NewNXConnTrackAction(false, false, &ctTable, &zone))
 	out = append(out, f)
 
-	f = b.flow(11, 210, CookieFixed)
-	f.Match.Ethertype = 0x0800
-	st := openflow15.NewCTStates()
-	st.SetInv()
-	st.SetTrk()
-	f.Match.CtStates = st
+	f = b.ctFlow(11, 210, (*openflow15.CTStates).SetInv) // +inv+trk
 	f.Drop()
 	out = append(out, f)
 
-	f = b.flow(11, 190, CookieFixed)
-	f.Match.Ethertype = 0x0800
-	st = openflow15.NewCTStates()
-	st.UnsetNew()
-	st.SetTrk()
-	f.Match.CtStates = st
+	f = b.ctFlow(11, 190, (*openflow15.CTStates).UnsetNew) // -new+trk
 	mask := uint32(0x10)
 	f.Match.CtMark, f.Match.CtMarkMask = 0x10, &mask
 	f.ApplyAction(loadReg(0, 1, 9, 9))
@@ -113,12 +115,7 @@ func (b *Builder) Fixed() []*ofctrl.Flow {
 	out = append(out, f)
 
 	commitTable := uint8(50)
-	f = b.flow(45, 200, CookieFixed)
-	f.Match.Ethertype = 0x0800
-	st = openflow15.NewCTStates()
-	st.SetNew()
-	st.SetTrk()
-	f.Match.CtStates = st
+	f = b.ctFlow(45, 200, (*openflow15.CTStates).SetNew) // +new+trk
 	markMask := uint32(0x10)
 	f.ApplyAction(ofctrl.NewNXConnTrackAction(true, false, &commitTable, &zone,
 		openflow15.NewActionSetField(*openflow15.NewCTMarkMatchField(0x10, &markMask)),

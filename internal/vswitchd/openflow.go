@@ -1,6 +1,8 @@
 package vswitchd
 
 import (
+	"net"
+
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/datapath"
@@ -14,7 +16,7 @@ func OpenFlowBridge(dp *datapath.Bridge, log *zap.Logger) *ofproto.Bridge {
 	ob := ofproto.NewBridge(dpAdapter{dp}, log)
 	dp.OnPacketIn = ob.PacketIn
 	dp.OnPortStatus = func(reason uint8, info datapath.PortInfo) {
-		ob.PortStatus(reason, portInfo(info))
+		ob.PortStatus(reason, portInfo(info, linkFlags()))
 	}
 	return ob
 }
@@ -44,18 +46,57 @@ func (a dpAdapter) Resume(frame []byte, md *flowtable.Match, c *flowtable.Contin
 
 func (a dpAdapter) Ports() []ofproto.PortInfo {
 	ps := a.b.Ports()
+	links := linkFlags()
 	out := make([]ofproto.PortInfo, len(ps))
 	for i, p := range ps {
-		out[i] = portInfo(p)
+		out[i] = portInfo(p, links)
 	}
 	return out
 }
 
-func portInfo(p datapath.PortInfo) ofproto.PortInfo {
+// OpenFlow port config and state bits.
+const (
+	ofppcPortDown = 1 << 0 // OFPPC_PORT_DOWN
+	ofppsLinkDown = 1 << 0 // OFPPS_LINK_DOWN
+	ofppsLive     = 1 << 2 // OFPPS_LIVE (OpenFlow 1.1+)
+)
+
+// linkFlags are the flags of the network devices, by name (one netlink
+// dump for all ports).
+func linkFlags() map[string]net.Flags {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	m := make(map[string]net.Flags, len(ifs))
+	for _, ifc := range ifs {
+		m[ifc.Name] = ifc.Flags
+	}
+	return m
+}
+
+// portInfo describes a port as OVS does. A port backed by a network
+// device (system, internal, LOCAL) is PORT_DOWN while the device is
+// administratively down, and LINK_DOWN without a carrier (IFF_RUNNING:
+// down, or a veth whose peer is down), else LIVE; a tunnel is always LIVE
+// (OVS's vports have no carrier to lose). A port-mod's PORT_DOWN stops
+// the port whatever the device says.
+func portInfo(p datapath.PortInfo, links map[string]net.Flags) ofproto.PortInfo {
 	o := ofproto.PortInfo{No: p.OFPort, Name: p.Name, Config: p.Config, MTU: p.MTU}
 	copy(o.HWAddr[:], p.MAC)
-	if p.Config&datapath.PortConfigDown != 0 {
-		o.State |= 1 // OFPPS_LINK_DOWN
+	up, carrier := true, true
+	switch p.Kind {
+	case datapath.KindSystem, datapath.KindAFXDP, datapath.KindInternal:
+		f, ok := links[p.Name]
+		up, carrier = ok && f&net.FlagUp != 0, ok && f&net.FlagRunning != 0
+	}
+	if !up {
+		o.Config |= ofppcPortDown
+	}
+	if p.Config&datapath.PortConfigDown != 0 || !carrier {
+		o.State |= ofppsLinkDown
+	} else {
+		o.State |= ofppsLive
 	}
 	s := p.Stats
 	o.Stats = ofproto.PortStats{RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxDropped: s.RxDropped, RxErrors: s.RxErrors,
