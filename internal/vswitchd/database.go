@@ -712,33 +712,31 @@ func (s *dbSession) device(ifi net.Interface) devInfo {
 	return dev
 }
 
-// readDevice asks the driver (ETHTOOL_GDRVINFO) and sysfs.
+// readDevice asks the driver (ETHTOOL_GDRVINFO, ETHTOOL_GSET) on one
+// control socket: 1,000 new ports are 1,000 reads.
 func readDevice(name string) devInfo {
 	var dev devInfo
-	if fd, err := ifioctl.ControlSocket(); err == nil {
-		if di, err := unix.IoctlGetEthtoolDrvinfo(fd, name); err == nil {
-			dev.status = map[string]string{"driver_name": cString(di.Driver[:]),
-				"driver_version": cString(di.Version[:]), "firmware_version": cString(di.Fw_version[:])}
-		}
-		unix.Close(fd)
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return dev
 	}
-	dev.speed, dev.duplex = linkSettings(name)
+	defer unix.Close(fd)
+	if di, err := unix.IoctlGetEthtoolDrvinfo(fd, name); err == nil {
+		dev.status = map[string]string{"driver_name": cString(di.Driver[:]),
+			"driver_version": cString(di.Version[:]), "firmware_version": cString(di.Fw_version[:])}
+	}
+	dev.speed, dev.duplex = linkSettings(fd, name)
 	return dev
 }
 
 // linkSettings asks the driver for the link speed (bit/s) and duplex
 // (ETHTOOL_GSET, which answers for interfaces that are down too, as
 // ovs-vswitchd's netdev_get_features does).
-func linkSettings(name string) (speed int, duplex string) {
+func linkSettings(fd int, name string) (speed int, duplex string) {
 	const ethtoolGSet = 0x1
 	if len(name) >= 16 {
 		return 0, ""
 	}
-	fd, err := ifioctl.ControlSocket()
-	if err != nil {
-		return 0, ""
-	}
-	defer unix.Close(fd)
 	// struct ethtool_cmd: cmd, supported, advertising (u32), speed (u16),
 	// duplex (u8), ..., speed_hi (u16) at offset 28; 44 bytes. On the
 	// heap, which does not move, since ifreq holds its address.
