@@ -102,12 +102,12 @@ type dbSession struct {
 	// cur_cfg (again by later passes if a write failed); -1: none yet.
 	cfg int
 	// locked: the server granted the ovs_vswitchd lock.
-	locked       bool
-	devs         map[string]devInfo // by name/ifindex (device)
+	locked bool
+	devs   map[string]devInfo // by name/ifindex (device)
 	// written holds, by Interface UUID, the write-only columns as this
 	// session last wrote them (writeOnlyColumns: not monitored).
-	written map[string]*ifaceRow
-	typesWritten bool               // datapath_types, iface_types, dpdk_version
+	written      map[string]*ifaceRow
+	typesWritten bool // datapath_types, iface_types, dpdk_version
 }
 
 func (d *Daemon) dbSession(ctx context.Context, remote string) error {
