@@ -108,13 +108,22 @@ func vswitchModel() (model.ClientDBModel, error) {
 	})
 }
 
-// columnPointers returns pointers to every column field of m but _uuid:
-// the fields a monitor of exactly the modelled columns names.
+// writeOnlyColumns are the Interface columns only ovs-vswitchd writes
+// and govs never needs to read: they are not monitored (govs remembers
+// what it wrote, dbSession.written), so that writing them for 1,000 new
+// ports does not come back as a 1,000-row update to decode before the
+// transaction's reply. ofport is monitored: a restart reads it.
+var writeOnlyColumns = map[string]bool{"error": true, "mac_in_use": true, "mtu": true, "ifindex": true,
+	"admin_state": true, "link_state": true, "link_resets": true, "statistics": true, "link_speed": true,
+	"duplex": true, "status": true}
+
+// columnPointers returns pointers to the column fields of m a monitor
+// names: all but _uuid and the write-only ones.
 func columnPointers(m model.Model) []any {
 	v := reflect.ValueOf(m).Elem()
 	var out []any
 	for i := 0; i < v.NumField(); i++ {
-		if v.Type().Field(i).Tag.Get("ovsdb") != "_uuid" {
+		if col := v.Type().Field(i).Tag.Get("ovsdb"); col != "_uuid" && !writeOnlyColumns[col] {
 			out = append(out, v.Field(i).Addr().Interface())
 		}
 	}

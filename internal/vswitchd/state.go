@@ -182,29 +182,32 @@ func (d *Daemon) reconcile(want State) Result {
 			}
 			status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(got)}
 		}
-		for _, p := range ports {
-			if other, dup := seen[p.Name]; dup {
-				err := fmt.Errorf("port %s is already on bridge %s", p.Name, other)
-				status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: -1, Err: err}
-				continue
+		// One cache invalidation for all the ports this pass adds.
+		b.dp.PortBatch(func() {
+			for _, p := range ports {
+				if other, dup := seen[p.Name]; dup {
+					err := fmt.Errorf("port %s is already on bridge %s", p.Name, other)
+					status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: -1, Err: err}
+					continue
+				}
+				seen[p.Name] = wb.Name
+				if rp, ok := b.ports[p.Name]; ok {
+					status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(rp.ofport)}
+					continue
+				}
+				no := p.wantedOFPort(wb.Name)
+				if _, used := b.dp.Port(no); used && no != 0 && no != flowtable.PortLocal {
+					busy = append(busy, p)
+					continue
+				}
+				start(p, no)
 			}
-			seen[p.Name] = wb.Name
-			if rp, ok := b.ports[p.Name]; ok {
-				status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: int(rp.ofport)}
-				continue
+			for _, p := range busy {
+				d.Log.Warn("requested OpenFlow port number in use, picking another",
+					zap.String("port", p.Name), zap.Uint32("ofport", p.wantedOFPort(wb.Name)))
+				start(p, 0)
 			}
-			no := p.wantedOFPort(wb.Name)
-			if _, used := b.dp.Port(no); used && no != 0 && no != flowtable.PortLocal {
-				busy = append(busy, p)
-				continue
-			}
-			start(p, no)
-		}
-		for _, p := range busy {
-			d.Log.Warn("requested OpenFlow port number in use, picking another",
-				zap.String("port", p.Name), zap.Uint32("ofport", p.wantedOFPort(wb.Name)))
-			start(p, 0)
-		}
+		})
 		d.applyVLANs(b)
 	}
 	return res

@@ -1,6 +1,8 @@
 package vswitchd
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -93,5 +95,41 @@ func TestOpenInternalVnetOption(t *testing.T) {
 		if _, err := d.openInternal(PortConfig{Name: "x", Options: map[string]string{opt: "1024"}}); err == nil || !strings.Contains(err.Error(), `internal port x: option "`+opt+`" not supported (supported: vnet_hdr)`) {
 			t.Errorf("option %s: err = %v", opt, err)
 		}
+	}
+}
+
+// TestReconcileInvalidatesCachesOnce: a reconfiguration that adds many
+// ports costs the packet loops one cache invalidation, not one per port
+// (reconcile adds no work per port to the packet path).
+func TestReconcileInvalidatesCachesOnce(t *testing.T) {
+	ns := netnstest.NewNS(t)
+	err := ns.Do(func() error {
+		runtime.LockOSThread() // the TAPs are made in this thread's namespace
+		d := New(t.TempDir(), nil)
+		defer d.Close()
+		d.dbMode = true
+		want := State{Bridges: []BridgeConfig{{Name: "brg"}}}
+		d.Reconcile(want)
+		dp, ok := d.Bridge("brg")
+		if !ok {
+			return fmt.Errorf("no bridge brg")
+		}
+		before := dp.Pipeline().Generation.Load()
+		for i := 0; i < 50; i++ {
+			want.Bridges[0].Ports = append(want.Bridges[0].Ports, PortConfig{Name: fmt.Sprintf("rg%d", i), Type: "internal"})
+		}
+		res := d.Reconcile(want)
+		for i := 0; i < 50; i++ {
+			if st := res.Ports[fmt.Sprintf("rg%d", i)]; st.Err != nil || st.OFPort <= 0 {
+				return fmt.Errorf("rg%d: %+v", i, st)
+			}
+		}
+		if bumps := dp.Pipeline().Generation.Load() - before; bumps != 1 {
+			return fmt.Errorf("adding 50 ports bumped the pipeline generation %d times, want once", bumps)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
