@@ -186,7 +186,7 @@ type xlate struct {
 	seg       int // the current segment: x.res.Masks[seg] is its megaflow mask
 	table     uint8
 	cookie    uint64
-	miss      bool // the running flow is its table's table-miss flow
+	miss      bool      // the running flow is its table's table-miss flow
 	r         *recorder // nil unless a flow cache records this run
 	// dry is a trace (ofproto/trace) run: no counters, no learning, and
 	// ct() through traceCT instead of the tracker.
