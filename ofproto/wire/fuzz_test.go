@@ -1,8 +1,8 @@
 package wire
 
 import (
-	"encoding/binary"
 	"bytes"
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 )
