@@ -242,3 +242,52 @@ func TestCopyTTL(t *testing.T) {
 		}
 	}
 }
+
+// reasonSink records the reasons of the packet-ins of a walk.
+type reasonSink struct{ reasons []uint8 }
+
+func (s *reasonSink) Output(uint32, *flowtable.Packet) {}
+func (s *reasonSink) PacketIn(_ *flowtable.Packet, pi *flowtable.PacketIn) {
+	s.reasons = append(s.reasons, pi.Reason)
+}
+
+// TestPacketInReason: an output to CONTROLLER by a table-miss flow
+// (priority 0, empty match) is an explicit miss (OFPR_NO_MATCH from
+// OpenFlow 1.3 on), by any other flow, by a group bucket or by the action
+// set an action (OVS: OFPR_ACTION, OFPR_GROUP, OFPR_ACTION_SET).
+func TestPacketInReason(t *testing.T) {
+	miss, action := uint8(flowtable.ReasonExplicitMiss), uint8(flowtable.ReasonAction)
+	for _, c := range []struct {
+		flows string
+		want  []uint8
+	}{
+		{"table=0,priority=0 actions=CONTROLLER:65535", []uint8{miss}},
+		{"table=0,priority=1 actions=CONTROLLER:65535", []uint8{action}},
+		{"table=0,priority=0,ip actions=CONTROLLER:65535", []uint8{action}},
+		{"table=0,priority=0 actions=goto_table:1\ntable=1,priority=0 actions=CONTROLLER:65535", []uint8{miss}},
+		{"table=0,priority=5 actions=resubmit(,1),CONTROLLER:65535\ntable=1,priority=0 actions=CONTROLLER:65535", []uint8{miss, action}},
+		{"table=0,priority=0 actions=group:1", []uint8{action}},
+		{"table=0,priority=0 actions=write_actions(CONTROLLER:65535)", []uint8{action}},
+	} {
+		p := loadSeed(t, "")
+		if err := p.AddGroup(&flowtable.GroupEntry{ID: 1, Type: flowtable.GroupAll, Buckets: []flowtable.Bucket{
+			{Actions: []flowtable.Action{&flowtable.Output{Port: flowtable.PortController, MaxLen: 0xffff}}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := flowtext.Load(p, c.flows, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, f := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1,tp_dst=2")
+		var pkt flowtable.Packet
+		pkt.Key.SetInPort(1)
+		if err := pkt.Extract(f); err != nil {
+			t.Fatal(err)
+		}
+		sink := &reasonSink{}
+		p.Run(&pkt, sink, nil)
+		if !bytes.Equal(sink.reasons, c.want) {
+			t.Errorf("%q: reasons %v, want %v", c.flows, sink.reasons, c.want)
+		}
+	}
+}

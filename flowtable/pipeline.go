@@ -80,6 +80,10 @@ const (
 	ReasonNoMatch    = 0
 	ReasonAction     = 1
 	ReasonInvalidTTL = 2
+	// ReasonExplicitMiss is an output to CONTROLLER by a table-miss flow
+	// (priority 0, empty match): OFPR_NO_MATCH from OpenFlow 1.3 on,
+	// OFPR_ACTION before (OVS OFPR_EXPLICIT_MISS). It is not a wire value.
+	ReasonExplicitMiss = 0xfe
 )
 
 // TraceEventKind says what a trace event records.
@@ -185,6 +189,7 @@ type xlate struct {
 	seg       int // the current segment: x.res.Masks[seg] is its megaflow mask
 	table     uint8
 	cookie    uint64
+	miss      bool      // the running flow is its table's table-miss flow
 	r         *recorder // nil unless a flow cache records this run
 	// dry is a trace (ofproto/trace) run: no counters, no learning, and
 	// ct() through traceCT instead of the tracker.
@@ -372,10 +377,10 @@ func (x *xlate) runTable(id uint8) *Rule {
 		s := x.r.seg()
 		s.Rules = append(s.Rules, r)
 	}
-	savedTable, savedCookie := x.table, x.cookie
-	x.table, x.cookie = id, r.Cookie
+	savedTable, savedCookie, savedMiss := x.table, x.cookie, x.miss
+	x.table, x.cookie, x.miss = id, r.Cookie, r.IsTableMiss()
 	x.execute(r.Actions)
-	x.table, x.cookie = savedTable, savedCookie
+	x.table, x.cookie, x.miss = savedTable, savedCookie, savedMiss
 	return r
 }
 
@@ -635,6 +640,9 @@ func (x *xlate) emitPort(port uint32, viaInPort bool) {
 
 func (x *xlate) packetIn(pi *PacketIn) {
 	pi.Table, pi.Cookie = x.table, x.cookie
+	if pi.Reason == ReasonAction && x.miss {
+		pi.Reason = ReasonExplicitMiss
+	}
 	x.emitPacketIn(pi)
 }
 
@@ -750,6 +758,11 @@ func (x *xlate) group(id uint32) {
 		return
 	}
 	defer x.leave(true)
+	// An output to CONTROLLER in a bucket is OFPR_GROUP (OFPR_ACTION
+	// before OpenFlow 1.4), also when a table-miss flow named the group.
+	savedMiss := x.miss
+	x.miss = false
+	defer func() { x.miss = savedMiss }()
 	if !x.dry {
 		g.Packets.Add(1)
 		g.Bytes.Add(uint64(len(x.pkt.Frame)))

@@ -41,6 +41,12 @@ func (r *Rule) flowInto(f *Flow) {
 	r.match.expand(&f.Match)
 }
 
+// IsTableMiss says the rule is its table's table-miss flow: priority 0
+// and an empty match (OpenFlow 1.3 5.4, OVS rule_is_table_miss).
+func (r *Rule) IsTableMiss() bool {
+	return r.Priority == 0 && r.match.n() == 0
+}
+
 // Match returns the rule's match.
 func (r *Rule) Match() Match {
 	var m Match

@@ -429,3 +429,28 @@ func TestPacketIn2Cookie(t *testing.T) {
 	}
 	t.Errorf("no NXPINT_COOKIE in %+v", pi.Props)
 }
+
+// TestPacketInExplicitMiss: a packet-in from a table-miss flow is
+// OFPR_NO_MATCH for an OpenFlow 1.3+ controller and OFPR_ACTION for a 1.0
+// one, keeps the flow's max_len, and follows the no_match bit of the
+// async configuration (OVS OFPR_EXPLICIT_MISS).
+func TestPacketInExplicitMiss(t *testing.T) {
+	s := newAsyncSwitch(t)
+	c10, c13, c15 := s.connect(wire.OFP10), s.connect(wire.OFP13), s.connect(wire.OFP13)
+	s.send(c15, &wire.AsyncConfig{PacketInMask: [2]uint32{1 << flowtable.ReasonAction, 0}})
+	got := s.collect(func() {
+		s.b.PacketIn(make([]byte, 200), 1, &flowtable.PacketIn{Reason: flowtable.ReasonExplicitMiss, MaxLen: 100}, &flowtable.Key{})
+	}, c10, c13, c15)
+	for i, want := range []uint8{flowtable.ReasonAction, flowtable.ReasonNoMatch} {
+		if len(got[i]) != 1 {
+			t.Fatalf("connection %d: got %v, want one packet-in", i, types(got[i]))
+		}
+		pi, ok := got[i][0].(*wire.PacketIn)
+		if !ok || pi.Reason != want || len(pi.Data) != 100 || pi.TotalLen != 200 {
+			t.Errorf("connection %d: got %+v, want reason %d with 100 of 200 bytes", i, got[i][0], want)
+		}
+	}
+	if len(got[2]) != 0 {
+		t.Errorf("a controller without no_match in its packet-in mask got %v", types(got[2]))
+	}
+}

@@ -37,7 +37,7 @@ func TestFlowAndGroupLimits(t *testing.T) {
 			s.send(c, add("table=1,priority=3,ip actions=drop"))
 			expectError("fourth flow in all", 0x72, add("table=2,priority=3,ip actions=drop"), wantFull)
 			g := func(id uint32) wire.Message {
-				return &wire.GroupMod{Command: wire.OFPGC_ADD, Type: 0, GroupID: id, Buckets: []wire.Bucket{{}}}
+				return &wire.GroupMod{Command: wire.OFPGC_ADD, Type: 0, GroupID: id, Buckets: []wire.Bucket{{WatchPort: wire.OFPP_ANY, WatchGroup: 0xffffffff}}}
 			}
 			s.send(c, g(1))
 			expectError("second group", 0x73, g(2), [2]uint16{6, 3})

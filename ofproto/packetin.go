@@ -78,7 +78,13 @@ func ones(n int) []byte {
 // the given controller id get a packet-in that names one.
 func (b *Bridge) PacketIn(frame []byte, inPort uint32, pi *flowtable.PacketIn, key *flowtable.Key) {
 	for _, c := range b.connections() {
-		if c.State.ControllerID != pi.ControllerID || !c.receivesAsync(AsyncPacketIn, pi.Reason) {
+		// An explicit miss is asked for with the no_match bit (OVS
+		// decode_async_mask).
+		maskReason := pi.Reason
+		if maskReason == flowtable.ReasonExplicitMiss {
+			maskReason = flowtable.ReasonNoMatch
+		}
+		if c.State.ControllerID != pi.ControllerID || !c.receivesAsync(AsyncPacketIn, maskReason) {
 			continue
 		}
 		if err := b.sendPacketIn(c, frame, inPort, pi, key); err != nil {
@@ -90,7 +96,16 @@ func (b *Bridge) PacketIn(frame []byte, inPort uint32, pi *flowtable.PacketIn, k
 func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtable.PacketIn, key *flowtable.Key) error {
 	data := frame
 	maxLen := int(pi.MaxLen)
-	if pi.Reason != flowtable.ReasonAction {
+	reason := pi.Reason
+	switch reason {
+	case flowtable.ReasonAction:
+	case flowtable.ReasonExplicitMiss:
+		// The flow's output action says how much to send.
+		reason = flowtable.ReasonNoMatch
+		if c.Version() < wire.OFP13 {
+			reason = flowtable.ReasonAction
+		}
+	default:
 		maxLen = int(c.State.MissSendLen.Load())
 	}
 	if maxLen != 0xffff && len(data) > maxLen {
@@ -114,7 +129,7 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 		if pi.Cookie != flowtable.CookieNone {
 			props = append(props, wire.Property{Type: wire.NXPINT_COOKIE, Data: be64Prop(pi.Cookie)})
 		}
-		props = append(props, wire.Property{Type: wire.NXPINT_REASON, Data: []byte{pi.Reason}})
+		props = append(props, wire.Property{Type: wire.NXPINT_REASON, Data: []byte{reason}})
 		md, err := wire.AppendMatchTLVs(nil, c.Version(), fields)
 		if err != nil {
 			return err
@@ -132,7 +147,7 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 		}
 		return c.sendPacketIn(&wire.NXPacketIn2{Props: props})
 	}
-	msg := &wire.PacketIn{BufferID: wire.OFP_NO_BUFFER, TotalLen: uint16(len(frame)), Reason: pi.Reason,
+	msg := &wire.PacketIn{BufferID: wire.OFP_NO_BUFFER, TotalLen: uint16(len(frame)), Reason: reason,
 		TableID: pi.Table, Cookie: pi.Cookie, Data: data}
 	if c.Version() == wire.OFP10 {
 		msg.InPort = uint16(inPort)

@@ -283,13 +283,7 @@ func startCapture(ns, file string) (stop func() error, err error) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	stop = func() error {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		stopProcess(cmd, exited, 5*time.Second)
 		return nil
 	}
 	select {
@@ -300,6 +294,18 @@ func startCapture(ns, file string) (stop func() error, err error) {
 	case <-time.After(10 * time.Second):
 		stop()
 		return nil, errors.New("tcpdump did not start capturing")
+	}
+}
+
+// stopProcess interrupts cmd (exited is closed once it has exited) and
+// kills it if it has not exited within grace.
+func stopProcess(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		cmd.Process.Kill()
+		<-exited
 	}
 }
 
@@ -328,13 +334,7 @@ func startGovs(ns, vswitchd, controller string, logf func(string, ...any)) (stop
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	stop = func() error {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		stopProcess(cmd, exited, 10*time.Second)
 		logFile.Close()
 		if data, _ := os.ReadFile(logPath); len(data) > 0 {
 			logf("conformance: govs-vswitchd log:\n%s", data)

@@ -180,8 +180,49 @@ func MalformedRequests() []Malformed {
 		{"unknown message type", 99, nil},
 		{"unknown multipart type", wire.OFPT_MULTIPART_REQUEST, []byte{0, 200, 0, 0, 0, 0, 0, 0}},
 		{"group-mod with a bad type", wire.OFPT_GROUP_MOD, []byte{0, 0, 9, 0, 0, 0, 0, 1}},
+		{"group-mod modify of a missing group", wire.OFPT_GROUP_MOD, GroupMod13(1, 0, 77, Bucket13(0, Output13(1)))},
+		{"group-mod add above OFPG_MAX", wire.OFPT_GROUP_MOD, GroupMod13(0, 0, 0xffffff01, Bucket13(0, Output13(1)))},
+		{"group-mod add of OFPG_ALL", wire.OFPT_GROUP_MOD, GroupMod13(0, 0, 0xfffffffc, Bucket13(0, Output13(1)))},
+		{"indirect group with two buckets", wire.OFPT_GROUP_MOD, GroupMod13(0, 2, 78, Bucket13(0, Output13(1)), Bucket13(0, Output13(2)))},
+		{"indirect group without buckets", wire.OFPT_GROUP_MOD, GroupMod13(0, 2, 79)},
+		{"bucket weight in an all group", wire.OFPT_GROUP_MOD, GroupMod13(0, 0, 80, Bucket13(5, Output13(1)))},
+		{"bucket output to a reserved port number", wire.OFPT_GROUP_MOD, GroupMod13(0, 0, 81, Bucket13(0, Output13(0xffffff00)))},
+		{"fast failover bucket without watch", wire.OFPT_GROUP_MOD, GroupMod13(0, 3, 82, Bucket13(0, Output13(1)))},
+		{"watch port in an all group", wire.OFPT_GROUP_MOD, GroupMod13(0, 0, 83, WatchPort13(Bucket13(0, Output13(1)), 2))},
+		{"group-mod bad command", wire.OFPT_GROUP_MOD, GroupMod13(9, 0, 84, Bucket13(0, Output13(1)))},
 		{"learn spec of 0 bits (FuzzDecodeActions)", wire.OFPT_FLOW_MOD, FlowMod13(nil, LearnZeroBits())},
 	}
+}
+
+// GroupMod13 is an OpenFlow 1.3 group-mod body.
+func GroupMod13(command uint16, typ uint8, id uint32, buckets ...[]byte) []byte {
+	b := binary.BigEndian.AppendUint16(nil, command)
+	b = append(b, typ, 0)
+	b = binary.BigEndian.AppendUint32(b, id)
+	for _, bk := range buckets {
+		b = append(b, bk...)
+	}
+	return b
+}
+
+// Bucket13 is an OpenFlow 1.3 bucket with weight, no watch port or
+// group, and actions.
+func Bucket13(weight uint16, actions ...[]byte) []byte {
+	var acts []byte
+	for _, a := range actions {
+		acts = append(acts, a...)
+	}
+	b := binary.BigEndian.AppendUint16(nil, uint16(16+len(acts)))
+	b = binary.BigEndian.AppendUint16(b, weight)
+	b = binary.BigEndian.AppendUint32(b, 0xffffffff) // watch_port ANY
+	b = binary.BigEndian.AppendUint32(b, 0xffffffff) // watch_group ANY
+	return append(append(b, 0, 0, 0, 0), acts...)
+}
+
+// WatchPort13 sets the watch_port of an OpenFlow 1.3 bucket.
+func WatchPort13(bucket []byte, port uint32) []byte {
+	binary.BigEndian.PutUint32(bucket[4:], port)
+	return bucket
 }
 
 // LearnZeroBits is an NXAST_LEARN whose one spec (an immediate loaded

@@ -34,8 +34,21 @@ func FuzzParseActions(f *testing.F) {
 // FuzzActionsFromWire: any bytes either fail to decode or translate with
 // an error, or give actions that encode again in the same version.
 func FuzzActionsFromWire(f *testing.F) {
+	// clone() around the MPLS and TTL actions: nested decoding.
+	texts := []string{
+		"clone(push_mpls:0x8847,set_mpls_ttl(9),dec_mpls_ttl,copy_ttl_out,output:1),output:2",
+		"clone(clone(push_mpls:0x8848,output:1),pop_vlan),output:2",
+	}
+	for _, text := range texts {
+		if _, err := (ofpact.Parser{}).ParseActions(text, 0); err != nil {
+			f.Fatalf("seed %q: %v", text, err)
+		}
+	}
 	for _, s := range samples {
-		acts, err := ofpact.Parser{}.ParseActions(s.text, 0)
+		texts = append(texts, s.text)
+	}
+	for _, text := range texts {
+		acts, err := ofpact.Parser{}.ParseActions(text, 0)
 		if err != nil {
 			continue
 		}

@@ -32,9 +32,7 @@ func init() {
 			return append(out, &wire.ActionOutput{Port: ofpfield.PortToWire(t.version, a.Port), MaxLen: a.MaxLen}), nil
 		},
 		Check: func(c Checker, a *flowtable.Output) error {
-			// OVS's ofpact_check_output_port: the reserved numbers below
-			// IN_PORT, and NONE/ANY (65535), are no output port.
-			if a.Port >= flowtable.PortMax && a.Port < flowtable.PortInPort || a.Port == flowtable.PortNone {
+			if badOutPort(a.Port) {
 				return invalid(flowtable.BadOutPort, "output", "%d: invalid output port", a.Port)
 			}
 			return nil
@@ -67,8 +65,10 @@ func init() {
 		},
 	})
 	fromWire(func(t Decoder, a *wire.ActionOutput) (flowtable.Action, error) {
+		// Checked as it is decoded, as OVS's decode_OFPAT_RAW*_OUTPUT
+		// does: also in group buckets, which have no flow to check.
 		p, ok := ofpfield.PortFromWire(t.version, a.Port)
-		if !ok {
+		if !ok || badOutPort(p) {
 			return nil, t.err(wire.OFPBAC_BAD_OUT_PORT, "output port %#x", a.Port)
 		}
 		if p == flowtable.PortController {
@@ -97,6 +97,12 @@ func init() {
 		}
 		return c, nil
 	})
+}
+
+// badOutPort is OVS's ofpact_check_output_port: the reserved numbers
+// below IN_PORT, and NONE/ANY (65535), are no output port.
+func badOutPort(p uint32) bool {
+	return p >= flowtable.PortMax && p < flowtable.PortInPort || p == flowtable.PortNone
 }
 
 // parseBarePort reads an action that is only a port: a number or a

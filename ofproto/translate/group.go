@@ -40,7 +40,32 @@ func GroupModFromWire(gm *wire.GroupMod, version uint8, tlv *flowtable.TLVMap) (
 	if g.Buckets, err = bucketsFromWire(gm.Buckets, version, tlv, version == wire.OFP13 && !gm.NX); err != nil {
 		return nil, fmt.Errorf("group %d: %w", gm.GroupID, err)
 	}
+	if gm.Command != wire.OFPGC15_INSERT_BUCKET {
+		if err := checkBuckets(g, version); err != nil {
+			return nil, err
+		}
+	}
 	return &GroupMod{Command: gm.Command, Group: g, CommandBucketID: gm.CommandBucketID}, nil
+}
+
+// checkBuckets refuses buckets that do not fit their group's type, as
+// OVS's ofputil_decode_group_mod does: a weight outside a select group, a
+// watch port or group in an all or indirect group, a fast failover bucket
+// without one.
+func checkBuckets(g *flowtable.GroupEntry, version uint8) error {
+	for i := range g.Buckets {
+		b := &g.Buckets[i]
+		live := b.WatchPort != flowtable.PortNone || b.WatchGroup != GroupAny
+		switch {
+		case b.Weight != 0 && g.Type != flowtable.GroupSelect:
+			return ofpfield.Err(version, wire.OFPGMFC_INVALID_GROUP, "group %d bucket %d: weight %d in a group of type %d", g.ID, i, b.Weight, g.Type)
+		case live && (g.Type == flowtable.GroupAll || g.Type == flowtable.GroupIndirect):
+			return ofpfield.Err(version, wire.OFPGMFC_WATCH_UNSUPPORTED, "group %d bucket %d: watch in a group of type %d", g.ID, i, g.Type)
+		case !live && g.Type == flowtable.GroupFastFailover:
+			return ofpfield.Err(version, wire.OFPGMFC_INVALID_GROUP, "group %d bucket %d: fast failover bucket without watch port or group", g.ID, i)
+		}
+	}
+	return nil
 }
 
 func bucketsFromWire(bs []wire.Bucket, version uint8, tlv *flowtable.TLVMap, layout13 bool) ([]flowtable.Bucket, error) {

@@ -47,6 +47,8 @@ func sampleActions(t testing.TB) []struct {
 		{&ActionDecMplsTTL{}, all},
 		{&ActionPushMPLS{EthType: 0x8847}, all},
 		{&ActionPopMPLS{EthType: 0x0800}, all},
+		{&ActionCopyTTL{}, v11},
+		{&ActionCopyTTL{In: true}, v11},
 		{&ActionSetQueue{QueueID: 3}, all},
 		{&ActionGroup{GroupID: 5}, all},
 		{&ActionSetNwTTL{TTL: 64}, v11},

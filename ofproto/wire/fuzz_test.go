@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 )
@@ -141,6 +142,27 @@ func FuzzDecodeActions(f *testing.F) {
 	_, actions := seedFlowModParts()
 	for _, a := range actions {
 		f.Add(a.version, a.data)
+	}
+	// clone() around MPLS and TTL actions (the body, nested actions, is
+	// its owner's to decode: here it must survive as it came).
+	for _, v := range []uint8{OFP10, OFP13, OFP15} {
+		nested := []Action{&ActionPushMPLS{EthType: 0x8847}, &ActionSetMplsTTL{TTL: 9}, &ActionDecMplsTTL{}, &ActionOutput{Port: 1}, &ActionPopMPLS{EthType: 0x0800}}
+		if v != OFP10 {
+			nested = append(nested, &ActionCopyTTL{}, &ActionCopyTTL{In: true})
+		}
+		body, err := AppendActions(nil, v, nested)
+		if err != nil {
+			f.Fatal(err)
+		}
+		clone := binary.BigEndian.AppendUint16(nil, OFPAT_EXPERIMENTER)
+		clone = binary.BigEndian.AppendUint16(clone, uint16(16+len(body)))
+		clone = binary.BigEndian.AppendUint32(clone, NX_VENDOR_ID)
+		clone = binary.BigEndian.AppendUint16(clone, NXAST_CLONE)
+		clone = append(append(clone, make([]byte, 6)...), body...)
+		if _, err := DecodeActions(v, clone); err != nil {
+			f.Fatalf("clone seed for %#x: %v", v, err)
+		}
+		f.Add(v, clone)
 	}
 	f.Fuzz(func(t *testing.T, version uint8, data []byte) {
 		if version != OFP10 && version != OFP13 && version != OFP15 {
