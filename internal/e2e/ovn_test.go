@@ -269,3 +269,83 @@ func compareOVN(t *testing.T, ovs map[string]bool, others map[string]map[string]
 		}
 	}
 }
+
+// ovnBundleRounds is how many full-table bundles are timed per switch.
+const ovnBundleRounds = 5
+
+// ovnBundleTimes builds the one-chassis topology with an OpenFlow tap in
+// front of the switch, then makes ovn-controller reinstall its whole
+// table ovnBundleRounds times (the tap drops the connection; on
+// reconnecting, ovn-controller deletes every flow and group and adds them
+// all again in one atomic, ordered bundle) and returns those bundles.
+func ovnBundleTimes(t *testing.T, vswitchd string) []ovntest.BundleTiming {
+	t.Helper()
+	o := ovntest.Start(t, ovntest.Options{Vswitchd: vswitchd, TapOpenFlow: true})
+	ovnTopology(t, o, ovnPods)
+	flows, err := o.Chassis.Ofctl("-O", "OpenFlow15", "dump-flows", "--no-stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nflows := strings.Count(flows, "\n")
+	tap := o.Chassis.Tap
+	var full []ovntest.BundleTiming
+	for round := 0; round < ovnBundleRounds; round++ {
+		seen := len(tap.Bundles())
+		tap.Reconnect()
+		waitFor(t, 30*time.Second, func() bool {
+			for _, b := range tap.Bundles()[seen:] {
+				if b.Adds >= nflows {
+					full = append(full, b)
+					return true
+				}
+			}
+			return false
+		}, "ovn-controller's full bundle after a reconnect")
+	}
+	if after, err := o.Chassis.Ofctl("-O", "OpenFlow15", "dump-flows", "--no-stats"); err != nil || strings.Count(after, "\n") != nflows {
+		t.Errorf("after the reinstalls: %d flows (%v), want %d", strings.Count(after, "\n"), err, nflows)
+	}
+	return full
+}
+
+// TestOVNBundleTime (issue 22) times the bundle in which ovn-controller
+// installs its whole pipeline (delete all, ~565 flows, the group), on Open
+// vSwitch and on govs in the same run, where an OpenFlow tap in front of
+// the switch sees it: from the open request to the commit reply (the
+// switch decoding and staging every message, then committing) and from
+// the commit request to the reply, and the CPU time the switch daemon
+// used in between (all threads, /proc schedstat), the least noisy on a
+// shared machine. Issue 22 asks for half Open vSwitch's time, which govs
+// does not reach yet (the medians are logged); the test holds govs's CPU
+// median to at most twice Open vSwitch's, so a regression shows.
+func TestOVNBundleTime(t *testing.T) {
+	netnstest.RequireRoot(t)
+	_, vswitchd := binaries(t)
+	var ovs, govs []ovntest.BundleTiming
+	t.Run("openvswitch", func(t *testing.T) { ovs = ovnBundleTimes(t, "") })
+	t.Run("govs", func(t *testing.T) { govs = ovnBundleTimes(t, vswitchd) })
+	if len(ovs) == 0 || len(govs) == 0 {
+		t.Fatal("no bundles timed")
+	}
+	median := func(bs []ovntest.BundleTiming, f func(ovntest.BundleTiming) time.Duration) time.Duration {
+		var ds []time.Duration
+		for _, b := range bs {
+			ds = append(ds, f(b))
+		}
+		return ovntest.Median(ds)
+	}
+	total, commit := ovntest.BundleTiming.Total, ovntest.BundleTiming.Commit
+	cpu := func(b ovntest.BundleTiming) time.Duration { return b.CPU }
+	ot, gt := median(ovs, total), median(govs, total)
+	oc, gc := median(ovs, commit), median(govs, commit)
+	ou, gu := median(ovs, cpu), median(govs, cpu)
+	t.Logf("bundle of %d adds, medians: open..commit reply OVS %v govs %v (%.2fx); commit request..reply OVS %v govs %v (%.2fx); switch CPU OVS %v govs %v (%.2fx)",
+		govs[0].Adds, ot, gt, float64(gt)/float64(ot), oc, gc, float64(gc)/float64(oc), ou, gu, float64(gu)/float64(ou))
+	for i := range ovs {
+		t.Logf("round %d: OVS %d adds %v/%v cpu %v, govs %d adds %v/%v cpu %v", i, ovs[i].Adds, ovs[i].Total(), ovs[i].Commit(), ovs[i].CPU,
+			govs[i].Adds, govs[i].Total(), govs[i].Commit(), govs[i].CPU)
+	}
+	if gu > 2*ou {
+		t.Errorf("govs uses %v of CPU for the bundle, more than twice Open vSwitch's %v", gu, ou)
+	}
+}
