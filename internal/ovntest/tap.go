@@ -35,7 +35,7 @@ type BundleTiming struct {
 	Open, CommitRequest, CommitReply time.Time
 	// CPU is the CPU time the switch daemon used from the open request to
 	// the commit reply (all its threads; 0 without a CPU source).
-	CPU time.Duration
+	CPU  time.Duration
 	cpu0 time.Duration
 }
 
