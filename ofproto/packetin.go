@@ -68,10 +68,14 @@ func (b *Bridge) sendPacketIn(c *Conn, frame []byte, inPort uint32, pi *flowtabl
 		if len(data) < len(frame) {
 			props = append(props, wire.Property{Type: wire.NXPINT_FULL_LEN, Data: binary.BigEndian.AppendUint32(nil, uint32(len(frame)))})
 		}
-		props = append(props,
-			wire.Property{Type: wire.NXPINT_TABLE_ID, Data: []byte{pi.Table}},
-			wire.Property{Type: wire.NXPINT_COOKIE, Data: binary.BigEndian.AppendUint64(nil, pi.Cookie)},
-			wire.Property{Type: wire.NXPINT_REASON, Data: []byte{pi.Reason}})
+		props = append(props, wire.Property{Type: wire.NXPINT_TABLE_ID, Data: []byte{pi.Table}})
+		if pi.Cookie != ^uint64(0) {
+			// A 64-bit property value is 8-aligned: 4 bytes of padding
+			// after the header (ofpprop_put_be64); OVS's decoder rejects
+			// the packet-in without them (OFPBPC_BAD_LEN).
+			props = append(props, wire.Property{Type: wire.NXPINT_COOKIE, Data: binary.BigEndian.AppendUint64(make([]byte, 4, 12), pi.Cookie)})
+		}
+		props = append(props, wire.Property{Type: wire.NXPINT_REASON, Data: []byte{pi.Reason}})
 		md, err := wire.AppendMatchTLVs(nil, c.Version(), fields)
 		if err != nil {
 			return err
