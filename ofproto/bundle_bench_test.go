@@ -53,26 +53,9 @@ func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline) {
 		}
 		msgs = append(msgs, body)
 	}
-	control := func(typ uint16) []byte {
-		body, _ := (&wire.BundleControl{BundleID: 1, Type: typ, Flags: wire.OFPBF_ATOMIC}).EncodeBody(wire.OFP15, nil)
-		return body
-	}
-	open, commit := control(wire.OFPBCT_OPEN_REQUEST), control(wire.OFPBCT_COMMIT_REQUEST)
-	expect := func(want uint8) {
-		h, _, err := c.Recv()
-		if err != nil || h.Type != want {
-			b.Fatalf("got type %d (%v), want %d", h.Type, err, want)
-		}
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, open)
-		expect(wire.OFPT_BUNDLE_CONTROL)
-		for _, m := range msgs {
-			c.Send(wire.OFPT_BUNDLE_ADD_MESSAGE, 0x600, m)
-		}
-		c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, commit)
-		expect(wire.OFPT_BUNDLE_CONTROL)
+		sendBundle(b, c, wire.OFPBF_ATOMIC, msgs)
 		b.StopTimer()
 		if got := p.NumFlows(); got != n {
 			b.Fatalf("%d flows after the bundle, want %d", got, n)
@@ -82,6 +65,29 @@ func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "flowmods/s")
+}
+
+// sendBundle sends one bundle (open with flags, the bundle-add bodies,
+// commit) and waits for the open and commit replies.
+func sendBundle(b *testing.B, c *oftest.Client, flags uint16, msgs [][]byte) {
+	control := func(typ uint16) []byte {
+		body, _ := (&wire.BundleControl{BundleID: 1, Type: typ, Flags: flags}).EncodeBody(wire.OFP15, nil)
+		return body
+	}
+	open, commit := control(wire.OFPBCT_OPEN_REQUEST), control(wire.OFPBCT_COMMIT_REQUEST)
+	expect := func() {
+		h, body, err := c.Recv()
+		if err != nil || h.Type != wire.OFPT_BUNDLE_CONTROL {
+			b.Fatalf("got type %d (%v) % x, want a bundle control reply", h.Type, err, body)
+		}
+	}
+	c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, open)
+	expect()
+	for _, m := range msgs {
+		c.Send(wire.OFPT_BUNDLE_ADD_MESSAGE, 0x600, m)
+	}
+	c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, commit)
+	expect()
 }
 
 // ovnGroup is the group ovn-controller adds with testdata/ovn-br-int.flows
@@ -145,26 +151,9 @@ func BenchmarkBundleOVN(b *testing.B) {
 	p := flowtable.NewPipeline()
 	c := connectUnix(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15)
 	msgs := ovnBundle(b, p)
-	control := func(typ uint16) []byte {
-		body, _ := (&wire.BundleControl{BundleID: 1, Type: typ, Flags: wire.OFPBF_ATOMIC | wire.OFPBF_ORDERED}).EncodeBody(wire.OFP15, nil)
-		return body
-	}
-	open, commit := control(wire.OFPBCT_OPEN_REQUEST), control(wire.OFPBCT_COMMIT_REQUEST)
-	expect := func(want uint8) {
-		h, body, err := c.Recv()
-		if err != nil || h.Type != want {
-			b.Fatalf("got type %d (%v) % x, want %d", h.Type, err, body, want)
-		}
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, open)
-		expect(wire.OFPT_BUNDLE_CONTROL)
-		for _, m := range msgs {
-			c.Send(wire.OFPT_BUNDLE_ADD_MESSAGE, 0x600, m)
-		}
-		c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, commit)
-		expect(wire.OFPT_BUNDLE_CONTROL)
+		sendBundle(b, c, wire.OFPBF_ATOMIC|wire.OFPBF_ORDERED, msgs)
 	}
 	b.StopTimer()
 	if got := p.NumFlows(); got != len(msgs)-3 {

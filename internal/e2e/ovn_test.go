@@ -87,18 +87,26 @@ func ovnTopology(t *testing.T, o *ovntest.OVN, podList []ovnPod) map[string]*pod
 	return pods
 }
 
+// ovnProbes are the traffic probes of the checks: ping (two echoes, one
+// answer enough) and get (a TCP exchange that must bring the server's
+// greeting).
+func ovnProbes(pods map[string]*pod) (ping func(from, to string) bool, get func(from, addr, server string) bool) {
+	ping = func(from, to string) bool {
+		_, err := pods[from].ns.Exec("ping", "-c", "2", "-i", "0.2", "-W", "2", to)
+		return err == nil
+	}
+	get = func(from, addr, server string) bool {
+		got, err := tcpGet(pods[from], addr)
+		return err == nil && strings.Contains(got, "hello from "+server)
+	}
+	return ping, get
+}
+
 // runOVNChecks drives the traffic checks and returns which passed.
 func runOVNChecks(t *testing.T, pods map[string]*pod) map[string]bool {
 	t.Helper()
 	tcpServer(t, pods["p3"], 80, "p3")
-	ping := func(from, to string) bool {
-		_, err := pods[from].ns.Exec("ping", "-c", "2", "-i", "0.2", "-W", "2", to)
-		return err == nil
-	}
-	get := func(from, addr, server string) bool {
-		got, err := tcpGet(pods[from], addr)
-		return err == nil && strings.Contains(got, "hello from "+server)
-	}
+	ping, get := ovnProbes(pods)
 	results := map[string]bool{}
 	// Checks that expect the traffic to pass; the drops are named "!...".
 	results["p1 -> p2 ping (logical switch)"] = ping("p1", "10.0.1.3")
@@ -153,14 +161,7 @@ func ovnRun(t *testing.T, opts ovntest.Options, podList []ovnPod) map[string]boo
 func runOVNGeneveChecks(t *testing.T, o *ovntest.OVN, pods map[string]*pod) map[string]bool {
 	t.Helper()
 	tcpServer(t, pods["p5"], 80, "p5")
-	ping := func(from, to string) bool {
-		_, err := pods[from].ns.Exec("ping", "-c", "2", "-i", "0.2", "-W", "2", to)
-		return err == nil
-	}
-	get := func(from, addr, server string) bool {
-		got, err := tcpGet(pods[from], addr)
-		return err == nil && strings.Contains(got, "hello from "+server)
-	}
+	ping, get := ovnProbes(pods)
 	results := map[string]bool{}
 	results["p1 -> p4 ping (logical switch over Geneve)"] = ping("p1", "10.0.1.4")
 	results["p4 -> p3 ping (logical router, from chassis-2)"] = ping("p4", "10.0.2.2")
@@ -377,17 +378,14 @@ func ovnBiggerFeatures(t *testing.T, o *ovntest.OVN, pods map[string]*pod) map[s
 	for _, port := range []int{80, 81, 83} {
 		tcpServer(t, pods["p3"], port, "p3")
 	}
-	get := func(from, addr string) bool {
-		got, err := tcpGet(pods[from], addr)
-		return err == nil && strings.Contains(got, "hello from p3")
-	}
+	_, get := ovnProbes(pods)
 	res := map[string]bool{}
 	flows, _ := o.Chassis.Ofctl("-O", "OpenFlow15", "dump-flows", "--no-stats")
 	res["port group ACL compiled into conjunction flows"] = strings.Contains(flows, "conjunction(")
 	res["gateway_mtu compiled into check_pkt_larger"] = strings.Contains(flows, "check_pkt_larger(")
-	res["!p1 -> p3:81 tcp (port group/address set ACL drop, conjunction)"] = !get("p1", "10.0.2.2:81")
-	res["p1 -> p3:83 tcp (ACL allow-related with log and meter)"] = get("p1", "10.0.2.2:83")
-	res["p1 -> p3:80 tcp still allowed"] = get("p1", "10.0.2.2:80")
+	res["!p1 -> p3:81 tcp (port group/address set ACL drop, conjunction)"] = !get("p1", "10.0.2.2:81", "p3")
+	res["p1 -> p3:83 tcp (ACL allow-related with log and meter)"] = get("p1", "10.0.2.2:83", "p3")
+	res["p1 -> p3:80 tcp still allowed"] = get("p1", "10.0.2.2:80", "p3")
 	logged := false
 	deadline := time.Now().Add(5 * time.Second)
 	for !logged && time.Now().Before(deadline) {

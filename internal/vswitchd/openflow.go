@@ -37,6 +37,12 @@ func (a dpAdapter) PacketOut(frame []byte, inPort uint32, acts []flowtable.Actio
 	return err
 }
 
+// PacketOutPipeline implements ofproto.PipelinePacketOut.
+func (a dpAdapter) PacketOutPipeline(frame []byte, inPort uint32, md *flowtable.Match, acts []flowtable.Action) error {
+	_, err := a.b.PacketOutMetadata(frame, inPort, md, acts)
+	return err
+}
+
 func (a dpAdapter) Ports() []ofproto.PortInfo {
 	ps := a.b.Ports()
 	out := make([]ofproto.PortInfo, len(ps))
