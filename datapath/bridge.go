@@ -450,6 +450,14 @@ func (b *Bridge) Close() error {
 // through the pipeline from table 0. Outputs are transmitted before
 // PacketOut returns.
 func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Action) (flowtable.Result, error) {
+	return b.PacketOutMetadata(frame, inPort, nil, actions)
+}
+
+// PacketOutMetadata is PacketOut for an OpenFlow 1.5 packet-out whose
+// match gives pipeline fields (metadata, registers, tunnel fields; see
+// flowtable.Match.PipelineOnly): the packet starts the actions with them
+// set, as Open vSwitch runs it. md may be nil.
+func (b *Bridge) PacketOutMetadata(frame []byte, inPort uint32, md *flowtable.Match, actions []flowtable.Action) (flowtable.Result, error) {
 	if len(frame) < port.MinFrameLen {
 		return flowtable.Result{}, fmt.Errorf("bridge %s: packet-out: %d-byte frame: %w", b.name, len(frame), flowtable.ErrRunt)
 	}
@@ -462,6 +470,9 @@ func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Acti
 	l.pkt.Key.SetInPort(inPort)
 	if err := l.pkt.Extract(buf); err != nil {
 		return flowtable.Result{}, fmt.Errorf("bridge %s: packet-out: %w", b.name, err)
+	}
+	if md != nil {
+		l.pkt.Key.SetFromMatch(md)
 	}
 	l.ports = b.ports.Load()
 	res := b.pipeline.Execute(&l.pkt, actions, l, nil)

@@ -601,3 +601,27 @@ func TestPortChurnReleasesTableCounters(t *testing.T) {
 		}
 	}
 }
+
+// An OpenFlow 1.5 packet-out's pipeline fields (registers, metadata) are
+// set on the packet before its actions run, as Open vSwitch does: the
+// resubmitted packet matches on them.
+func TestPacketOutMetadata(t *testing.T) {
+	b := newBridge(t, strings.Join([]string{
+		"table=6,reg0=5,metadata=0x3,actions=output:2",
+		"table=6,priority=0,actions=output:3",
+	}, "\n"), false)
+	ps := addMemPorts(t, b, MemPortConfig{}, 1, 2, 3)
+	f := frameOf(t, "udp,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=5,tp_dst=6")
+	var md flowtable.Match
+	md.SetUint64(flowtable.FieldInPort, 1)
+	md.SetUint64(flowtable.FieldReg[0], 5)
+	md.SetUint64(flowtable.FieldMetadata, 3)
+	if _, err := b.PacketOutMetadata(f, 1, &md, parseActions(t, "resubmit(,6)")); err != nil {
+		t.Fatal(err)
+	}
+	checkOutputs(t, sent(ps), map[uint32][][]byte{2: {f}})
+	if _, err := b.PacketOut(f, 1, parseActions(t, "resubmit(,6)")); err != nil {
+		t.Fatal(err)
+	}
+	checkOutputs(t, sent(ps), map[uint32][][]byte{3: {f}})
+}

@@ -42,6 +42,14 @@ type Datapath interface {
 	PacketOut(frame []byte, inPort uint32, actions []flowtable.Action) error
 }
 
+// PipelinePacketOut is implemented by a Datapath that runs an OpenFlow 1.5
+// packet-out with the pipeline fields of its match (metadata, registers,
+// tunnel fields) set on the packet, as Open vSwitch does; md includes
+// in_port.
+type PipelinePacketOut interface {
+	PacketOutPipeline(frame []byte, inPort uint32, md *flowtable.Match, actions []flowtable.Action) error
+}
+
 // Bridge serves OpenFlow for one bridge: it keeps the controller
 // connections, applies their requests to the pipeline and sends them the
 // asynchronous messages (packet-in, port-status, flow-removed).

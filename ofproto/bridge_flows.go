@@ -459,16 +459,30 @@ func (b *Bridge) packetOut(c *Conn, m *wire.PacketOut) error {
 		return ofpErr(c, wire.OFPBAC_BAD_OUT_GROUP, "%v", err)
 	}
 	inPort := portFromWire(c, m.InPort)
+	var md *flowtable.Match
 	if c.Version() == wire.OFP15 && len(m.Match) > 0 {
 		match, err := translate.MatchFromWireVersion(c.Version(), m.Match, b.p.TLV)
 		if err != nil {
 			return err
 		}
+		if !match.PipelineOnly() {
+			return ofpErr(c, wire.OFPBRC_PIPELINE_FIELDS_ONLY, "packet-out match has fields other than pipeline fields")
+		}
 		if v, mk := match.Uint64(flowtable.FieldInPort); mk != 0 {
 			inPort = uint32(v)
 		}
+		rest := match
+		rest.Clear(flowtable.FieldInPort)
+		if !rest.IsCatchAll() {
+			md = &match // metadata or registers besides in_port
+		}
 	}
-	if err := b.dp.PacketOut(m.Data, inPort, acts); err != nil {
+	if pp, ok := b.dp.(PipelinePacketOut); ok && md != nil {
+		err = pp.PacketOutPipeline(m.Data, inPort, md, acts)
+	} else {
+		err = b.dp.PacketOut(m.Data, inPort, acts)
+	}
+	if err != nil {
 		var xe flowtable.XlateError
 		if errors.As(err, &xe) {
 			// A loop of groups or resubmits: OVS drops the packet and

@@ -2,6 +2,7 @@ package ofproto_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -117,26 +118,9 @@ func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline, flows []
 		}
 		msgs = append(msgs, body)
 	}
-	control := func(typ uint16) []byte {
-		body, _ := (&wire.BundleControl{BundleID: 1, Type: typ, Flags: wire.OFPBF_ATOMIC}).EncodeBody(wire.OFP15, nil)
-		return body
-	}
-	open, commit := control(wire.OFPBCT_OPEN_REQUEST), control(wire.OFPBCT_COMMIT_REQUEST)
-	expect := func(want uint8) {
-		h, _, err := c.Recv()
-		if err != nil || h.Type != want {
-			b.Fatalf("got type %d (%v), want %d", h.Type, err, want)
-		}
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, open)
-		expect(wire.OFPT_BUNDLE_CONTROL)
-		for _, m := range msgs {
-			c.Send(wire.OFPT_BUNDLE_ADD_MESSAGE, 0x600, m)
-		}
-		c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, commit)
-		expect(wire.OFPT_BUNDLE_CONTROL)
+		sendBundle(b, c, wire.OFPBF_ATOMIC, msgs)
 		b.StopTimer()
 		if got := p.NumFlows(); got != n {
 			b.Fatalf("%d flows after the bundle, want %d", got, n)
@@ -146,4 +130,98 @@ func benchBundle(b *testing.B, c *oftest.Client, p *flowtable.Pipeline, flows []
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(flows)*b.N)/b.Elapsed().Seconds(), "flowmods/s")
+}
+
+// sendBundle sends one bundle (open with flags, the bundle-add bodies,
+// commit) and waits for the open and commit replies.
+func sendBundle(b *testing.B, c *oftest.Client, flags uint16, msgs [][]byte) {
+	control := func(typ uint16) []byte {
+		body, _ := (&wire.BundleControl{BundleID: 1, Type: typ, Flags: flags}).EncodeBody(wire.OFP15, nil)
+		return body
+	}
+	open, commit := control(wire.OFPBCT_OPEN_REQUEST), control(wire.OFPBCT_COMMIT_REQUEST)
+	expect := func() {
+		h, body, err := c.Recv()
+		if err != nil || h.Type != wire.OFPT_BUNDLE_CONTROL {
+			b.Fatalf("got type %d (%v) % x, want a bundle control reply", h.Type, err, body)
+		}
+	}
+	c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, open)
+	expect()
+	for _, m := range msgs {
+		c.Send(wire.OFPT_BUNDLE_ADD_MESSAGE, 0x600, m)
+	}
+	c.Send(wire.OFPT_BUNDLE_CONTROL, 0x600, commit)
+	expect()
+}
+
+// ovnGroup is the group ovn-controller adds with testdata/ovn-br-int.flows
+// (the load balancer's dp_hash select group).
+const ovnGroup = "group_id=1,type=select,selection_method=dp_hash,bucket=bucket_id:0,weight:100,actions=ct(commit,table=21,zone=NXM_NX_REG13[0..15],nat(dst=10.0.2.2:80),exec(set_field:0x2/0x2->ct_mark))"
+
+// ovnBundle encodes the bundle ovn-controller sends on (re)connecting to
+// the one-chassis topology of internal/e2e's OVN test: delete every flow
+// and group, add the group and the 565 flows Open vSwitch dumped
+// (testdata/ovn-br-int.flows), all in one atomic, ordered bundle.
+func ovnBundle(tb testing.TB, p *flowtable.Pipeline) [][]byte {
+	tb.Helper()
+	text, err := os.ReadFile("testdata/ovn-br-int.flows")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	add := func(inner wire.Message) []byte {
+		m := &wire.BundleAdd{BundleID: 1, Flags: wire.OFPBF_ATOMIC | wire.OFPBF_ORDERED, InnerHeader: wire.Header{Version: wire.OFP15, Xid: 0x600}, Inner: inner}
+		body, err := m.EncodeBody(wire.OFP15, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return body
+	}
+	flowMod := func(fm *translate.FlowMod) []byte {
+		w, err := translate.FlowModToWire(fm, wire.OFP15, p.TLV)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return add(w)
+	}
+	groupMod := func(gm *translate.GroupMod) []byte {
+		w, err := translate.GroupModToWire(gm, wire.OFP15, p.TLV)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return add(w)
+	}
+	any := translate.FlowMod{Flow: flowtable.Flow{Table: translate.TableAll}, Command: uint8(wire.OFPFC_DELETE),
+		BufferID: wire.OFP_NO_BUFFER, OutPort: flowtable.PortNone, OutGroup: translate.GroupAny}
+	msgs := [][]byte{flowMod(&any), groupMod(&translate.GroupMod{Command: wire.OFPGC_DELETE, Group: &flowtable.GroupEntry{ID: flowtable.GroupAllID}})}
+	g, err := flowtext.ParseGroup(ovnGroup, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	msgs = append(msgs, groupMod(&translate.GroupMod{Command: wire.OFPGC_ADD, Group: g}))
+	for _, line := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		fm, err := flowtext.ParseFlow(strings.TrimSpace(line), nil)
+		if err != nil {
+			tb.Fatalf("%s: %v", line, err)
+		}
+		msgs = append(msgs, flowMod(&translate.FlowMod{Flow: fm.Flow, Command: uint8(wire.OFPFC_ADD),
+			BufferID: wire.OFP_NO_BUFFER, OutPort: flowtable.PortNone, OutGroup: translate.GroupAny}))
+	}
+	return msgs
+}
+
+// BenchmarkBundleOVN is ovn-controller's full-table bundle (ovnBundle)
+// over an AF_UNIX connection, switch side: open, the 568 adds, commit.
+func BenchmarkBundleOVN(b *testing.B) {
+	p := flowtable.NewPipeline()
+	c := connectUnix(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15)
+	msgs := ovnBundle(b, p)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sendBundle(b, c, wire.OFPBF_ATOMIC|wire.OFPBF_ORDERED, msgs)
+	}
+	b.StopTimer()
+	if got := p.NumFlows(); got != len(msgs)-3 {
+		b.Fatalf("%d flows after the bundle, want %d", got, len(msgs)-3)
+	}
 }

@@ -32,6 +32,9 @@ type Options struct {
 	SystemID string
 	// EncapIP is the chassis's tunnel endpoint ("": 127.0.0.1).
 	EncapIP string
+	// TapOpenFlow puts an OpenFlowTap between each ovn-controller and
+	// its switch (Chassis.Tap), to time the bundles.
+	TapOpenFlow bool
 	// Chassis, when set, replaces the single chassis above: one chassis
 	// per entry (the first also runs the databases and ovn-northd). With
 	// two or more, each gets an underlay address on br-phy and they reach
@@ -71,7 +74,9 @@ type Chassis struct {
 	EncapIP string
 	// IsOVS: the switch daemon is Open vSwitch's ovs-vswitchd.
 	IsOVS bool
-	tb    testing.TB
+	// Tap is the OpenFlow tap in front of br-int.mgmt (Options.TapOpenFlow).
+	Tap *OpenFlowTap
+	tb  testing.TB
 }
 
 // OVN is one running deployment.
@@ -146,7 +151,7 @@ func Start(tb testing.TB, opts Options) *OVN {
 	o.mustSbctl("init")
 	ch.StartDaemon(0, "ovn-northd", "ovn-northd", "", "--ovnnb-db=unix:"+o.nb, "--ovnsb-db=unix:"+o.sb)
 	for _, c := range o.Nodes {
-		c.startController(o.sb)
+		c.startController(o.sb, opts.TapOpenFlow)
 	}
 	return o
 }
@@ -215,7 +220,7 @@ func (o *OVN) resolveUnderlay() {
 
 // startController points the chassis at the southbound database, starts
 // its ovn-controller and waits until br-int is up.
-func (c *Chassis) startController(sb string) {
+func (c *Chassis) startController(sb string, tap bool) {
 	c.tb.Helper()
 	if _, err := c.Vsctl("set", "Open_vSwitch", ".",
 		"external_ids:system-id="+c.Name,
@@ -225,8 +230,25 @@ func (c *Chassis) startController(sb string) {
 		"external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
 		c.tb.Fatalf("ovntest: %s settings: %v", c.Name, err)
 	}
-	c.StartDaemon(0, "ovn-controller", "ovn-controller", "", "unix:"+c.DBSocket())
 	mgmt := filepath.Join(c.Rundir(), "br-int.mgmt")
+	var env []string
+	if tap {
+		// ovn-controller connects to $OVS_RUNDIR/br-int.mgmt: there it
+		// finds the tap, which forwards to the switch's socket.
+		dir, err := os.MkdirTemp("/tmp", "govs-oftap-")
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+		c.tb.Cleanup(func() { os.RemoveAll(dir) })
+		c.Tap, err = newOpenFlowTap(filepath.Join(dir, "br-int.mgmt"), mgmt)
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+		c.Tap.cpu = processCPU(filepath.Join(c.Rundir(), "ovs-vswitchd.pid"))
+		c.tb.Cleanup(func() { c.Tap.Close() })
+		env = []string{"OVS_RUNDIR=" + dir}
+	}
+	c.StartDaemonEnv(0, env, "ovn-controller", "ovn-controller", "", "unix:"+c.DBSocket())
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := os.Stat(mgmt); err == nil {

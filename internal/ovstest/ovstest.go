@@ -534,7 +534,20 @@ func (o *OVS) StartDaemon(timeout time.Duration, id, binary, sock string, args .
 	o.startDaemonAs(timeout, id, binary, sock, args...)
 }
 
+// StartDaemonEnv is StartDaemon with env (NAME=value) added to the
+// instance's environment, overriding it (e.g. another OVS_RUNDIR, where
+// ovn-controller looks for br-int.mgmt).
+func (o *OVS) StartDaemonEnv(timeout time.Duration, env []string, id, binary, sock string, args ...string) {
+	o.tb.Helper()
+	o.startDaemonEnv(timeout, env, id, binary, sock, args...)
+}
+
 func (o *OVS) startDaemonAs(timeout time.Duration, name, binary, sock string, args ...string) {
+	o.tb.Helper()
+	o.startDaemonEnv(timeout, nil, name, binary, sock, args...)
+}
+
+func (o *OVS) startDaemonEnv(timeout time.Duration, env []string, name, binary, sock string, args ...string) {
 	o.tb.Helper()
 	d := &daemon{
 		name:    name,
@@ -569,7 +582,7 @@ func (o *OVS) startDaemonAs(timeout time.Duration, name, binary, sock string, ar
 	defer out.Close() // the child keeps its own descriptor
 	// "ip netns exec" execs the daemon in place, so cmd.Process is the daemon.
 	d.cmd = exec.Command("ip", full...)
-	d.cmd.Env = o.env
+	d.cmd.Env = append(slices.Clip(o.env), env...) // exec keeps the last of duplicates
 	d.cmd.Stdout = out
 	d.cmd.Stderr = out
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{

@@ -44,6 +44,12 @@ func (a dpAdapter) Resume(frame []byte, md *flowtable.Match, c *flowtable.Contin
 	return err
 }
 
+// PacketOutPipeline implements ofproto.PipelinePacketOut.
+func (a dpAdapter) PacketOutPipeline(frame []byte, inPort uint32, md *flowtable.Match, acts []flowtable.Action) error {
+	_, err := a.b.PacketOutMetadata(frame, inPort, md, acts)
+	return err
+}
+
 func (a dpAdapter) Ports() []ofproto.PortInfo {
 	ps := a.b.Ports()
 	links := linkFlags()
