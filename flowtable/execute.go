@@ -14,7 +14,7 @@ func (p *Pipeline) Execute(pkt *Packet, acts []Action, sink Sink, tr *Trace) Res
 		x.counters = pkt.Counters
 	}
 	x.res.Segments = 1
-	p.mu.RLock()
+	p.rlock()
 	for i, a := range acts {
 		if x.exit {
 			break

@@ -212,7 +212,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		x.counters = r.rec.Counters
 	}
 	x.res.Segments = 1
-	p.mu.RLock()
+	p.rlock()
 	if table == 0 && p.FailOpen.Load() {
 		// OVS's fail-open flow: hidden, above every flow of table 0.
 		x.execute(failOpenActions)
@@ -250,8 +250,7 @@ func (x *xlate) finishRecording() {
 }
 
 func (p *Pipeline) addLearned(f *Flow) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	if p.roomForLocked(f) != nil {
 		return // counted in LimitRefusals; OVS also drops such a learn
 	}
