@@ -395,7 +395,7 @@ func measureCRR(ctx context.Context, e *env, t *topology) (map[string]float64, e
 		m["crr_connect_p99_us"] = float64(res.P99ns) / 1e3
 	}
 	if t.cacheStats != nil {
-		reportCache(m, "crr", ca, cb)
+		reportCache(m, "crr", ca, cb, res.Count)
 	}
 	switchCost(m, "crr", t, a, b)
 	if len(t.switchPIDs) > 0 {

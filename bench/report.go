@@ -88,6 +88,7 @@ var metricInfo = []struct {
 	{"crr_connect_p99_us", "TCP connect p99", "µs"},
 	{"crr_megaflows", "Megaflows after the conns", "count"},
 	{"crr_hit_rate", "Megaflow hit rate", "fraction"},
+	{"crr_lookups_per_conn", "Cache lookups per conn", "count"},
 }
 
 // metricScale converts the stored unit into the table's (pps -> kpps).

@@ -203,12 +203,18 @@ func ovsCacheStats(o *ovstest.OVS) func() (cacheStats, error) {
 	}
 }
 
-// reportCache adds the megaflow count at the end of a measurement and the
-// hit rate during it.
-func reportCache(m map[string]float64, prefix string, a, b cacheStats) {
+// reportCache adds the megaflow count at the end of a measurement, the
+// hit rate during it and the cache lookups per connection (conns > 0):
+// the packets each connection took through the switch's datapath, with
+// their recirculations, which shows that both switches carried the same
+// traffic.
+func reportCache(m map[string]float64, prefix string, a, b cacheStats, conns int64) {
 	m[prefix+"_megaflows"] = b.flows
 	if n := (b.hits - a.hits) + (b.misses - a.misses); n > 0 {
 		m[prefix+"_hit_rate"] = (b.hits - a.hits) / n
+		if conns > 0 {
+			m[prefix+"_lookups_per_conn"] = n / float64(conns)
+		}
 	}
 }
 

@@ -43,8 +43,8 @@ func TestParseCacheStats(t *testing.T) {
 		t.Error("no error for output without the counter")
 	}
 	m := map[string]float64{}
-	reportCache(m, "crr", cacheStats{hits: 10, misses: 10}, cacheStats{flows: 4, hits: 100, misses: 20})
-	if m["crr_megaflows"] != 4 || m["crr_hit_rate"] != 0.9 {
+	reportCache(m, "crr", cacheStats{hits: 10, misses: 10}, cacheStats{flows: 4, hits: 100, misses: 20}, 25)
+	if m["crr_megaflows"] != 4 || m["crr_hit_rate"] != 0.9 || m["crr_lookups_per_conn"] != 4 {
 		t.Errorf("reportCache: %v", m)
 	}
 }

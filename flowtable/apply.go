@@ -104,8 +104,7 @@ type undoStep struct {
 // packets in between (OpenFlow atomic bundles). Readers see either the
 // state before or the state after.
 func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	for i := range ops {
 		switch k := ops[i].Kind; {
 		case k == OpAdd:

@@ -148,7 +148,7 @@ func (p *Pipeline) Resume(pkt *Packet, c *Continuation, sink Sink, tr *Trace) Re
 		x.stack = append(x.stack, stackEntry{value: v})
 	}
 	x.actionSet = mergeActionSet(nil, c.ActionSet)
-	p.mu.RLock()
+	p.rlock()
 	x.execute(c.Actions)
 	x.finish(x.cookie)
 	p.mu.RUnlock()

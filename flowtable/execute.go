@@ -14,7 +14,7 @@ func (p *Pipeline) Execute(pkt *Packet, acts []Action, sink Sink, tr *Trace) Res
 		x.counters = pkt.Counters
 	}
 	x.res.Segments = 1
-	p.mu.RLock()
+	p.rlock()
 	// Output to TABLE runs the pipeline like a resubmit: an exit action
 	// or a pause inside the walk also ends the packet-out's own list, as
 	// in OVS.

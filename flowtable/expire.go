@@ -27,8 +27,7 @@ type timedState struct {
 // read from its packet counter, so packets the fast path forwarded count
 // once their statistics reach the flow (after each batch).
 func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	var out []Expired
 	for r, st := range p.timed {
 		t := p.tables[r.Table]

@@ -231,7 +231,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		x.counters = r.rec.Counters
 	}
 	x.res.Segments = 1
-	p.mu.RLock()
+	p.rlock()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
 	cookie := uint64(0)
@@ -270,8 +270,7 @@ func (x *xlate) finishRecording() {
 }
 
 func (p *Pipeline) addLearned(f *Flow) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	if p.roomForLocked(f) != nil {
 		return // counted in LimitRefusals; OVS also drops such a learn
 	}

@@ -46,6 +46,7 @@ func (t *table) cls(r *Rule) *classifier {
 // flow-mods change the tables under the write lock.
 type Pipeline struct {
 	mu     sync.RWMutex
+	locks  lockStats // lockstats.go
 	tables [NumTables]*table
 	groups map[uint32]*GroupEntry
 	meters map[uint32]*MeterEntry // meter.go
@@ -139,8 +140,7 @@ func (p *Pipeline) AddFlow(f *Flow) error {
 	if err := p.validateGroups(f); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	p.addLocked(f, nil, p.Now())
 	return nil
 }
@@ -156,8 +156,7 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 			return err
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	for _, f := range fs {
 		if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
 			return ErrOverlap
