@@ -525,16 +525,22 @@ func (ns *NS) ServeTCP(port int, greeting string) (net.Listener, error) {
 // to read) and returns what the server sent before closing.
 func (ns *NS) TCPGet(addr string) (string, error) {
 	var out string
-	err := ns.Do(func() error {
-		c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(3 * time.Second))
-		b, err := io.ReadAll(c)
-		out = string(b)
+	err := ns.Do(func() (err error) {
+		out, err = ReadTCP(addr)
 		return err
 	})
 	return out, err
+}
+
+// ReadTCP is TCPGet from the namespace of the calling thread (inside
+// NS.Do, for a loop of connections on one thread).
+func ReadTCP(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	b, err := io.ReadAll(c)
+	return string(b), err
 }

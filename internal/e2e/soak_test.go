@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/govs-project/govs/datapath/netnstest"
 )
 
 // The soak runs bounded (about 25 s) in make test; by hand it runs as long
@@ -417,15 +417,9 @@ func (s *soakRig) connections(stop <-chan struct{}) {
 
 // soakConnect makes one connection, reads the greeting and closes.
 func soakConnect(addr string) error {
-	c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(3 * time.Second))
-	b, err := io.ReadAll(c)
-	if err == nil && string(b) != "ok\n" {
-		err = fmt.Errorf("read %q", b)
+	got, err := netnstest.ReadTCP(addr)
+	if err == nil && got != "ok\n" {
+		err = fmt.Errorf("read %q", got)
 	}
 	return err
 }
