@@ -62,12 +62,17 @@ func dialFrom(t *testing.T, ns *netnstest.NS, sport int, addr string) {
 	}
 }
 
-// serviceDNAT is kube-proxy's DNAT of backendsvc to backend1 in the
-// node's namespace (the gateway's).
-func serviceDNAT(t *testing.T, w *worker1) {
+// serviceWalk is seed 001's service walk with a fixed source port:
+// kube-proxy's DNAT of backendsvc to backend1 in the node's namespace
+// (the gateway's), backend1 holding its connections, the frontend
+// connecting to backendsvc:80.
+func serviceWalk(t *testing.T, w *worker1, sport int) {
 	t.Helper()
 	w.ns.MustExec(t, "iptables", "-t", "nat", "-A", "PREROUTING", "-d", "10.104.65.133", "-p", "tcp", "--dport", "80",
 		"-j", "DNAT", "--to-destination", "10.222.1.47:80")
+	holdServer(t, w.pods["backend1"].ns, 80)
+	dialFrom(t, w.pods["frontend"].ns, sport, "10.104.65.133:80")
+	time.Sleep(200 * time.Millisecond) // the final ACKs
 }
 
 // TestDumpConntrackMatchesOVS: after the seed service walk (frontend ->
@@ -78,15 +83,10 @@ func serviceDNAT(t *testing.T, w *worker1) {
 func TestDumpConntrackMatchesOVS(t *testing.T) {
 	const sport = 41000
 	o := startWorker1OVSDB(t, "")
-	serviceDNAT(t, o)
-	holdServer(t, o.pods["backend1"].ns, 80)
-	dialFrom(t, o.pods["frontend"].ns, sport, "10.104.65.133:80")
+	serviceWalk(t, o, sport)
 
 	w := startWorker1(t)
-	serviceDNAT(t, w)
-	holdServer(t, w.pods["backend1"].ns, 80)
-	dialFrom(t, w.pods["frontend"].ns, sport, "10.104.65.133:80")
-	time.Sleep(200 * time.Millisecond) // the final ACKs
+	serviceWalk(t, w, sport)
 
 	// Only the walk's connections: the pods' own (coredns, IPv6) are not
 	// part of it.
@@ -135,10 +135,7 @@ func TestDumpConntrackMatchesOVS(t *testing.T) {
 func TestDumpFlowsMatchesOVS(t *testing.T) {
 	const sport = 41001
 	o := startWorker1OVSDB(t, "")
-	serviceDNAT(t, o)
-	holdServer(t, o.pods["backend1"].ns, 80)
-	dialFrom(t, o.pods["frontend"].ns, sport, "10.104.65.133:80")
-	time.Sleep(200 * time.Millisecond)
+	serviceWalk(t, o, sport)
 	// Now: OVS's revalidators drop megaflows idle for 10 s.
 	ovsOut, rc := o.appctl(t, "dpif/dump-flows", "br-int")
 	if rc != 0 {
@@ -154,10 +151,7 @@ func TestDumpFlowsMatchesOVS(t *testing.T) {
 	}
 
 	w := startWorker1(t)
-	serviceDNAT(t, w)
-	holdServer(t, w.pods["backend1"].ns, 80)
-	dialFrom(t, w.pods["frontend"].ns, sport, "10.104.65.133:80")
-	time.Sleep(200 * time.Millisecond)
+	serviceWalk(t, w, sport)
 	govsOut, rc := w.appctl(t, "dpif/dump-flows", "br-int")
 	if rc != 0 {
 		t.Fatalf("dpif/dump-flows: %d %s", rc, govsOut)

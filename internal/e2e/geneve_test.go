@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -192,23 +191,14 @@ func underlay(t *testing.T, ns1, ns2 *netnstest.NS, addr1, addr2 bool) *netnstes
 // packet they want shows up (see synCapture).
 type capture struct {
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    strings.Builder // guarded by mu
+	out    lockedBuffer
 	stderr strings.Builder // written by the stderr reader before done
 	done   chan error
 }
 
-func (c *capture) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.Write(b)
-}
+func (c *capture) Write(b []byte) (int, error) { return c.out.Write(b) }
 
-func (c *capture) output() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.String()
-}
+func (c *capture) output() string { return c.out.String() }
 
 func startCapture(t *testing.T, ns *netnstest.NS, ifname string) *capture {
 	t.Helper()

@@ -670,23 +670,22 @@ func (s *dbSession) remember(id string, row ovsdb.Row) {
 		case "link_speed":
 			w.LinkSpeed = num(v)
 		case "statistics":
-			m := map[string]int{}
-			if om, ok := v.(ovsdb.OvsMap); ok {
-				for k, x := range om.GoMap {
-					m[k.(string)] = x.(int)
-				}
-			}
-			w.Statistics = m
+			w.Statistics = fromOvsMap[int](v)
 		case "status":
-			m := map[string]string{}
-			if om, ok := v.(ovsdb.OvsMap); ok {
-				for k, x := range om.GoMap {
-					m[k.(string)] = x.(string)
-				}
-			}
-			w.Status = m
+			w.Status = fromOvsMap[string](v)
 		}
 	}
+}
+
+// fromOvsMap is a map column's value as written (an empty set: empty).
+func fromOvsMap[V any](v any) map[string]V {
+	m := map[string]V{}
+	if om, ok := v.(ovsdb.OvsMap); ok {
+		for k, x := range om.GoMap {
+			m[k.(string)] = x.(V)
+		}
+	}
+	return m
 }
 
 // transact runs ops with the lock asserted, as every ovs-vswitchd write.

@@ -117,6 +117,43 @@ func TestIfaceWriteBack(t *testing.T) {
 	}
 }
 
+// TestWrittenColumns: the write-only columns are not monitored, so the
+// session remembers what it wrote: the first write-back of a row writes
+// them all (an earlier session may have left anything), the next one
+// nothing, and a change only the changed column.
+func TestWrittenColumns(t *testing.T) {
+	s := &dbSession{written: map[string]*ifaceRow{}}
+	tun := datapath.PortInfo{OFPort: 32768, Name: "antrea-tun0", Kind: "geneve", Stats: port.Stats{RxPackets: 3}}
+	ir := &ifaceRow{Name: "antrea-tun0", OFPort: ptr(32768)} // as the monitor shows it
+	write := func(pi datapath.PortInfo, st PortStatus) ovsdb.Row {
+		cur := s.withWritten("u1", ir)
+		row := ifaceWriteBack(&cur, st, pi, net.Interface{}, devInfo{}, false)
+		s.remember("u1", row)
+		return row
+	}
+	first := write(tun, PortStatus{OFPort: 32768})
+	for _, col := range []string{"error", "ifindex", "admin_state", "link_state", "link_resets", "statistics"} {
+		if _, ok := first[col]; !ok {
+			t.Errorf("first write-back lacks %s: %v", col, first)
+		}
+	}
+	if _, ok := first["ofport"]; ok {
+		t.Errorf("ofport rewritten though the monitor shows it: %v", first)
+	}
+	if again := write(tun, PortStatus{OFPort: 32768}); len(again) != 0 {
+		t.Errorf("second write-back of an unchanged port: %v", again)
+	}
+	// The port fails: the error is set and the state columns cleared
+	// (the session knows they were written).
+	failed := write(datapath.PortInfo{}, PortStatus{OFPort: -1, Err: errors.New("gone")})
+	if failed["error"] != "could not open network device antrea-tun0 (gone)" || failed["admin_state"] == nil || failed["statistics"] == nil {
+		t.Errorf("failed port: %v", failed)
+	}
+	if w := s.written["u1"]; w.Error == nil || w.AdminState != nil || len(w.Statistics) != 0 {
+		t.Errorf("remembered after the failure: %+v", w)
+	}
+}
+
 // TestProtocolVersions: Bridge.protocols as a version bitmap.
 func TestProtocolVersions(t *testing.T) {
 	for _, c := range []struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/ofproto/ofptext"
 )
 
 // DatapathFlow prints a megaflow (its masked key and mask) as
@@ -40,7 +41,7 @@ func DatapathFlow(value, mask *flowtable.Key, port func(uint32) string) string {
 		add("skb_mark", odpHex32("", uint32(v), uint32(m)))
 	}
 	if v, m := f(flowtable.FieldCtState); m != 0 {
-		add("ct_state", ctStateFlags(uint32(v), uint32(m)))
+		add("ct_state", maskedFlags(ctStateNames, uint32(v), uint32(m)))
 	}
 	if v, m := f(flowtable.FieldCtZone); m != 0 {
 		add("ct_zone", odpMasked(cHex(v), m, 0xffff))
@@ -48,9 +49,9 @@ func DatapathFlow(value, mask *flowtable.Key, port func(uint32) string) string {
 	if v, m := f(flowtable.FieldCtMark); m != 0 {
 		add("ct_mark", odpHex32("", uint32(v), uint32(m)))
 	}
-	if v, m := flowtable.FieldCtLabel.Value(value), flowtable.FieldCtLabel.Value(mask); !allZero(m) {
+	if v, m := flowtable.FieldCtLabel.Value(value), flowtable.FieldCtLabel.Value(mask); !ofptext.AllZero(m) {
 		s := hexBytes(v)
-		if !allOnes(m) {
+		if !ofptext.AllOnes(m) {
 			s += "/" + hexBytes(m)
 		}
 		add("ct_label", s)
@@ -153,7 +154,7 @@ func DatapathFlow(value, mask *flowtable.Key, port func(uint32) string) string {
 	case flowtable.IPProtoTCP:
 		l4("tcp", flowtable.FieldTCPSrc, flowtable.FieldTCPDst)
 		if v, m := f(flowtable.FieldTCPFlags); m != 0 {
-			add("tcp_flags", tcpFlags(uint16(v), uint16(m)))
+			add("tcp_flags", maskedFlags(tcpFlagNames, uint32(v), uint32(m)))
 		}
 	case flowtable.IPProtoUDP:
 		l4("udp", flowtable.FieldUDPSrc, flowtable.FieldUDPDst)
@@ -261,11 +262,11 @@ func ipv4String(v uint32) string {
 
 func odpIPv6(name string, fd *flowtable.Field, value, mask *flowtable.Key) string {
 	m := fd.Value(mask)
-	if allZero(m) {
+	if ofptext.AllZero(m) {
 		return ""
 	}
 	s := name + "=" + netip.AddrFrom16([16]byte(fd.Value(value))).String()
-	if !allOnes(m) {
+	if !ofptext.AllOnes(m) {
 		s += "/" + netip.AddrFrom16([16]byte(m)).String()
 	}
 	return s
@@ -273,11 +274,11 @@ func odpIPv6(name string, fd *flowtable.Field, value, mask *flowtable.Key) strin
 
 func odpEth(name string, fd *flowtable.Field, value, mask *flowtable.Key) string {
 	m := fd.Value(mask)
-	if allZero(m) {
+	if ofptext.AllZero(m) {
 		return ""
 	}
 	s := name + "=" + net.HardwareAddr(fd.Value(value)).String()
-	if !allOnes(m) {
+	if !ofptext.AllOnes(m) {
 		s += "/" + net.HardwareAddr(m).String()
 	}
 	return s
@@ -298,13 +299,11 @@ func vlanTCI(v, m uint16) string {
 	return strings.Join(parts, ",")
 }
 
-var ctStateNames = []string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
-
-// ctStateFlags prints a ct_state as OVS's format_flags_masked: each bit
-// of the mask as +name or -name, lowest first.
-func ctStateFlags(v, m uint32) string {
+// maskedFlags prints flags as OVS's format_flags_masked: each bit of
+// the mask as +name or -name, lowest first (ct_state, tcp_flags).
+func maskedFlags(names []string, v, m uint32) string {
 	var b strings.Builder
-	for i, name := range ctStateNames {
+	for i, name := range names {
 		bit := uint32(1) << i
 		if m&bit == 0 {
 			continue
@@ -319,42 +318,10 @@ func ctStateFlags(v, m uint32) string {
 	return b.String()
 }
 
-var tcpFlagNames = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
-
-func tcpFlags(v, m uint16) string {
-	var b strings.Builder
-	for i, name := range tcpFlagNames {
-		bit := uint16(1) << i
-		if m&bit == 0 {
-			continue
-		}
-		if v&bit != 0 {
-			b.WriteByte('+')
-		} else {
-			b.WriteByte('-')
-		}
-		b.WriteString(name)
-	}
-	return b.String()
-}
-
-func allZero(b []byte) bool {
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func allOnes(b []byte) bool {
-	for _, x := range b {
-		if x != 0xff {
-			return false
-		}
-	}
-	return true
-}
+var (
+	ctStateNames = []string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
+	tcpFlagNames = []string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
+)
 
 func hexBytes(b []byte) string {
 	s := strings.TrimLeft(fmt.Sprintf("%x", b), "0")
