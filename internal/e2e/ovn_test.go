@@ -331,8 +331,8 @@ func ovnBundleTimes(t *testing.T, vswitchd string) []ovntest.BundleTiming {
 // used in between (all threads, /proc schedstat), the least noisy on a
 // shared machine. Issue 22 asks for half Open vSwitch's time, which govs
 // does not reach yet (the medians are logged; govs's CPU varies with its
-// garbage collector); the test holds govs's CPU median to at most three
-// times Open vSwitch's, so a gross regression shows without flaking.
+// garbage collector); the test holds govs's least CPU over the rounds to
+// at most twice Open vSwitch's, so a regression shows without flaking.
 func TestOVNBundleTime(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
@@ -360,8 +360,17 @@ func TestOVNBundleTime(t *testing.T) {
 		t.Logf("round %d: OVS %d adds %v/%v cpu %v, govs %d adds %v/%v cpu %v", i, ovs[i].Adds, ovs[i].Total(), ovs[i].Commit(), ovs[i].CPU,
 			govs[i].Adds, govs[i].Total(), govs[i].Commit(), govs[i].CPU)
 	}
-	if gu > 3*ou {
-		t.Errorf("govs uses %v of CPU for the bundle, more than three times Open vSwitch's %v", gu, ou)
+	least := func(bs []ovntest.BundleTiming) time.Duration {
+		m := bs[0].CPU
+		for _, b := range bs[1:] {
+			m = min(m, b.CPU)
+		}
+		return m
+	}
+	// The least CPU of the rounds is what the bundle costs without the
+	// garbage collector or another process in the way.
+	if lg, lo := least(govs), least(ovs); lg > 2*lo {
+		t.Errorf("govs uses at least %v of CPU for the bundle, more than twice Open vSwitch's %v", lg, lo)
 	}
 }
 
