@@ -125,8 +125,9 @@ type natPlan struct {
 // natFirst fills pl for a new connection with original key k under the
 // clause n: the translated address and the first port natSelect tries.
 //
-// SNAT: pick an address in the range; keep the source port if the tuple is
-// free, else try the others of the range (or of the port's class).
+// SNAT: pick an address in the range (all-zero: keep the source address);
+// keep the source port if the tuple is free, else try the others of the
+// range (or of the port's class).
 // DNAT: pick an address; with a port range, pick a destination port in it;
 // if every such tuple is taken, change the source port as SNAT would.
 func (t *Tracker) natFirst(k *key, n *NAT, pl *natPlan) {
@@ -151,7 +152,10 @@ func (t *Tracker) natFirst(k *key, n *NAT, pl *natPlan) {
 	default:
 		pl.off = h
 	}
-	if addrSet {
+	// An all-zero address keeps the original one, and only a collision
+	// changes the port (OVS's find_addr, Datapath capability
+	// ct_zero_snat).
+	if addrSet && min != ([16]byte{}) {
 		addr := addrInRange(min, max, v6, h)
 		if pl.action == natSrc {
 			rev.dst = addr

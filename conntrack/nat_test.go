@@ -402,3 +402,31 @@ func TestSCTPNATCRC(t *testing.T) {
 		t.Fatal("sctp CRC not recomputed")
 	}
 }
+
+// TestZeroSNAT: nat(src=0.0.0.0) keeps the source address and port when
+// the reply tuple is free, and changes only the port when another
+// connection's reply already uses it (OVS's all-zero SNAT, which
+// ovn-controller uses when Datapath capabilities say ct_zero_snat).
+func TestZeroSNAT(t *testing.T) {
+	h := newHarness(t, Config{})
+	zero := Args{Commit: true, NAT: &NAT{Action: NATSrc, MinAddr: mustAddr("0.0.0.0")}}
+	f := build(udpPk("10.10.0.5", "1.1.1.1", 5555, 53))
+	if md := h.ct(f, zero); md.State != trk|nw|StateSNAT {
+		t.Fatalf("zero SNAT: %s", stateString(md.State))
+	}
+	if d := decode(t, f); d.src != mustAddr("10.10.0.5") || d.sport != 5555 {
+		t.Fatalf("zero SNAT without collision changed the packet: %v", d)
+	}
+	// 10.10.0.6 SNATed to 10.10.0.7 takes the reply tuple
+	// 1.1.1.1:53 -> 10.10.0.7:6666 first; 10.10.0.7's own connection to
+	// the same place must then move to another port, keeping its address.
+	h.ct(build(udpPk("10.10.0.6", "1.1.1.1", 6666, 53)), Args{Commit: true, NAT: &NAT{Action: NATSrc, MinAddr: mustAddr("10.10.0.7")}})
+	f = build(udpPk("10.10.0.7", "1.1.1.1", 6666, 53))
+	if md := h.ct(f, zero); md.State != trk|nw|StateSNAT {
+		t.Fatalf("zero SNAT with a collision: %s", stateString(md.State))
+	}
+	if d := decode(t, f); d.src != mustAddr("10.10.0.7") || d.sport == 6666 {
+		t.Fatalf("zero SNAT with a collision: %v, want 10.10.0.7 and another port", d)
+	}
+	checkCsums(t, f)
+}

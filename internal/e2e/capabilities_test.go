@@ -66,6 +66,7 @@ var capabilityFlows = map[string]string{
 	"ct_clear":          "table=2,priority=2,ip actions=ct_clear",
 	"check_pkt_len":     "table=2,priority=3,ip actions=check_pkt_larger(1400)->NXM_NX_REG0[0]",
 	"masked_set_action": "table=2,priority=4,ip actions=set_field:0x1/0x3->reg1",
+	"ct_zero_snat":      "table=2,priority=5,ip actions=ct(commit,nat(src=0.0.0.0))",
 }
 
 // TestDatapathCapabilitiesMatchOpenVSwitch (issue 22): govs fills

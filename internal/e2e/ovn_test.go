@@ -163,6 +163,17 @@ func runOVNGeneveChecks(t *testing.T, o *ovntest.OVN, pods map[string]*pod) map[
 	tcpServer(t, pods["p5"], 80, "p5")
 	ping, get := ovnProbes(pods)
 	results := map[string]bool{}
+	// The first packets over a new tunnel wait for the underlay's ARP on
+	// the sending side (govs: the kernel's; OVS: tnl/arp/set beforehand);
+	// on this loaded machine that has taken more than the ping's 2 s in
+	// one run of four. The tunnel gets 10 s to carry a ping, then the
+	// checks proper run.
+	deadline := time.Now().Add(10 * time.Second)
+	up := ping("p1", "10.0.1.4") && ping("p4", "10.0.1.2")
+	for !up && time.Now().Before(deadline) {
+		up = ping("p1", "10.0.1.4") && ping("p4", "10.0.1.2")
+	}
+	results["p1 <-> p4 ping within 10 s (the tunnel comes up)"] = up
 	results["p1 -> p4 ping (logical switch over Geneve)"] = ping("p1", "10.0.1.4")
 	results["p4 -> p3 ping (logical router, from chassis-2)"] = ping("p4", "10.0.2.2")
 	results["p1 -> p5 ping (logical router over Geneve)"] = ping("p1", "10.0.2.3")
@@ -320,8 +331,8 @@ func ovnBundleTimes(t *testing.T, vswitchd string) []ovntest.BundleTiming {
 // used in between (all threads, /proc schedstat), the least noisy on a
 // shared machine. Issue 22 asks for half Open vSwitch's time, which govs
 // does not reach yet (the medians are logged; govs's CPU varies with its
-// garbage collector); the test holds govs's CPU median to at most three
-// times Open vSwitch's, so a gross regression shows without flaking.
+// garbage collector); the test holds govs's least CPU over the rounds to
+// at most twice Open vSwitch's, so a regression shows without flaking.
 func TestOVNBundleTime(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
@@ -349,8 +360,17 @@ func TestOVNBundleTime(t *testing.T) {
 		t.Logf("round %d: OVS %d adds %v/%v cpu %v, govs %d adds %v/%v cpu %v", i, ovs[i].Adds, ovs[i].Total(), ovs[i].Commit(), ovs[i].CPU,
 			govs[i].Adds, govs[i].Total(), govs[i].Commit(), govs[i].CPU)
 	}
-	if gu > 3*ou {
-		t.Errorf("govs uses %v of CPU for the bundle, more than three times Open vSwitch's %v", gu, ou)
+	least := func(bs []ovntest.BundleTiming) time.Duration {
+		m := bs[0].CPU
+		for _, b := range bs[1:] {
+			m = min(m, b.CPU)
+		}
+		return m
+	}
+	// The least CPU of the rounds is what the bundle costs without the
+	// garbage collector or another process in the way.
+	if lg, lo := least(govs), least(ovs); lg > 2*lo {
+		t.Errorf("govs uses at least %v of CPU for the bundle, more than twice Open vSwitch's %v", lg, lo)
 	}
 }
 

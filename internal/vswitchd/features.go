@@ -42,9 +42,9 @@ var DatapathFeatures = []DatapathFeature{
 	{Key: "ct_timeout", Label: "Conntrack timeout policy", Value: "false"},
 	{Key: "explicit_drop_action", Label: "Explicit Drop action", Value: "false"},
 	{Key: "lb_output_action", Label: "Optimized Balance TCP mode", Value: "false"},
-	// nat(src=0.0.0.0) is not OVS's "keep the address, change the port
-	// only on a collision".
-	{Key: "ct_zero_snat", Label: "Conntrack all-zero IP SNAT", Value: "false"},
+	// nat(src=0.0.0.0) keeps the address and changes the port only on a
+	// collision (conntrack TestZeroSNAT).
+	{Key: "ct_zero_snat", Label: "Conntrack all-zero IP SNAT", Value: "true"},
 	{Key: "add_mpls", Label: "MPLS Label add", Value: "false"},
 	{Key: "max_vlan_headers", Label: "Max VLAN headers", Value: "1"},
 	// The flow key holds the top label stack entry only (OVS: 3).
