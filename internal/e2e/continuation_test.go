@@ -279,3 +279,158 @@ func TestResumeErrorsLikeOVS(t *testing.T) {
 		})
 	}
 }
+
+// modifyingController is a controller on the bridge's management socket
+// (OpenFlow 1.5, NXT_PACKET_IN2, as Antrea's agent) that resumes every
+// paused packet after changing it: the IPv4 TTL becomes 7 and reg5 is set
+// to 0x55 in the metadata it sends back. It logs every packet-in's
+// properties, a paused one's continuation left out (it holds the
+// bridge's uuid).
+type modifyingController struct {
+	c   *oftest.Client
+	log []string
+}
+
+func newModifyingController(t *testing.T, path string) *modifyingController {
+	t.Helper()
+	c, err := oftest.Dial(path, wire.OFP15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.NC.Close() })
+	sendMsg(t, c, 1, &wire.NXSetPacketInFormat{Format: wire.NXPIF_NXT_PACKET_IN2})
+	sendMsg(t, c, 2, &wire.SwitchConfig{MissSendLen: 0xffff})
+	sendMsg(t, c, 3, &wire.BarrierRequest{})
+	for {
+		h, _, err := c.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Type == wire.OFPT_ERROR {
+			t.Fatal("controller setup refused")
+		}
+		if h.Xid == 3 {
+			return &modifyingController{c: c}
+		}
+	}
+}
+
+// serve handles what arrives until nothing has for quiet.
+func (m *modifyingController) serve(t *testing.T, quiet time.Duration) {
+	t.Helper()
+	for {
+		m.c.NC.SetReadDeadline(time.Now().Add(quiet))
+		h, body, err := wire.ReadMessage(m.c.NC, make([]byte, 65536))
+		if err != nil {
+			return
+		}
+		msg, err := wire.DecodeMessage(h, body)
+		if err != nil {
+			t.Fatalf("undecodable message: %v", err)
+		}
+		switch msg := msg.(type) {
+		case *wire.NXPacketIn2:
+			m.packetIn(t, msg)
+		case *wire.ErrorMsg:
+			m.log = append(m.log, fmt.Sprintf("error %d/%d", msg.Type, msg.Code))
+		}
+	}
+}
+
+func (m *modifyingController) packetIn(t *testing.T, pin *wire.NXPacketIn2) {
+	t.Helper()
+	var line []string
+	var resume []wire.Property
+	paused := false
+	for _, p := range pin.Props {
+		switch p.Type {
+		case wire.NXPINT_CONTINUATION:
+			paused = true
+			line = append(line, "continuation")
+			resume = append(resume, p)
+			continue
+		case wire.NXPINT_USERDATA:
+		case wire.NXPINT_PACKET:
+			f := append([]byte(nil), p.Data...)
+			f[22] = 7 // IPv4 TTL
+			f[24], f[25] = 0, 0
+			binary.BigEndian.PutUint16(f[24:], inetChecksum(f[14:34]))
+			resume = append(resume, wire.Property{Type: p.Type, Data: f})
+		case wire.NXPINT_METADATA:
+			md := append(append([]byte(nil), p.Data...), 0x00, 0x01, 0x0a, 0x04, 0, 0, 0, 0x55) // reg5=0x55
+			resume = append(resume, wire.Property{Type: p.Type, Data: md})
+		default:
+			resume = append(resume, p)
+		}
+		line = append(line, fmt.Sprintf("%d:%x", p.Type, p.Data))
+	}
+	m.log = append(m.log, strings.Join(line, " "))
+	if paused {
+		sendMsg(t, m.c, 0x77, &wire.NXResume{Props: resume})
+	}
+}
+
+// TestResumeModifiedLikeOVS: a controller that changes the paused packet
+// and its registers before resuming gets the same packet-ins, and the same
+// frames come out, from govs and from Open vSwitch: the resumed walk
+// starts from what the controller sent back.
+func TestResumeModifiedLikeOVS(t *testing.T) {
+	n := startNode(t)
+	n.mustRun("add-br", "br-int", "fail_mode=secure")
+	o := ovstest.Start(t, ovstest.Options{FailMode: "secure"})
+	govs := newPauseSwitch(t, "govs", "unix:"+filepath.Join(n.rundir, "br-int.mgmt"), n.ns, func(host string, ofport int) {
+		n.mustRun("add-port", "br-int", host, fmt.Sprintf("ofport_request=%d", ofport))
+	})
+	ovs := newPauseSwitch(t, "OVS", o.Target(), &netnstest.NS{Name: o.Netns()}, func(host string, ofport int) {
+		if err := o.AddPort(ovstest.Port{Name: host, OFPort: ofport}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	flows := `
+table=0 in_port=1 cookie=0x5 actions=set_field:1->reg1,push:NXM_NX_REG1[],controller(pause,userdata=aa.bb),pop:NXM_NX_REG3[],resubmit(,1)
+table=1 priority=10 reg5=0x55,ip,nw_ttl=7 actions=set_field:2->reg2,controller(userdata=0c),output:2
+table=1 priority=0 actions=output:3
+`
+	var frames, logs [2]string
+	for i, s := range []*pauseSwitch{govs, ovs} {
+		if out, err := ofctl(s.target, "del-flows"); err != nil {
+			t.Fatalf("%s: %v %s", s.name, err, out)
+		}
+		f := filepath.Join(t.TempDir(), "flows")
+		if err := os.WriteFile(f, []byte(flows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := ofctl(s.target, "-O", "OpenFlow15", "add-flows", f); err != nil {
+			t.Fatalf("%s: add-flows: %v\n%s", s.name, err, out)
+		}
+		ctl := newModifyingController(t, strings.TrimPrefix(s.target, "unix:"))
+		if err := s.in.Send(pauseFrame); err != nil {
+			t.Fatal(err)
+		}
+		ctl.serve(t, 1500*time.Millisecond)
+		logs[i] = strings.Join(ctl.log, "\n")
+		var got []string
+		for port := 2; port <= 3; port++ {
+			for {
+				b, err := s.out[port].RecvMatch(200*time.Millisecond, func(b []byte) bool {
+					return len(b) > 12 && bytes.Equal(b[6:12], pauseFrame[6:12])
+				})
+				if err != nil {
+					break
+				}
+				got = append(got, fmt.Sprintf("port %d: %x", port, b))
+			}
+		}
+		frames[i] = strings.Join(got, "\n")
+	}
+	if !strings.Contains(frames[1], "port 2:") || strings.Count(logs[1], "\n") != 1 {
+		t.Errorf("Open vSwitch did not resume the changed packet into table 1's first flow: frames %q, packet-ins:\n%s", frames[1], logs[1])
+	}
+	t.Logf("Open vSwitch: frames\n%s\npacket-ins:\n%s", frames[1], logs[1])
+	if frames[0] != frames[1] {
+		t.Errorf("frames differ\ngovs:\n%s\nOVS:\n%s", frames[0], frames[1])
+	}
+	if logs[0] != logs[1] {
+		t.Errorf("packet-ins differ\ngovs:\n%s\nOVS:\n%s", logs[0], logs[1])
+	}
+}
