@@ -220,8 +220,8 @@ func contProp(typ uint16, data []byte) []byte {
 }
 
 // TestResumeErrorsLikeOVS sends the same bad NXT_RESUME messages to govs
-// and to Open vSwitch: both answer each with the same error and keep the
-// connection.
+// and to Open vSwitch: both answer each with the same error, quoting the
+// whole request (100 to 200 bytes), and keep the connection.
 func TestResumeErrorsLikeOVS(t *testing.T) {
 	n := startNode(t)
 	n.mustRun("add-br", "br-int")
@@ -264,11 +264,12 @@ func TestResumeErrorsLikeOVS(t *testing.T) {
 				}
 				defer c.NC.Close()
 				sendMsg(t, c, 0x300, &wire.NXResume{Props: tc.props})
-				typ, code, err := c.Error(0x300)
+				body, err := c.ErrorBody(0x300)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[i] = fmt.Sprintf("%d/%d", typ, code)
+				// Type, code and the quoted request (OVS quotes it whole).
+				got[i] = fmt.Sprintf("%x", body)
 				if err := c.Alive(); err != nil {
 					t.Errorf("%s: connection dead after the bad resume: %v", path, err)
 				}
