@@ -84,7 +84,6 @@ func recvMsg(t *testing.T, c *oftest.Client) wire.Message {
 	return m
 }
 
-
 func sendMsg(t *testing.T, c *oftest.Client, xid uint32, m wire.Message) {
 	t.Helper()
 	b, err := wire.EncodeMessage(nil, c.Version, xid, m)
