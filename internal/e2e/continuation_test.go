@@ -44,6 +44,24 @@ func newPauseSwitch(t *testing.T, name, target string, switchNS *netnstest.NS, a
 	return s
 }
 
+// pauseSwitches starts govs and Open vSwitch, each with a secure bridge
+// and ports 1-3 on veths.
+func pauseSwitches(t *testing.T) (govs, ovs *pauseSwitch) {
+	t.Helper()
+	n := startNode(t)
+	n.mustRun("add-br", "br-int", "fail_mode=secure")
+	o := ovstest.Start(t, ovstest.Options{FailMode: "secure"})
+	govs = newPauseSwitch(t, "govs", "unix:"+filepath.Join(n.rundir, "br-int.mgmt"), n.ns, func(host string, ofport int) {
+		n.mustRun("add-port", "br-int", host, fmt.Sprintf("ofport_request=%d", ofport))
+	})
+	ovs = newPauseSwitch(t, "OVS", o.Target(), &netnstest.NS{Name: o.Netns()}, func(host string, ofport int) {
+		if err := o.AddPort(ovstest.Port{Name: host, OFPort: ofport}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return govs, ovs
+}
+
 // pauseFrame is an ICMP echo request from 50:54:00:00:00:05 to
 // 50:54:00:00:00:07, 192.168.0.1 -> 192.168.0.2 (OVS's continuation tests).
 var pauseFrame = func() []byte {
@@ -139,17 +157,7 @@ func (s *pauseSwitch) run(t *testing.T, version, flows string) (frames, monitor,
 // their continuations, registers, tables and cookies) and resumes, and the
 // flows count the same packets.
 func TestPauseResumeMatchesOVS(t *testing.T) {
-	n := startNode(t)
-	n.mustRun("add-br", "br-int", "fail_mode=secure")
-	o := ovstest.Start(t, ovstest.Options{FailMode: "secure"})
-	govs := newPauseSwitch(t, "govs", "unix:"+filepath.Join(n.rundir, "br-int.mgmt"), n.ns, func(host string, ofport int) {
-		n.mustRun("add-port", "br-int", host, fmt.Sprintf("ofport_request=%d", ofport))
-	})
-	ovs := newPauseSwitch(t, "OVS", o.Target(), &netnstest.NS{Name: o.Netns()}, func(host string, ofport int) {
-		if err := o.AddPort(ovstest.Port{Name: host, OFPort: ofport}); err != nil {
-			t.Fatal(err)
-		}
-	})
+	govs, ovs := pauseSwitches(t)
 	cases := []struct{ name, flows string }{
 		{"actions after the pause", `in_port=1 actions=controller(pause),2,controller(pause),3`},
 		{"pause at the end", `in_port=1 actions=2,controller(pause)`},
@@ -369,17 +377,7 @@ func (m *modifyingController) packetIn(t *testing.T, pin *wire.NXPacketIn2) {
 // frames come out, from govs and from Open vSwitch: the resumed walk
 // starts from what the controller sent back.
 func TestResumeModifiedLikeOVS(t *testing.T) {
-	n := startNode(t)
-	n.mustRun("add-br", "br-int", "fail_mode=secure")
-	o := ovstest.Start(t, ovstest.Options{FailMode: "secure"})
-	govs := newPauseSwitch(t, "govs", "unix:"+filepath.Join(n.rundir, "br-int.mgmt"), n.ns, func(host string, ofport int) {
-		n.mustRun("add-port", "br-int", host, fmt.Sprintf("ofport_request=%d", ofport))
-	})
-	ovs := newPauseSwitch(t, "OVS", o.Target(), &netnstest.NS{Name: o.Netns()}, func(host string, ofport int) {
-		if err := o.AddPort(ovstest.Port{Name: host, OFPort: ofport}); err != nil {
-			t.Fatal(err)
-		}
-	})
+	govs, ovs := pauseSwitches(t)
 	flows := `
 table=0 in_port=1 cookie=0x5 actions=set_field:1->reg1,push:NXM_NX_REG1[],controller(pause,userdata=aa.bb),pop:NXM_NX_REG3[],resubmit(,1)
 table=1 priority=10 reg5=0x55,ip,nw_ttl=7 actions=set_field:2->reg2,controller(userdata=0c),output:2
