@@ -458,30 +458,15 @@ func (b *Bridge) PacketOut(frame []byte, inPort uint32, actions []flowtable.Acti
 // flowtable.Match.PipelineOnly): the packet starts the actions with them
 // set, as Open vSwitch runs it. md may be nil.
 func (b *Bridge) PacketOutMetadata(frame []byte, inPort uint32, md *flowtable.Match, actions []flowtable.Action) (flowtable.Result, error) {
-	if len(frame) < port.MinFrameLen {
-		return flowtable.Result{}, fmt.Errorf("bridge %s: packet-out: %d-byte frame: %w", b.name, len(frame), flowtable.ErrRunt)
-	}
-	b.poMu.Lock()
-	defer b.poMu.Unlock()
-	l := b.poLoop
-	buf := append(l.poBuf[:0], frame...)
-	l.poBuf = buf
-	l.pkt.Key = flowtable.Key{}
-	l.pkt.Key.SetInPort(inPort)
-	if err := l.pkt.Extract(buf); err != nil {
-		return flowtable.Result{}, fmt.Errorf("bridge %s: packet-out: %w", b.name, err)
-	}
-	if md != nil {
-		l.pkt.Key.SetFromMatch(md)
-	}
-	l.ports = b.ports.Load()
-	res := b.pipeline.Execute(&l.pkt, actions, l, nil)
-	l.flush()
-	if res.Error != flowtable.XlateOK {
-		// OVS answers such a packet-out with OFPFMFC_UNKNOWN.
-		return res, fmt.Errorf("bridge %s: packet-out: %w", b.name, res.Error)
-	}
-	return res, nil
+	// An error of the translation: OVS answers such a packet-out with
+	// OFPFMFC_UNKNOWN.
+	return b.fromController("packet-out", frame, func(k *flowtable.Key) { k.SetInPort(inPort) },
+		func(pkt *flowtable.Packet, l *loop) flowtable.Result {
+			if md != nil {
+				pkt.Key.SetFromMatch(md)
+			}
+			return b.pipeline.Execute(pkt, actions, l, nil)
+		})
 }
 
 // Resume continues a packet paused by controller(pause) (NXT_RESUME): the
@@ -489,8 +474,17 @@ func (b *Bridge) PacketOutMetadata(frame []byte, inPort uint32, md *flowtable.Ma
 // registers, tunnel and ct fields), runs the continuation's actions. As
 // with a packet-out, outputs are transmitted before Resume returns.
 func (b *Bridge) Resume(frame []byte, md *flowtable.Match, c *flowtable.Continuation) (flowtable.Result, error) {
+	return b.fromController("resume", frame, func(k *flowtable.Key) { k.SetMetadata(md) },
+		func(pkt *flowtable.Packet, l *loop) flowtable.Result { return b.pipeline.Resume(pkt, c, l, nil) })
+}
+
+// fromController runs a packet a controller sent (what says which kind)
+// on the packet-out loop: a copy of frame, its metadata set by meta, then
+// run; outputs are transmitted before it returns.
+func (b *Bridge) fromController(what string, frame []byte, meta func(k *flowtable.Key),
+	run func(pkt *flowtable.Packet, l *loop) flowtable.Result) (flowtable.Result, error) {
 	if len(frame) < port.MinFrameLen {
-		return flowtable.Result{}, fmt.Errorf("bridge %s: resume: %d-byte frame: %w", b.name, len(frame), flowtable.ErrRunt)
+		return flowtable.Result{}, fmt.Errorf("bridge %s: %s: %d-byte frame: %w", b.name, what, len(frame), flowtable.ErrRunt)
 	}
 	b.poMu.Lock()
 	defer b.poMu.Unlock()
@@ -498,15 +492,15 @@ func (b *Bridge) Resume(frame []byte, md *flowtable.Match, c *flowtable.Continua
 	buf := append(l.poBuf[:0], frame...)
 	l.poBuf = buf
 	l.pkt.Key = flowtable.Key{}
-	l.pkt.Key.SetMetadata(md)
+	meta(&l.pkt.Key)
 	if err := l.pkt.Extract(buf); err != nil {
-		return flowtable.Result{}, fmt.Errorf("bridge %s: resume: %w", b.name, err)
+		return flowtable.Result{}, fmt.Errorf("bridge %s: %s: %w", b.name, what, err)
 	}
 	l.ports = b.ports.Load()
-	res := b.pipeline.Resume(&l.pkt, c, l, nil)
+	res := run(&l.pkt, l)
 	l.flush()
 	if res.Error != flowtable.XlateOK {
-		return res, fmt.Errorf("bridge %s: resume: %w", b.name, res.Error)
+		return res, fmt.Errorf("bridge %s: %s: %w", b.name, what, res.Error)
 	}
 	return res, nil
 }

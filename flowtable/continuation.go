@@ -135,12 +135,8 @@ func (x *xlate) finish(cookie uint64) {
 // was conntracked. The walk starts in table 0 with the cookie of no flow;
 // the continuation's UnrollXlate actions restore the rest.
 func (p *Pipeline) Resume(pkt *Packet, c *Continuation, sink Sink, tr *Trace) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: CookieNone, counters: &p.sharedCounters,
-		conntracked: c.Conntracked}
-	if pkt.Counters != nil {
-		x.counters = pkt.Counters
-	}
-	x.res.Segments = 1
+	x := p.newControllerXlate(pkt, sink, tr)
+	x.conntracked = c.Conntracked
 	if !c.Conntracked {
 		clearCt(&pkt.Key)
 	}
@@ -148,12 +144,29 @@ func (p *Pipeline) Resume(pkt *Packet, c *Continuation, sink Sink, tr *Trace) Re
 		x.stack = append(x.stack, stackEntry{value: v})
 	}
 	x.actionSet = mergeActionSet(nil, c.ActionSet)
+	return p.runActions(&x, c.Actions)
+}
+
+// newControllerXlate starts the translation of a packet a controller sent
+// (packet-out, resume): no flow, so the cookie of none.
+func (p *Pipeline) newControllerXlate(pkt *Packet, sink Sink, tr *Trace) xlate {
+	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: CookieNone, counters: &p.sharedCounters}
+	if pkt.Counters != nil {
+		x.counters = pkt.Counters
+	}
+	x.res.Segments = 1
+	return x
+}
+
+// runActions runs acts as the top level of x's walk, then the action set
+// (or the pause's packet-in), and installs what the walk learned.
+func (p *Pipeline) runActions(x *xlate, acts []Action) Result {
 	p.rlock()
-	x.execute(c.Actions)
+	x.execute(acts)
 	x.finish(x.cookie)
 	p.mu.RUnlock()
-	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
-		tr.Final = pkt.Key
+	if x.tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
+		x.tr.Final = x.pkt.Key
 	}
 	for _, f := range x.learned {
 		p.addLearned(f)

@@ -42,6 +42,20 @@ func outPorts(out []captured) []uint32 {
 	return ps
 }
 
+// runSpec runs the packet spec describes through p.
+func runSpec(t *testing.T, p *flowtable.Pipeline, spec string) ([]byte, *pauseSink) {
+	t.Helper()
+	k, frame := packetSpec(t, p, spec)
+	var pkt flowtable.Packet
+	pkt.Key = k
+	if err := pkt.Extract(slices.Clone(frame)); err != nil {
+		t.Fatal(err)
+	}
+	sink := &pauseSink{}
+	p.Run(&pkt, sink, nil)
+	return frame, sink
+}
+
 // resume runs a paused packet-in's continuation on the packet it carried,
 // with its metadata, as NXT_RESUME does.
 func resume(t *testing.T, p *flowtable.Pipeline, frame []byte, pin pausedIn) *pauseSink {
@@ -69,14 +83,7 @@ table=1 cookie=0x9 actions=set_field:5->reg2,controller(pause,userdata=01.02),se
 table=2 cookie=0x22 actions=goto_table:3
 table=3 actions=pop:NXM_NX_REG4[],controller
 `)
-	k, frame := packetSpec(t, p, "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=192.168.0.2")
-	var pkt flowtable.Packet
-	pkt.Key = k
-	if err := pkt.Extract(slices.Clone(frame)); err != nil {
-		t.Fatal(err)
-	}
-	sink := &pauseSink{}
-	p.Run(&pkt, sink, nil)
+	frame, sink := runSpec(t, p, "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=192.168.0.2")
 	if len(sink.out) != 0 || len(sink.pis) != 1 {
 		t.Fatalf("outputs %v, packet-ins %d: want only the paused packet-in", outPorts(sink.out), len(sink.pis))
 	}
@@ -128,14 +135,7 @@ table=3 in_port=55 actions=pause,6,pause
 `
 	flows = strings.ReplaceAll(flows, "pause", "controller(pause)")
 	p := loadSeed(t, flows)
-	k, frame := packetSpec(t, p, "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=192.168.0.2")
-	var pkt flowtable.Packet
-	pkt.Key = k
-	if err := pkt.Extract(slices.Clone(frame)); err != nil {
-		t.Fatal(err)
-	}
-	sink := &pauseSink{}
-	p.Run(&pkt, sink, nil)
+	frame, sink := runSpec(t, p, "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=192.168.0.2")
 	var out []uint32
 	pauses := 0
 	for len(sink.pis) > 0 {
@@ -183,14 +183,7 @@ table=0 in_port=2 actions=clone(set_field:5->reg1,controller(pause),output:3),ou
 		{"in_port=1,icmp", []uint32{3, 4}, []uint32{2}, "unroll_xlate(table=0, cookie=0),output:2"},
 		{"in_port=2,icmp", nil, []uint32{3}, "unroll_xlate(table=0, cookie=0),output:3"},
 	} {
-		k, frame := packetSpec(t, p, tc.spec)
-		var pkt flowtable.Packet
-		pkt.Key = k
-		if err := pkt.Extract(slices.Clone(frame)); err != nil {
-			t.Fatal(err)
-		}
-		sink := &pauseSink{}
-		p.Run(&pkt, sink, nil)
+		frame, sink := runSpec(t, p, tc.spec)
 		if got := outPorts(sink.out); !slices.Equal(got, tc.out) || len(sink.pis) != 1 {
 			t.Fatalf("%s: outputs %v packet-ins %d, want %v and 1", tc.spec, got, len(sink.pis), tc.out)
 		}
@@ -212,14 +205,7 @@ table=0 in_port=1 icmp actions=ct(table=1),output:4
 table=1 icmp actions=controller(pause),resubmit(,2)
 table=2 in_port=1 icmp ct_state=+trk+new actions=output:2
 `)
-	k, frame := packetSpec(t, p, "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=192.168.0.2,icmp_type=8")
-	var pkt flowtable.Packet
-	pkt.Key = k
-	if err := pkt.Extract(slices.Clone(frame)); err != nil {
-		t.Fatal(err)
-	}
-	sink := &pauseSink{}
-	p.Run(&pkt, sink, nil)
+	frame, sink := runSpec(t, p, "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=192.168.0.2,icmp_type=8")
 	if got := outPorts(sink.out); !slices.Equal(got, []uint32{4}) || len(sink.pis) != 1 {
 		t.Fatalf("outputs %v, packet-ins %d: want [4] and the paused one", got, len(sink.pis))
 	}

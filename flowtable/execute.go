@@ -9,23 +9,10 @@ package flowtable
 // resubmit without a table looks up table 0. Packet-ins raised here carry
 // table 0 and the cookie 0xffffffffffffffff, since no flow caused them.
 func (p *Pipeline) Execute(pkt *Packet, acts []Action, sink Sink, tr *Trace) Result {
-	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, cookie: CookieNone, counters: &p.sharedCounters, packetOut: true}
-	if pkt.Counters != nil {
-		x.counters = pkt.Counters
-	}
-	x.res.Segments = 1
-	p.rlock()
+	x := p.newControllerXlate(pkt, sink, tr)
+	x.packetOut = true
 	// Output to TABLE runs the pipeline like a resubmit: an exit action
 	// or a pause inside the walk also ends the packet-out's own list, as
 	// in OVS.
-	x.execute(acts)
-	x.finish(x.cookie)
-	p.mu.RUnlock()
-	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
-		tr.Final = pkt.Key
-	}
-	for _, f := range x.learned {
-		p.addLearned(f)
-	}
-	return x.res
+	return p.runActions(&x, acts)
 }

@@ -17,8 +17,8 @@ import (
 // bundle), translated to a pipeline operation.
 type modReq struct {
 	h wire.Header
-	// raw is the request as received, or at least the first 64 bytes of
-	// it: all that an error reply quotes (wire.ErrorMsgFor).
+	// raw is the request as received (an error reply quotes it whole,
+	// wire.ErrorMsgFor).
 	raw []byte
 	// flowMod is false for a group-mod; bufferID is a flow-mod's.
 	flowMod  bool

@@ -145,8 +145,8 @@ func TestBundleCommitFailure(t *testing.T) {
 			if !ok || h.Xid != 21 || em.Type != tc.typ || em.Code != tc.code {
 				t.Fatalf("got %T %+v xid %d, want error %d/%d for xid 21", m, m, h.Xid, tc.typ, tc.code)
 			}
-			if !bytes.Equal(em.Data, inner[:wire.ErrorDataLen]) {
-				t.Errorf("error quotes %x, want the first %d bytes of the bundled message %x", em.Data, wire.ErrorDataLen, inner)
+			if !bytes.Equal(em.Data, inner) {
+				t.Errorf("error quotes %x, want the whole bundled message %x", em.Data, inner)
 			}
 			h, m = bc.recv()
 			em, ok = m.(*wire.ErrorMsg)

@@ -26,9 +26,7 @@ func packetInMatch(k *flowtable.Key, inPort uint32) flowtable.Match {
 	var m flowtable.Match
 	m.SetUint64(flowtable.FieldInPort, uint64(inPort))
 	for _, f := range packetInFields {
-		if v := f.Value(k); !allZero(v) {
-			m.Set(f, v, ones(len(v)))
-		}
+		setIfNonZero(&m, f, k)
 	}
 	if st := k.CtState(); st != 0 {
 		m.SetUint64(flowtable.FieldCtState, uint64(st))
@@ -46,12 +44,34 @@ func packetInMatch(k *flowtable.Key, inPort uint32) flowtable.Match {
 				tuple = append(tuple, flowtable.FieldCtNwProto, flowtable.FieldCtTpSrc, flowtable.FieldCtTpDst)
 			}
 			for _, f := range tuple {
-				v := f.Value(k)
-				m.Set(f, v, ones(len(v)))
+				setExact(&m, f, k)
 			}
 		}
 	}
 	return m
+}
+
+// setIfNonZero matches f exactly in m when the key has it set.
+func setIfNonZero(m *flowtable.Match, f *flowtable.Field, k *flowtable.Key) {
+	if !f.Wide() {
+		if v := f.Uint64(k); v != 0 {
+			m.SetUint64(f, v)
+		}
+		return
+	}
+	if v := f.Value(k); !allZero(v) {
+		m.Set(f, v, ones(len(v)))
+	}
+}
+
+// setExact matches f exactly in m with the key's value.
+func setExact(m *flowtable.Match, f *flowtable.Field, k *flowtable.Key) {
+	if !f.Wide() {
+		m.SetUint64(f, f.Uint64(k))
+		return
+	}
+	v := f.Value(k)
+	m.Set(f, v, ones(len(v)))
 }
 
 func allZero(b []byte) bool {

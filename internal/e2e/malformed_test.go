@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +26,7 @@ func TestMalformedLikeOVS(t *testing.T) {
 	for _, m := range oftest.MalformedRequests() {
 		t.Run(m.Name, func(t *testing.T) {
 			got := map[string][2]uint16{}
+			quoted := map[string]string{}
 			for name, path := range targets {
 				c, err := oftest.Dial(path, wire.OFP13)
 				if err != nil {
@@ -33,11 +36,12 @@ func TestMalformedLikeOVS(t *testing.T) {
 				if err := c.Send(m.Type, 0x4242, m.Body); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				typ, code, err := c.Error(0x4242)
+				body, err := c.ErrorBody(0x4242)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				got[name] = [2]uint16{typ, code}
+				got[name] = [2]uint16{binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:])}
+				quoted[name] = fmt.Sprintf("%x", body[4:])
 				if err := c.Alive(); err != nil {
 					t.Errorf("%s: connection dead after the bad request: %v", name, err)
 				}
@@ -45,6 +49,10 @@ func TestMalformedLikeOVS(t *testing.T) {
 			if got["govs"] != got["OVS"] {
 				t.Errorf("govs answered type %d code %d, Open vSwitch type %d code %d",
 					got["govs"][0], got["govs"][1], got["OVS"][0], got["OVS"][1])
+			}
+			// OVS quotes the whole request (ofperr_encode_reply).
+			if quoted["govs"] != quoted["OVS"] {
+				t.Errorf("error data differ:\ngovs %s\nOVS  %s", quoted["govs"], quoted["OVS"])
 			}
 		})
 	}

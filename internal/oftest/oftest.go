@@ -73,20 +73,30 @@ func (c *Client) Recv() (wire.Header, []byte, error) {
 // Error reads the next message and returns the error type and code it
 // carries for xid (skipping unrelated asynchronous messages).
 func (c *Client) Error(xid uint32) (typ, code uint16, err error) {
+	body, err := c.ErrorBody(xid)
+	if err != nil {
+		return 0, 0, err
+	}
+	return binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]), nil
+}
+
+// ErrorBody is Error's whole OFPT_ERROR body: type, code, and the data
+// (the quoted request).
+func (c *Client) ErrorBody(xid uint32) ([]byte, error) {
 	for i := 0; i < 16; i++ {
 		h, body, err := c.Recv()
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		if h.Xid != xid {
 			continue
 		}
 		if h.Type != wire.OFPT_ERROR || len(body) < 4 {
-			return 0, 0, fmt.Errorf("got message type %d for xid %#x, want an error", h.Type, xid)
+			return nil, fmt.Errorf("got message type %d for xid %#x, want an error", h.Type, xid)
 		}
-		return binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]), nil
+		return body, nil
 	}
-	return 0, 0, fmt.Errorf("no reply for xid %#x", xid)
+	return nil, fmt.Errorf("no reply for xid %#x", xid)
 }
 
 // Alive sends an echo request and waits for its reply.

@@ -538,7 +538,10 @@ func (t Encoder) regLoad(out []wire.Action, f *flowtable.Field, value, mask []by
 	if err != nil {
 		return nil, err
 	}
-	if ref.Field.NXMCode() == nil {
+	// NXAST_REG_LOAD takes any 32-bit header, OXM ones too (OVS's
+	// set_field_to_nxast): only an experimenter OXM or a variable-length
+	// field needs NXAST_REG_LOAD2.
+	if ref.Header.Class == 0xffff || ref.Field.Variable {
 		mf, err := t.matchField(f, value, mask)
 		if err != nil {
 			return nil, err

@@ -181,12 +181,13 @@ type ErrorMsg struct {
 	Data         []byte
 }
 
-// ErrorDataLen is how much of a failed request an error reply echoes
-// (OVS ofperr_encode_reply quotes at most 64 bytes).
-const ErrorDataLen = 64
+// ErrorDataLen is the most of a failed request an error reply can echo:
+// OVS's ofperr_encode_reply quotes the whole request, as much of it as
+// fits in the error message (64 KiB less the error's own header).
+const ErrorDataLen = 0xffff - HeaderLen - 4
 
 // ErrorMsgFor builds the ErrorMsg OVS would send for err (an *OFPError) in
-// reply to request (its first ErrorDataLen bytes are echoed, as OVS does).
+// reply to request, which it quotes whole as far as it fits.
 func ErrorMsgFor(e *OFPError, request []byte) *ErrorMsg {
 	m := &ErrorMsg{}
 	switch {
@@ -199,8 +200,15 @@ func ErrorMsgFor(e *OFPError, request []byte) *ErrorMsg {
 		m.Type, m.Code = OFPET_EXPERIMENTER, e.Type
 		m.Experimenter = e.Experimenter
 	}
-	if len(request) > ErrorDataLen {
-		request = request[:ErrorDataLen]
+	room := ErrorDataLen
+	switch {
+	case m.Type == NXET_VENDOR && m.Code == NXVC_VENDOR_ERROR && e.Experimenter != 0:
+		room -= 8 // nx_vendor_error
+	case e.Experimenter != 0:
+		room -= 4 // experimenter id
+	}
+	if len(request) > room {
+		request = request[:room]
 	}
 	m.Data = request
 	return m
