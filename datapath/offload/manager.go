@@ -465,3 +465,13 @@ func (m *Manager) Stats() Stats {
 
 // String names the manager in logs.
 func (m *Manager) String() string { return fmt.Sprintf("offload(gen %d)", m.gen) }
+
+// Probe tells whether this kernel can load the program (BPF, the map and
+// program types, the verifier's acceptance), without attaching it.
+func Probe() error {
+	k, err := Load()
+	if err != nil {
+		return err
+	}
+	return k.Close()
+}
