@@ -3,8 +3,8 @@ package vswitchd
 import (
 	"fmt"
 	"net"
-	"os"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
