@@ -66,6 +66,9 @@ type Daemon struct {
 	// tells that the command line chose it (the OVSDB key then does not).
 	offloadMode  string
 	offloadFixed bool
+	// offloadConfigured is the mode the database last asked for (a change
+	// once bridges run is logged once).
+	offloadConfigured string
 	// offloadAttachLogged: in auto mode only the first port the program
 	// cannot attach to is logged at warn level (offload.go).
 	offloadAttachLogged atomic.Bool

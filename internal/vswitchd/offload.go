@@ -91,16 +91,17 @@ func offloadFromOtherConfig(oc map[string]string) string {
 // takes effect at the next start, which the log says.
 func (d *Daemon) applyOffloadConfig(oc map[string]string) {
 	mode := offloadFromOtherConfig(oc)
-	if d.offloadFixed || mode == d.offloadMode || (d.offloadMode == "" && mode == OffloadNone) {
+	d.mu.Lock()
+	seen := d.offloadConfigured
+	d.offloadConfigured = mode
+	running, started := d.offloadMode, len(d.bridges) != 0
+	d.mu.Unlock()
+	if d.offloadFixed || mode == seen || mode == running || (running == "" && mode == OffloadNone) {
 		return
 	}
-	d.mu.Lock()
-	started := len(d.bridges) != 0
-	d.mu.Unlock()
 	if started {
 		d.Log.Warn("other_config:govs-offload changed; it takes effect when govs-vswitchd restarts",
-			zap.String("running", d.offloadMode), zap.String("configured", mode))
-		d.offloadMode = mode // warn once per change
+			zap.String("running", running), zap.String("configured", mode))
 		return
 	}
 	if err := d.SetOffload(mode); err != nil {
