@@ -133,6 +133,10 @@ type Bridge struct {
 
 	// offload is the kernel fast path (nil: off); see EnableOffload.
 	offload *offload.Manager
+	// OffloadAttachError, when set, reports a port the kernel fast path
+	// could not attach to (the port works in userspace); nil logs a
+	// warning per port.
+	OffloadAttachError func(port string, err error)
 }
 
 // portSet is an immutable snapshot of the bridge's ports.
@@ -234,6 +238,19 @@ func (b *Bridge) PortNumbers() []uint32 { return b.ports.Load().numbers }
 // its goroutine. The bridge owns p from now on and closes it on DelPort or
 // Close.
 func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error) {
+	return b.AddPortWith(ofport, p, kind, PortOptions{})
+}
+
+// PortOptions are per-port choices of AddPortWith.
+type PortOptions struct {
+	// NoOffload keeps the port out of the kernel fast path: no program
+	// on its interface, every packet it receives goes through userspace
+	// (Interface other_config:govs-offload=false).
+	NoOffload bool
+}
+
+// AddPortWith is AddPort with per-port options.
+func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortOptions) (uint32, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -285,7 +302,9 @@ func (b *Bridge) AddPort(ofport uint32, p port.Port, kind string) (uint32, error
 	slices.Sort(next.numbers)
 	b.ports.Store(next)
 
-	b.attachOffload(bp, kind)
+	if !opts.NoOffload {
+		b.attachOffload(bp, kind)
+	}
 	l := newLoop(b, bp)
 	bp.loop = l
 	// The port list feeds FLOOD/ALL decisions the caches keep (in a

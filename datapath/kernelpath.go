@@ -36,7 +36,11 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 	}
 	x, err := b.offload.Attach(ix.Ifindex())
 	if err != nil {
-		b.log.Warn("offload: port stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
+		if b.OffloadAttachError != nil {
+			b.OffloadAttachError(bp.p.Name(), err)
+		} else {
+			b.log.Warn("offload: port stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
+		}
 		return
 	}
 	bp.xdp, bp.ifindex, bp.off = x, ix.Ifindex(), b.offload

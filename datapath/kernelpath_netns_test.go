@@ -47,13 +47,18 @@ type kpSetup struct {
 }
 
 func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
+	return newKPSetupFlows(t, kernel, timeouts, kpFlows)
+}
+
+// newKPSetupFlows is newKPSetup with another pipeline.
+func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flows string) *kpSetup {
 	s := &kpSetup{}
 	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA})
 	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB})
 	s.peerA = va.Peer
 	p := flowtable.NewPipeline()
-	if err := flowtext.Load(p, kpFlows, nil); err != nil {
+	if err := flowtext.Load(p, flows, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The kernel path relaxes TCP window tracking (docs/offload.md).
@@ -112,8 +117,14 @@ func (s *kpSetup) ruleStats(t *testing.T, c uint64) (packets, bytes uint64) {
 // and sends the byte count to the channel.
 func (s *kpSetup) tcpConnect(t *testing.T, port int) (net.Conn, chan int64) {
 	addr := fmt.Sprintf("10.210.0.2:%d", port)
+	return s.tcpConnectVia(t, addr, addr)
+}
+
+// tcpConnectVia is tcpConnect to addr (a Service's) with B listening on
+// listen.
+func (s *kpSetup) tcpConnectVia(t *testing.T, addr, listen string) (net.Conn, chan int64) {
 	var ln net.Listener
-	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+	if err := s.nsB.Do(func() (err error) { ln, err = net.Listen("tcp4", listen); return err }); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan int64, 1)
@@ -139,7 +150,12 @@ func (s *kpSetup) tcpConnect(t *testing.T, port int) (net.Conn, chan int64) {
 // tcpTransfer sends n bytes from A to B over one connection and returns
 // what B received.
 func (s *kpSetup) tcpTransfer(t *testing.T, n int) int {
-	c, got := s.tcpConnect(t, 7001)
+	return s.tcpTransferVia(t, n, "10.210.0.2:7001", "10.210.0.2:7001")
+}
+
+// tcpTransferVia is tcpTransfer to addr with B listening on listen.
+func (s *kpSetup) tcpTransferVia(t *testing.T, n int, addr, listen string) int {
+	c, got := s.tcpConnectVia(t, addr, listen)
 	buf := make([]byte, 64<<10)
 	for sent := 0; sent < n; sent += len(buf) {
 		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
@@ -311,5 +327,59 @@ func TestNetnsKernelPathLongTCP(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if e := conn(); e != nil && e.TCPStateName() == "ESTABLISHED" {
 		t.Errorf("after the FIN the connection is still %s", e.TCPStateName())
+	}
+}
+
+// kpDNATFlows is kpFlows with a Service: 10.210.0.100:80 is translated to
+// B's 10.210.0.2:7101 (committed by the first packet, ct(nat) on every
+// packet after, as Antrea's Service pipeline does).
+var kpDNATFlows = fmt.Sprintf(`table=0,priority=10,arp,in_port=1,actions=output:2
+table=0,priority=10,arp,in_port=2,actions=output:1
+table=0,priority=10,ip,actions=ct(table=1,zone=1,nat)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,in_port=1,nw_dst=10.210.0.100,actions=ct(commit,zone=1,nat(dst=10.210.0.2:7101)),output:2
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%[1]s,mod_dl_dst:%[2]s,dec_ttl,output:2
+table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,output:1
+`, kpMACA, kpMACB)
+
+// TestNetnsKernelPathDNAT: UDP and TCP to a Service address deliver the
+// same with the kernel path on and off; with it on the kernel forwarded
+// most packets, rewriting addresses, ports and checksums both ways (the
+// pods' veths verify checksums: their offloads are off, so a wrong one
+// is a lost datagram or a stalled stream), and the OpenFlow counters see
+// every established datagram once.
+func TestNetnsKernelPathDNAT(t *testing.T) {
+	const tcpBytes, udpN, udpSize = 4 << 20, 300, 120
+	vip, backend := netip.MustParseAddrPort("10.210.0.100:80"), netip.MustParseAddrPort("10.210.0.2:7101")
+	type result struct{ tcp, udp int }
+	var res [2]result
+	for i, kernel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+			s := newKPSetupFlows(t, kernel, conntrack.Timeouts{}, kpDNATFlows)
+			s.nsA.MustExec(t, "ip", "neigh", "replace", vip.Addr().String(), "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+			src := netip.MustParseAddrPort("10.210.0.1:5101")
+			res[i].udp = netnstest.UDPPingPongVia(t, s.nsA, s.nsB, src, vip, backend, udpN, udpSize)
+			var udpKernel uint64
+			if kernel {
+				udpKernel = s.m.Stats().Packets // pushes the kernel counters to the flows
+			}
+			if p, _ := s.ruleStats(t, 0x2); p != udpN-1 {
+				t.Errorf("est flow A->B after UDP: %d packets, want %d", p, udpN-1)
+			}
+			res[i].tcp = s.tcpTransferVia(t, tcpBytes, vip.String(), backend.String())
+			if !kernel {
+				return
+			}
+			st := s.m.Stats()
+			t.Logf("kernel forwarded %d UDP packets, %d packets %d bytes in all", udpKernel, st.Packets, st.Bytes)
+			if udpKernel < udpN {
+				t.Errorf("kernel forwarded %d UDP packets, want most of the %d each way", udpKernel, 2*udpN)
+			}
+			if st.Bytes < tcpBytes/2 {
+				t.Errorf("kernel forwarded %d bytes in all, want most of the %d bytes TCP stream", st.Bytes, tcpBytes)
+			}
+		})
+	}
+	if res[0] != res[1] || res[1] != (result{tcpBytes, udpN}) {
+		t.Errorf("delivered without kernel path %+v, with %+v, want tcp %d udp %d", res[0], res[1], tcpBytes, udpN)
 	}
 }

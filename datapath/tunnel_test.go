@@ -249,7 +249,7 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The benchmark reads the tunnel port itself, so port 1 is attached
-	// without a goroutine (done is closed for Close).
+	// without a goroutine (done is closed for Close, loop set below).
 	bp := &bridgePort{ofport: 1, p: local, kind: KindTunnel, tun: local, maxFrame: port.MaxFrameLen(local.MTU()), done: make(chan struct{})}
 	close(bp.done)
 	bp.tlvGen.Store(^uint64(0))
@@ -264,6 +264,7 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 		frames[i], keys[i] = data, k
 	}
 	l := newLoop(br, bp)
+	bp.loop = l // as AddPort does: Close releases the loop's cache
 	before := out.Stats().TxPackets
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))

@@ -39,7 +39,8 @@ type args struct {
 	rundirSet bool
 	// metricsAddr serves Prometheus metrics there ("": off).
 	metricsAddr string
-	// offload is --offload: "ebpf" or "none" (default).
+	// offload is --offload: "auto", "ebpf", "none" or "" (not given: the
+	// OVSDB's other_config:govs-offload, default none).
 	offload string
 	// limits: --flow-limit, --max-flows, --max-groups, --ct-maxconns,
 	// --ct-zone-limit (the defaults where none is given).
@@ -233,8 +234,8 @@ func (a *args) set(name, value string) error {
 	case "metrics-address":
 		a.metricsAddr = value
 	case "offload":
-		if value != "ebpf" && value != "none" {
-			return &usageError{fmt.Sprintf("--offload %s: want ebpf or none", value)}
+		if value != "auto" && value != "ebpf" && value != "none" {
+			return &usageError{fmt.Sprintf("--offload %s: want auto, ebpf or none", value)}
 		}
 		a.offload = value
 	}
@@ -313,8 +314,10 @@ govs options:
   --pmd, --pmd-cpu N      poll-mode thread per bridge, pinned to CPU N
   --nice N                niceness of every thread (default -10)
   --metrics-address ADDR  serve Prometheus metrics on ADDR (host:port), /metrics
-  --offload=ebpf|none     forward established connections of system ports in
-                          the kernel (XDP; docs/offload.md); default none
+  --offload=auto|ebpf|none  forward established connections of system ports
+                          in the kernel (XDP; docs/offload.md): auto where
+                          the kernel can, ebpf or fail; default: the OVSDB's
+                          other_config:govs-offload, else none
 
 Limits (each refusal is counted and logged):
   --flow-limit N          flows per OpenFlow table (default 1000000; a

@@ -48,7 +48,8 @@ func TestParseArgs(t *testing.T) {
 		{"unix:/a unix:/b", "", "", "", 0, "exactly one non-option argument"},
 		{"--nice x", "", "", "", 0, "--nice x: not a number"},
 		{"--offload=ebpf", "/var/run/govs", "/var/run/govs/ovs-vswitchd.pid", "", -10, ""},
-		{"--offload auto", "", "", "", 0, "--offload auto: want ebpf or none"},
+		{"--offload auto", "/var/run/govs", "/var/run/govs/ovs-vswitchd.pid", "", -10, ""},
+		{"--offload xdp", "", "", "", 0, "--offload xdp: want auto, ebpf or none"},
 	} {
 		a, err := parseArgs(strings.Fields(tc.argv), -10)
 		if tc.err != "" {

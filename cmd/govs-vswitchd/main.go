@@ -132,8 +132,10 @@ func run(a *args, ready *daemonproc.Notifier) error {
 	}
 	d.SetLimits(a.limits)
 	d.UserspaceTSO = a.tso
-	if err := d.SetOffload(a.offload); err != nil {
-		return err
+	if a.offload != "" {
+		if err := d.SetOffloadFlag(a.offload); err != nil {
+			return err
+		}
 	}
 	d.PMD = datapath.PMDConfig{Enabled: a.pmd || a.pmdCPU >= 0, CPU: a.pmdCPU}
 	if a.config != "" {

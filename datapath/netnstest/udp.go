@@ -13,8 +13,16 @@ import (
 // socket buffer overflows).
 func UDPPingPong(t T, a, b *NS, src, dst netip.AddrPort, n, size int) int {
 	t.Helper()
+	return UDPPingPongVia(t, a, b, src, dst, dst, n, size)
+}
+
+// UDPPingPongVia is UDPPingPong to the address to (a Service's, which the
+// switch translates) with b listening on listen; only echoes coming back
+// from to count.
+func UDPPingPongVia(t T, a, b *NS, src, to, listen netip.AddrPort, n, size int) int {
+	t.Helper()
 	var srv, cli *net.UDPConn
-	if err := b.Do(func() (err error) { srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(dst)); return err }); err != nil {
+	if err := b.Do(func() (err error) { srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(listen)); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
@@ -35,11 +43,11 @@ func UDPPingPong(t T, a, b *NS, src, dst netip.AddrPort, n, size int) int {
 	out, buf := make([]byte, size), make([]byte, 65536)
 	got := 0
 	for i := 0; i < n; i++ {
-		if _, err := cli.WriteToUDP(out, net.UDPAddrFromAddrPort(dst)); err != nil {
+		if _, err := cli.WriteToUDP(out, net.UDPAddrFromAddrPort(to)); err != nil {
 			t.Fatal(err)
 		}
 		cli.SetReadDeadline(time.Now().Add(time.Second))
-		if m, _, err := cli.ReadFromUDP(buf); err == nil && m == size {
+		if m, from, err := cli.ReadFromUDPAddrPort(buf); err == nil && m == size && from == to {
 			got++
 		}
 	}

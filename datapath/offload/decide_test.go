@@ -2,6 +2,7 @@ package offload
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/govs-project/govs/datapath/flowcache"
@@ -57,7 +58,8 @@ func TestDecide(t *testing.T) {
 		{name: "tos rewrite", est: "mod_nw_tos:4,output:2"},
 		{name: "fixed ttl", est: "mod_nw_ttl:7,output:2"},
 		{name: "commit", est: "ct(commit,zone=1),output:2"},
-		{name: "nat", est: "ct(table=2,zone=1,nat)", extra: "table=2,actions=output:2\n"},
+		// ct(nat) of a connection without NAT: nothing to rewrite.
+		{name: "nat", est: "ct(table=2,zone=1,nat)", extra: "table=2,actions=output:2\n", ok: true, out: 2},
 		{name: "match on tos", match: "nw_tos=0,", est: "output:2"},
 		{name: "drop", est: "drop"},
 	} {
@@ -94,6 +96,20 @@ func establish(t testing.TB, match, est, extra string) (*flowtable.Packet, *flow
 		"table=1,priority=10,ct_state=+new+trk,ip,actions=ct(commit,zone=1),output:2\n" +
 		"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
 		"table=1,priority=20,ct_state=+est+trk,ip,in_port=1," + match + "actions=" + est + "\n" + extra
+	a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+	return runFrames(t, flows, []frameIn{{1, udpFrame(a, b, 1000, 53)}, {2, udpFrame(b, a, 53, 1000)},
+		{1, udpFrame(a, b, 1000, 53)}, {1, udpFrame(a, b, 1000, 53)}})
+}
+
+// frameIn is a frame received on a port.
+type frameIn struct {
+	in uint32
+	f  []byte
+}
+
+// runFrames runs frames through a real pipeline (flows), conntrack and
+// megaflow cache, and returns the last packet, its start key and the cache.
+func runFrames(t testing.TB, flows string, frames []frameIn) (*flowtable.Packet, *flowtable.Key, *flowcache.Cache) {
 	p := flowtable.NewPipeline()
 	if err := flowtext.Load(p, flows, nil); err != nil {
 		t.Fatal(err)
@@ -102,7 +118,6 @@ func establish(t testing.TB, match, est, extra string) (*flowtable.Packet, *flow
 	p.Conntrack = ct
 	c := flowcache.New(p)
 	c.TraceHits = true
-	a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
 	pkt := &flowtable.Packet{}
 	start := &flowtable.Key{}
 	send := func(in uint32, f []byte) {
@@ -115,11 +130,46 @@ func establish(t testing.TB, match, est, extra string) (*flowtable.Packet, *flow
 		*start = pkt.Key
 		c.Process(pkt, nopSink{})
 	}
-	send(1, udpFrame(a, b, 1000, 53))
-	send(2, udpFrame(b, a, 53, 1000))
-	send(1, udpFrame(a, b, 1000, 53))
-	send(1, udpFrame(a, b, 1000, 53))
+	for _, f := range frames {
+		send(f.in, slices.Clone(f.f)) // NAT rewrites the frame in place
+	}
 	return pkt, start, c
+}
+
+// TestDecideNAT: a Service-like DNAT (10.0.0.100:53 -> 10.0.0.2:5353,
+// committed by the first packet) is offloaded with the tuple conntrack
+// gives each direction: the request's new destination, the reply's
+// source put back to the Service address.
+func TestDecideNAT(t *testing.T) {
+	flows := "table=0,ip,actions=ct(table=1,zone=1,nat)\n" +
+		"table=1,priority=10,ct_state=+new+trk,ip,in_port=1,actions=ct(commit,zone=1,nat(dst=10.0.0.2:5353)),output:2\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=1,actions=output:2\n"
+	a, b, vip := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 100}
+	req, rep := frameIn{1, udpFrame(a, vip, 1000, 53)}, frameIn{2, udpFrame(b, a, 5353, 1000)}
+	for _, tc := range []struct {
+		name             string
+		frames           []frameIn
+		out              uint32
+		src, dst         string
+		srcPort, dstPort uint16
+	}{
+		{"request", []frameIn{req, rep, req, req}, 2, "10.0.0.1", "10.0.0.2", 1000, 5353},
+		{"reply", []frameIn{req, rep, rep, rep}, 1, "10.0.0.100", "10.0.0.1", 53, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pkt, start, c := runFrames(t, flows, tc.frames)
+			d, ok := Decide(start, &pkt.Key, c.Hits)
+			if !ok {
+				t.Fatalf("not offloaded (hits %d, ct_state %#x)", len(c.Hits), pkt.Key.CtState())
+			}
+			a := d.Action
+			if d.OutPort != tc.out || a.Flags != ActNAT || a.NatSrc.String() != tc.src || a.NatDst.String() != tc.dst ||
+				a.NatSrcPort != tc.srcPort || a.NatDstPort != tc.dstPort {
+				t.Errorf("decision out %d %+v, want out %d NAT %s:%d -> %s:%d", d.OutPort, a, tc.out, tc.src, tc.srcPort, tc.dst, tc.dstPort)
+			}
+		})
+	}
 }
 
 // BenchmarkDecideRefused: refusing a decision (here a commit on every

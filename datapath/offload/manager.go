@@ -123,9 +123,13 @@ var ethTTLMask = func() flowtable.Key {
 
 // Decide reports whether the chain of megaflows a packet went through
 // (hits, from its start key start to its final key final) is exactly what
-// the program can do: ct() without commit or NAT recirculating, on an
+// the program can do: ct() without commit recirculating, on an
 // established connection, then one output with at most Ethernet address
 // rewrites and dec_ttl, every mask over fields the exact match fixes.
+// With ct(nat), the 5-tuple the packet leaves with (final's) is recorded:
+// conntrack's NAT of an established connection is a function of the
+// tuple and zone the exact match fixes, and a conntrack flush
+// invalidates every entry.
 func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, ok bool) {
 	if len(hits) < 2 {
 		return d, false // no ct() recirculation: not a connection
@@ -136,7 +140,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
 		return d, false
 	}
-	outputs := 0
+	outputs, nat := 0, false
 	for i, e := range hits {
 		if e.UsesMACs() || perPacket.masked(e.Mask()) {
 			return d, false
@@ -148,10 +152,11 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 			case flowtable.DPCT:
 				// ct() ends a segment that recirculates; its writes must not
 				// touch the frame (they would change the tuple).
-				if op.CT.Commit || op.CT.NAT != nil || op.CT.Alg != 0 || op.Table == flowtable.TableNone ||
+				if op.CT.Commit || op.CT.Alg != 0 || op.Table == flowtable.TableNone ||
 					i == len(hits)-1 || frameFields.masked(&op.WMask) {
 					return d, false
 				}
+				nat = nat || op.CT.NAT != nil
 			case flowtable.DPOutput:
 				outputs++
 				if op.InPort || i != len(hits)-1 {
@@ -182,11 +187,27 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 	if outputs != 1 {
 		return d, false
 	}
+	if tupleChanged(start, final) {
+		if !nat {
+			return d, false // nothing the program knows rewrote it
+		}
+		s, dst := final.NwSrc(), final.NwDst()
+		d.Action.Flags |= ActNAT
+		d.Action.NatSrc = netip.AddrFrom4([4]byte{byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)})
+		d.Action.NatDst = netip.AddrFrom4([4]byte{byte(dst >> 24), byte(dst >> 16), byte(dst >> 8), byte(dst)})
+		d.Action.NatSrcPort, d.Action.NatDstPort = final.TpSrc(), final.TpDst()
+	}
 	// Only now (an install is rare): a refused packet allocates nothing.
 	for _, e := range hits {
 		d.Rules = append(d.Rules, e.Rules()...)
 	}
 	return d, true
+}
+
+// tupleChanged tells whether the pipeline rewrote the packet's 5-tuple.
+func tupleChanged(start, final *flowtable.Key) bool {
+	return start.NwSrc() != final.NwSrc() || start.NwDst() != final.NwDst() ||
+		start.TpSrc() != final.TpSrc() || start.TpDst() != final.TpDst()
 }
 
 // installed is the Go side of a kernel entry: the rules whose counters
@@ -465,3 +486,13 @@ func (m *Manager) Stats() Stats {
 
 // String names the manager in logs.
 func (m *Manager) String() string { return fmt.Sprintf("offload(gen %d)", m.gen) }
+
+// Probe tells whether this kernel can load the program (BPF, the map and
+// program types, the verifier's acceptance), without attaching it.
+func Probe() error {
+	k, err := Load()
+	if err != nil {
+		return err
+	}
+	return k.Close()
+}

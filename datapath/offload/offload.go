@@ -25,6 +25,7 @@ import (
 const (
 	ActSetEth uint32 = 1 // write the Ethernet addresses
 	ActDecTTL uint32 = 2 // decrement the IPv4 TTL
+	ActNAT    uint32 = 4 // rewrite addresses and ports (conntrack's NAT)
 )
 
 // FlowKey is the exact match of a kernel entry: ingress interface, Ethernet
@@ -42,8 +43,12 @@ type FlowKey struct {
 // Action is what the program does with a matching packet.
 type Action struct {
 	OutIfindex     uint32
-	Flags          uint32 // ActSetEth | ActDecTTL
+	Flags          uint32 // ActSetEth | ActDecTTL | ActNAT
 	EthSrc, EthDst [6]byte
+	// With ActNAT: the tuple the packet leaves with, as conntrack's NAT
+	// of its connection made it (IPv4; TCP/UDP checksums are updated).
+	NatSrc, NatDst         netip.Addr
+	NatSrcPort, NatDstPort uint16
 }
 
 // Counters are an entry's kernel statistics.
@@ -141,6 +146,13 @@ func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
 	// last_pass = now: the packet that got the entry installed went through
 	// userspace, the next keepalive is due in a second.
 	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
+	if a.Flags&ActNAT != 0 {
+		if !a.NatSrc.Is4() || !a.NatDst.Is4() {
+			return errors.New("install offload entry: NAT to a non-IPv4 address")
+		}
+		v.NatSaddr, v.NatDaddr = nativeU32(a.NatSrc.As4()), nativeU32(a.NatDst.As4())
+		v.NatSport, v.NatDport = nativeU16(a.NatSrcPort), nativeU16(a.NatDstPort)
+	}
 	if err := k.objs.Flows.Put(&key, &v); err != nil {
 		return fmt.Errorf("install offload entry: %w", err)
 	}

@@ -20,6 +20,11 @@ type offloadFlowAction struct {
 	EthDst     [6]uint8
 	EthSrc     [6]uint8
 	Pad        uint32
+	NatSaddr   uint32
+	NatDaddr   uint32
+	NatSport   uint16
+	NatDport   uint16
+	Pad2       uint32
 	Gen        uint64
 	Packets    uint64
 	Bytes      uint64

@@ -54,6 +54,10 @@ type PortConfig struct {
 	Tag      uint16   `yaml:"tag"`
 	Trunks   []uint16 `yaml:"trunks"`
 	VLANMode string   `yaml:"vlan_mode"`
+	// NoOffload keeps the port out of the kernel fast path (Interface
+	// other_config:govs-offload=false; docs/offload.md). Changing it
+	// reopens the port.
+	NoOffload bool `yaml:"no_offload"`
 	// PrevOFPort is the number the port had before (the OVSDB's
 	// Interface.ofport), which it gets back when nothing asks for another.
 	PrevOFPort uint32 `yaml:"-"`

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -60,7 +61,18 @@ type Daemon struct {
 	// other_config:flow-limit overrides while set.
 	flowCacheBase int
 
-	offload   bool // the kernel fast path (SetOffload)
+	offload bool // the kernel fast path is on (SetOffload)
+	// offloadMode is the mode SetOffload last applied and offloadFixed
+	// tells that the command line chose it (the OVSDB key then does not).
+	offloadMode  string
+	offloadFixed bool
+	// offloadConfigured is the mode the database last asked for (a change
+	// once bridges run is logged once).
+	offloadConfigured string
+	// offloadAttachLogged: in auto mode only the first port the program
+	// cannot attach to is logged at warn level (offload.go).
+	offloadAttachLogged atomic.Bool
+
 	ctx       context.Context
 	cancel    context.CancelFunc
 	tracker   *conntrack.Tracker
@@ -109,8 +121,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Rundir: rundir, Log: log, ctx: ctx, cancel: cancel, bridges: map[string]*bridge{},
 		Openers: map[string]PortOpener{}, Limits: DefaultLimits(), configured: make(chan struct{})}
-	d.tracker = conntrack.New(conntrack.Config{MaxConns: d.Limits.ConntrackMax,
-		OnFull: conntrackFullLogger(log, func() *conntrack.Tracker { return d.tracker })})
+	d.tracker = d.newTracker(false)
 	d.Openers["system"] = d.openSystem
 	d.Openers[""] = d.openSystem
 	d.Openers["afxdp"] = d.openAFXDP

@@ -291,6 +291,9 @@ func (s *dbSession) reconfigure(ctx context.Context) error {
 	s.log.Debug("database read", zap.Duration("took", time.Since(t0)))
 	// Our own writes of Interface.ofport change only PrevOFPort, which
 	// matters to ports not open yet: no reason to reconfigure.
+	// Read on every change, not only of the bridges: a change once they
+	// run is reported at once (it needs a restart).
+	s.d.applyOffloadConfig(sn.ovs.OtherConfig)
 	if s.applied == nil || !reflect.DeepEqual(withoutPrevOFPort(*s.applied), withoutPrevOFPort(want)) {
 		s.d.applyOtherConfig(sn.ovs.OtherConfig)
 		start := time.Now()
@@ -421,7 +424,7 @@ func bridgeDatapathID(oc map[string]string) string {
 
 // portFromRows makes the wanted port of a Port row and its Interface.
 func portFromRows(pr *portRow, ir *ifaceRow) (PortConfig, error) {
-	pc := PortConfig{Name: ir.Name, Type: ir.Type, Options: maps.Clone(ir.Options)}
+	pc := PortConfig{Name: ir.Name, Type: ir.Type, Options: maps.Clone(ir.Options), NoOffload: ir.OtherConfig["govs-offload"] == "false"}
 	// The schema bounds these; a server that let others through must not
 	// have them wrap around.
 	for _, v := range []struct {

@@ -47,14 +47,21 @@ func (d *Daemon) SetLimits(l Limits) {
 	defer d.mu.Unlock()
 	d.Limits = l
 	d.flowCacheBase = l.FlowCacheEntries
+	d.applyTrackerLimitsLocked()
+	for _, b := range d.bridges {
+		b.dp.Pipeline().SetLimits(d.bridgeLimitsLocked(b.cfg))
+		b.dp.SetCacheMaxEntries(l.FlowCacheEntries)
+	}
+}
+
+// applyTrackerLimitsLocked puts d.Limits in force for the connection
+// tracker.
+func (d *Daemon) applyTrackerLimitsLocked() {
+	l := d.Limits
 	d.tracker.SetGlobalLimit(l.ConntrackMax)
 	d.tracker.SetDefaultZoneLimit(l.ConntrackZoneDefault)
 	for z, n := range l.ConntrackZones {
 		d.tracker.SetZoneLimit(z, n)
-	}
-	for _, b := range d.bridges {
-		b.dp.Pipeline().SetLimits(d.bridgeLimitsLocked(b.cfg))
-		b.dp.SetCacheMaxEntries(l.FlowCacheEntries)
 	}
 }
 

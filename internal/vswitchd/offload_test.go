@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -79,5 +80,79 @@ table=1,ct_state=+est+trk,ip,in_port=2,actions=output:1`
 	}
 	if st2 := dp.Offload().Stats(); st2.Packets < st.Packets+50 {
 		t.Errorf("not offloaded again after the flush: kernel packets %d -> %d", st.Packets, st2.Packets)
+	}
+}
+
+// SetOffload: the modes, a bad one refused, and the change of conntrack
+// (no TCP window checks with the kernel path) keeps the limits set
+// before it; after the first bridge the mode no longer changes.
+func TestSetOffloadModes(t *testing.T) {
+	d := New(t.TempDir(), nil)
+	d.OpenFlow = nil
+	defer d.Close()
+	if err := d.SetOffload("xdp"); err == nil || !strings.Contains(err.Error(), "want auto, ebpf or none") {
+		t.Fatalf("SetOffload(xdp): %v", err)
+	}
+	l := DefaultLimits()
+	l.ConntrackMax, l.ConntrackZoneDefault = 777, 55
+	d.SetLimits(l)
+	for _, tc := range []struct {
+		mode string
+		on   bool
+	}{{OffloadAuto, true}, {OffloadNone, false}, {OffloadEBPF, true}, {"", false}} {
+		if err := d.SetOffload(tc.mode); err != nil {
+			t.Fatalf("SetOffload(%q): %v", tc.mode, err)
+		}
+		if d.offload != tc.on || d.tracker.GlobalLimit() != 777 || d.tracker.DefaultZoneLimit() != 55 {
+			t.Errorf("SetOffload(%q): on %v (want %v), conntrack limits %d/%d (want 777/55)", tc.mode, d.offload, tc.on,
+				d.tracker.GlobalLimit(), d.tracker.DefaultZoneLimit())
+		}
+	}
+	if err := d.AddBridge(BridgeConfig{Name: netnstest.UniqueName("brm")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetOffload(OffloadEBPF); err == nil {
+		t.Errorf("SetOffload after the first bridge: no error")
+	}
+}
+
+// A port configured with no_offload (YAML) or other_config:govs-offload=
+// false gets no program; changing the setting reopens the port.
+func TestPortNoOffload(t *testing.T) {
+	ns := netnstest.NewNS(t)
+	va := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{})
+	vb := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{})
+	path := t.TempDir() + "/c.yaml"
+	br := netnstest.UniqueName("brn")
+	yaml := fmt.Sprintf("bridges:\n- name: %s\n  ports:\n  - name: %s\n  - name: %s\n    no_offload: true\n", br, va.Host, vb.Host)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Bridges[0].Ports[1]; !p.NoOffload {
+		t.Fatalf("no_offload not read: %+v", p)
+	}
+	if samePort(c.Bridges[0].Ports[1], PortConfig{Name: vb.Host}) {
+		t.Errorf("samePort ignores no_offload: the port would keep its program")
+	}
+	d := New(t.TempDir(), nil)
+	d.OpenFlow = nil
+	defer d.Close()
+	if err := d.SetOffload(OffloadAuto); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range d.Reconcile(State{Bridges: c.Bridges}).Ports {
+		if st.Err != nil {
+			t.Fatalf("port %s: %v", name, st.Err)
+		}
+	}
+	hasXDP := func(dev string) bool {
+		return strings.Contains(netnstest.MustRun(t, "ip", "link", "show", "dev", dev), "prog/xdp")
+	}
+	if !hasXDP(va.Host) || hasXDP(vb.Host) {
+		t.Errorf("XDP on %s %v (want true), on %s (no_offload) %v (want false)", va.Host, hasXDP(va.Host), vb.Host, hasXDP(vb.Host))
 	}
 }

@@ -73,6 +73,7 @@ type ifaceRow struct {
 	OFPortRequest *int              `ovsdb:"ofport_request"`
 	MAC           *string           `ovsdb:"mac"`
 	MTURequest    *int              `ovsdb:"mtu_request"`
+	OtherConfig   map[string]string `ovsdb:"other_config"`
 
 	OFPort     *int              `ovsdb:"ofport"`
 	Error      *string           `ovsdb:"error"`

@@ -234,7 +234,8 @@ func samePort(have, want PortConfig) bool {
 	}
 	h, w := norm(have), norm(want)
 	return h.Name == w.Name && h.Type == w.Type && h.OFPortRequest == w.OFPortRequest &&
-		h.MAC == w.MAC && h.MTURequest == w.MTURequest && maps.Equal(h.Options, w.Options)
+		h.MAC == w.MAC && h.MTURequest == w.MTURequest && maps.Equal(h.Options, w.Options) &&
+		h.NoOffload == w.NoOffload
 }
 
 // wantedOFPort is the number a port should get: LOCAL for the port named
@@ -295,7 +296,7 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig, no uint32) (uint32, error)
 	if err != nil {
 		return 0, err
 	}
-	got, err := b.dp.AddPort(no, p, kind)
+	got, err := b.dp.AddPortWith(no, p, kind, datapath.PortOptions{NoOffload: cfg.NoOffload})
 	if err != nil {
 		p.Close()
 		return 0, fmt.Errorf("port %s: %w", cfg.Name, err)

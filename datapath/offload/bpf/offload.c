@@ -15,6 +15,7 @@
 // Action flags.
 #define ACT_SET_ETH 1 // write eth_dst/eth_src
 #define ACT_DEC_TTL 2 // decrement the IPv4 TTL (and fix the checksum)
+#define ACT_NAT 4     // rewrite the 5-tuple to nat_* (conntrack's NAT of the connection)
 
 // flow_key is the exact match: the ingress interface, the Ethernet
 // addresses and the IPv4 5-tuple with the TTL (dec_ttl makes the TTL part
@@ -38,6 +39,11 @@ struct flow_action {
 	__u8 eth_dst[6];
 	__u8 eth_src[6];
 	__u32 pad;
+	__u32 nat_saddr; // network order, with ACT_NAT
+	__u32 nat_daddr;
+	__u16 nat_sport; // network order
+	__u16 nat_dport;
+	__u32 pad2;
 	__u64 gen;       // valid while it equals generation[0]
 	__u64 packets;   // forwarded by the program
 	__u64 bytes;
@@ -64,6 +70,31 @@ struct {
 // Keepalive: at most this long between two packets of an entry that go
 // through userspace (conntrack timeouts, ct counters, revalidation).
 volatile const __u64 pass_interval_ns = 1000000000ULL;
+
+// Incremental checksum updates (RFC 1624: HC' = ~(~HC + ~m + m')). The
+// one's complement sum does not depend on byte order, so the network-order
+// words are summed as they are in memory.
+static __always_inline __u16 csum_fold(__u32 c)
+{
+	c = (c & 0xffff) + (c >> 16);
+	c = (c & 0xffff) + (c >> 16);
+	return (__u16)c;
+}
+
+static __always_inline __u32 csum_diff4(__u32 from, __u32 to)
+{
+	return (__u16)~from + (__u16)~(from >> 16) + (to & 0xffff) + (to >> 16);
+}
+
+static __always_inline __u32 csum_diff2(__u16 from, __u16 to)
+{
+	return (__u16)~from + (__u32)to;
+}
+
+static __always_inline __u16 csum_apply(__u16 check, __u32 diff)
+{
+	return (__u16)~csum_fold((__u16)~check + diff);
+}
 
 SEC("xdp")
 int govs_offload(struct xdp_md *ctx)
@@ -119,6 +150,35 @@ int govs_offload(struct xdp_md *ctx)
 		check += bpf_htons(0x0100);
 		ip->check = (__u16)(check + (check >= 0xFFFF));
 		ip->ttl--;
+	}
+	if (a->flags & ACT_NAT) {
+		// The addresses are in the IPv4 header checksum and, with the
+		// ports, in the TCP/UDP one (pseudo-header). Bounds were checked
+		// when the key was read.
+		__u32 addrs = csum_diff4(ip->saddr, a->nat_saddr) + csum_diff4(ip->daddr, a->nat_daddr);
+		ip->check = csum_apply(ip->check, addrs);
+		ip->saddr = a->nat_saddr;
+		ip->daddr = a->nat_daddr;
+		if (ip->protocol == IPPROTO_TCP) {
+			struct tcphdr *th = (void *)(ip + 1);
+			if ((void *)(th + 1) > end)
+				return XDP_PASS;
+			__u32 d = addrs + csum_diff2(th->source, a->nat_sport) + csum_diff2(th->dest, a->nat_dport);
+			th->check = csum_apply(th->check, d);
+			th->source = a->nat_sport;
+			th->dest = a->nat_dport;
+		} else {
+			struct udphdr *uh = (void *)(ip + 1);
+			if ((void *)(uh + 1) > end)
+				return XDP_PASS;
+			if (uh->check) { // 0: the sender computed none
+				__u32 d = addrs + csum_diff2(uh->source, a->nat_sport) + csum_diff2(uh->dest, a->nat_dport);
+				__u16 c = csum_apply(uh->check, d);
+				uh->check = c ? c : 0xffff;
+			}
+			uh->source = a->nat_sport;
+			uh->dest = a->nat_dport;
+		}
 	}
 	if (a->flags & ACT_SET_ETH) {
 		__builtin_memcpy(eth->h_dest, a->eth_dst, 6);
