@@ -51,15 +51,8 @@ func TestParseArgs(t *testing.T) {
 		{"--offload auto", "/var/run/govs", "/var/run/govs/ovs-vswitchd.pid", "", -10, ""},
 		{"--offload xdp", "", "", "", 0, "--offload xdp: want auto, ebpf or none"},
 	} {
-		a, err := parseArgs(strings.Fields(tc.argv), -10)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want %q", tc.argv, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.argv, err)
+		a, ok := parseArgsCase(t, tc.argv, tc.err)
+		if !ok {
 			continue
 		}
 		a.resolve("ovs-vswitchd", getenv)
@@ -100,15 +93,8 @@ func TestParseLimits(t *testing.T) {
 		{"--flow-limit", nil, "option '--flow-limit' requires an argument"},
 		{"--flow-limits 3", nil, "unrecognized option '--flow-limits'"},
 	} {
-		a, err := parseArgs(strings.Fields(tc.argv), -10)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want %q", tc.argv, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.argv, err)
+		a, ok := parseArgsCase(t, tc.argv, tc.err)
+		if !ok {
 			continue
 		}
 		want := vswitchd.DefaultLimits()
@@ -117,4 +103,23 @@ func TestParseLimits(t *testing.T) {
 			t.Errorf("%q: limits %+v, want %+v (defaults %+v)", tc.argv, a.limits, want, def)
 		}
 	}
+}
+
+// parseArgsCase parses argv and checks the error against wantErr (a
+// substring; "" for none); ok says the arguments parsed as wanted and a
+// holds them.
+func parseArgsCase(t *testing.T, argv, wantErr string) (a *args, ok bool) {
+	t.Helper()
+	a, err := parseArgs(strings.Fields(argv), -10)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: error %v, want %q", argv, err, wantErr)
+		}
+		return nil, false
+	}
+	if err != nil {
+		t.Errorf("%q: %v", argv, err)
+		return nil, false
+	}
+	return a, true
 }
