@@ -19,6 +19,10 @@ func memDaemon(t *testing.T, broken *bool) *Daemon {
 	d.Openers["mem"] = func(c PortConfig) (port.Port, error) {
 		return datapath.NewMemPort(datapath.MemPortConfig{Name: c.Name}), nil
 	}
+	// Each bridge's LOCAL port is internal: a memory port here too, so the
+	// test makes no kernel device (a TAP "br0" in the host's namespace
+	// would clash with any other run or device of that name).
+	d.Openers["internal"] = d.Openers["mem"]
 	d.Openers["flaky"] = func(c PortConfig) (port.Port, error) {
 		if *broken {
 			return nil, errors.New("device busy")
