@@ -656,21 +656,4 @@ func (t *OVSTrace) commitSets(committed, cur *flowtable.Key) []string {
 
 // SplitDatapathActions splits a "Datapath actions:" list at the commas
 // outside parentheses: "ct(commit,zone=1),recirc(0x1),2" has three.
-func SplitDatapathActions(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(parts, s[start:])
-}
+func SplitDatapathActions(s string) []string { return ofptext.SplitTop(s) }

@@ -141,7 +141,7 @@ func parseNAT(x ofptext.KV) (*flowtable.NAT, error) {
 		return n, nil
 	}
 	bad := func(format string, args ...any) error { return ofptext.ErrAt(x.ValPos, "nat", format, args...) }
-	for i, part := range splitTop(x.Value) {
+	for i, part := range ofptext.SplitTop(x.Value) {
 		k, v, hasVal := strings.Cut(part, "=")
 		switch k {
 		case "src", "dst":

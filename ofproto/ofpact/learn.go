@@ -29,7 +29,7 @@ func init() {
 // parseLearn parses learn(...) (ovs-actions(7)).
 func parseLearn(p Parser, e ofptext.KV) (flowtable.Action, error) {
 	l := &flowtable.Learn{Table: 1, Priority: flowtable.DefaultPriority}
-	for _, part := range splitTop(e.Value) {
+	for _, part := range ofptext.SplitTop(e.Value) {
 		part = strings.TrimSpace(part)
 		pos := e.ValPos + strings.Index(e.Value, part)
 		bad := func(format string, args ...any) error { return ofptext.ErrAt(pos, "learn", format, args...) }

@@ -80,26 +80,6 @@ func table(e ofptext.KV, s string) (uint8, error) {
 	return uint8(t), nil
 }
 
-// splitTop splits s at the commas outside parentheses and brackets.
-func splitTop(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(', '[':
-			depth++
-		case ')', ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
-}
-
 // FormatActions prints an action list as OVS does (ofpacts_format).
 func FormatActions(b *strings.Builder, acts []flowtable.Action, o *ofptext.PrintOptions) {
 	if len(acts) == 0 {

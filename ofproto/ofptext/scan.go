@@ -114,3 +114,24 @@ func parseValueLen(s, delims string) int {
 	}
 	return n
 }
+
+// SplitTop splits s at the commas outside parentheses and brackets:
+// "ct(commit,zone=1),recirc(0x1),2" has three parts.
+func SplitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
