@@ -250,12 +250,14 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 	}
 	// The benchmark reads the tunnel port itself, so port 1 is attached
 	// without a goroutine (done is closed for Close, loop set below).
-	bp := &bridgePort{ofport: 1, p: local, kind: KindTunnel, tun: local, maxFrame: port.MaxFrameLen(local.MTU()), done: make(chan struct{})}
+	bp := &bridgePort{ofport: 1, p: local, kind: KindTunnel, tun: local, rxPort: local, maxFrame: port.MaxFrameLen(local.MTU()), done: make(chan struct{})}
 	close(bp.done)
 	bp.tlvGen.Store(^uint64(0))
 	br.syncTLV(bp)
 	cur := br.ports.Load()
-	br.ports.Store(&portSet{byNo: map[uint32]*bridgePort{1: bp, 2: cur.byNo[2]}, numbers: []uint32{1, 2}})
+	ps := &portSet{byNo: map[uint32]*bridgePort{1: bp, 2: cur.byNo[2]}, numbers: []uint32{1, 2}}
+	ps.indexTunnels()
+	br.ports.Store(ps)
 	data := tcpFrame(b, true, "ack", 1, 1, 64)
 	frames := make([][]byte, BatchSize)
 	keys := make([]*flowtable.Key, BatchSize)
@@ -291,4 +293,141 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 	if got := out.Stats().TxPackets - before; got != uint64(b.N) {
 		b.Fatalf("memory port sent %d frames, want %d", got, b.N)
 	}
+}
+
+// TestGeneveThreeNodes: node A has one Geneve port per peer with a fixed
+// remote_ip (ofport 1 to B, 2 to C), as ovn-controller makes them; B and C
+// are Geneve endpoints in their own namespaces, each joined to A by a veth.
+// Both of A's ports share one UDP socket, and what B and C send enters A's
+// pipeline on the right in_port, with the right tun_src; what A sends on
+// each port reaches its peer. The PMD variant polls the shared socket.
+func TestGeneveThreeNodes(t *testing.T) {
+	for _, pmd := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testGeneveThreeNodes(t, pmd) })
+	}
+}
+
+func testGeneveThreeNodes(t *testing.T, pmd bool) {
+	nsA, nsB, nsC := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	netnstest.NewVeth(t, nsA, nsB, netnstest.VethOptions{HostAddr: "10.91.1.1/24", PeerAddr: "10.91.1.2/24"})
+	netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: "10.91.2.1/24", PeerAddr: "10.91.2.3/24"})
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
+		t.Helper()
+		cfg.ReadTimeout = 20 * time.Millisecond
+		var p *geneve.Port
+		if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A's ports: no local_ip (OVN's), so they listen on every address.
+	toB := open(nsA, geneve.Config{Name: "ovn-b", RemoteIP: netip.MustParseAddr("10.91.1.2")})
+	toC := open(nsA, geneve.Config{Name: "ovn-c", RemoteIP: netip.MustParseAddr("10.91.2.3")})
+	nodeB := open(nsB, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr("10.91.1.1")})
+	nodeC := open(nsC, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr("10.91.2.1")})
+	t.Cleanup(func() { nodeB.Close(); nodeC.Close() })
+
+	p := flowtable.NewPipeline()
+	b := NewBridge("br-int", 1, p, nil)
+	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+	t.Cleanup(func() { b.Close() })
+	for i, tp := range []*geneve.Port{toB, toC} {
+		if _, err := b.AddPort(uint32(i+1), tp, KindTunnel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := addMemPorts(t, b, MemPortConfig{}, 3, 4)
+	flows := `
+priority=100,in_port=1,tun_src=10.91.1.2,tun_id=11,actions=output:3
+priority=100,in_port=2,tun_src=10.91.2.3,tun_id=12,actions=output:4
+priority=100,in_port=3,actions=set_field:21->tun_id,output:1
+priority=100,in_port=4,actions=set_field:22->tun_id,output:2
+priority=0,actions=drop
+`
+	if err := flowtext.Load(p, flows, nil); err != nil {
+		t.Fatal(err)
+	}
+	frame := frameOf(t, "udp,dl_src=00:00:00:00:01:02,dl_dst=00:00:00:00:01:03,nw_src=10.0.1.2,nw_dst=10.0.1.3,tp_src=1,tp_dst=2")
+
+	// waitSent waits for mem port n to send one frame.
+	waitSent := func(n uint32) bool {
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if got := ps[n].Sent(); len(got) > 0 {
+				return len(got) == 1 && bytes.Equal(got[0], frame)
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		from   *geneve.Port
+		name   string
+		vni    uint64
+		memOut uint32
+	}{{nodeB, "B", 11, 3}, {nodeC, "C", 12, 4}} {
+		t.Run("from "+c.name+" on its port", func(t *testing.T) {
+			var k flowtable.Key
+			flowtable.FieldTunID.SetUint64(&k, c.vni)
+			// The first datagram may wait for ARP on the underlay.
+			if n, err := c.from.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+				t.Fatalf("write: %d %v", n, err)
+			}
+			if !waitSent(c.memOut) {
+				t.Fatalf("the frame from %s did not leave mem%d (in_port %d's flow)", c.name, c.memOut, c.memOut-2)
+			}
+			if other := ps[7-c.memOut].Sent(); len(other) != 0 {
+				t.Errorf("the frame from %s also came out of mem%d", c.name, 7-c.memOut)
+			}
+		})
+	}
+	for _, c := range []struct {
+		to     *geneve.Port
+		name   string
+		memIn  uint32
+		wantID uint32
+	}{{nodeB, "B", 3, 21}, {nodeC, "C", 4, 22}} {
+		t.Run("to "+c.name+" from its port", func(t *testing.T) {
+			inject(t, b, ps, c.memIn, frame)
+			got, md := readTunnelFrame(t, c.to)
+			if !bytes.Equal(got, frame) || md.VNI != c.wantID {
+				t.Errorf("%s received VNI %d frame %x, want VNI %d", c.name, md.VNI, got, c.wantID)
+			}
+		})
+	}
+	// Each port counts what came for it, though one socket read it all.
+	if sb, sc := toB.Stats(), toC.Stats(); sb.RxPackets != 1 || sc.RxPackets != 1 {
+		t.Errorf("received on ovn-b %d, on ovn-c %d, want 1 each", sb.RxPackets, sc.RxPackets)
+	}
+	// The reading port goes (a chassis left): the other one reads now.
+	t.Run("ovn-c receives after ovn-b is deleted", func(t *testing.T) {
+		if err := b.DelPort(1); err != nil {
+			t.Fatal(err)
+		}
+		var k flowtable.Key
+		flowtable.FieldTunID.SetUint64(&k, 12)
+		if n, err := nodeC.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+		if !waitSent(4) {
+			t.Fatal("the frame from C did not leave mem4")
+		}
+	})
+}
+
+// readTunnelFrame reads one frame (a copy) and its metadata from p within
+// 5 s.
+func readTunnelFrame(t *testing.T, p *geneve.Port) ([]byte, tunnel.Metadata) {
+	t.Helper()
+	batch := port.NewBatch(4)
+	md := make([]tunnel.Metadata, 4)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		n, err := p.ReadTunnelBatch(batch, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return bytes.Clone(batch.Frames[0]), md[0]
+		}
+	}
+	t.Fatalf("%s received nothing", p.Name())
+	return nil, tunnel.Metadata{}
 }

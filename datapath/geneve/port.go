@@ -37,6 +37,12 @@ type Config struct {
 	// RemoteIP is options:remote_ip=IP, the fixed peer. Unset means
 	// remote_ip=flow: each packet goes to the tun_dst of its flow key.
 	RemoteIP netip.Addr
+	// InKey is options:in_key (or key): flow, the zero value, receives
+	// every VNI into tun_id; a fixed VNI receives only packets with it.
+	InKey KeyOption
+	// OutKey is options:out_key (or key): flow, the zero value, sends the
+	// flow's tun_id; a fixed VNI is sent on every packet.
+	OutKey KeyOption
 	// Csum is options:csum=true: outer UDP checksums are computed on
 	// transmit. OVS's default (false) sends 0, "no checksum" for IPv4.
 	Csum bool
@@ -68,6 +74,10 @@ type Stats struct {
 	// TxNoDst are frames dropped because remote_ip=flow and tun_dst was
 	// 0 (also in TxDropped).
 	TxNoDst uint64
+	// RxNoPort are datagrams this port read from the shared socket that
+	// no port sharing it claims (also in RxDropped): Open vSwitch's
+	// "receive tunnel port not found".
+	RxNoPort uint64
 }
 
 // Port is a Geneve vport: frames written to it leave encapsulated in
@@ -76,7 +86,9 @@ type Stats struct {
 //
 // Receive uses a UDP socket bound to LocalIP:Port (the kernel validates the
 // outer IP and UDP headers and checksums, reassembles fragments and answers
-// nothing else on the port). Transmit uses a send-only raw IPv4 socket
+// nothing else on the port), which every port with the same namespace,
+// local_ip and UDP port shares (see receiver): the port that reads it
+// hands out frames for all of them, RxPort tells which. Transmit uses a send-only raw IPv4 socket
 // (IPPROTO_RAW, which never receives), because the UDP source port must carry
 // the inner flow's hash for ECMP/RSS, as OVS and the kernel's geneve driver
 // do, and a bound UDP socket can only send from its own port. Both are
@@ -96,17 +108,22 @@ type Port struct {
 	rxBufLen int
 	batch    int
 
-	rxFd, txFd int
-	opts       atomic.Pointer[tunnel.OptionMap]
+	match  match     // the packets it receives
+	outKey KeyOption // the VNI it sends
+	// outKeyOnly is the zero key with tun_id out_key, for WriteBatch.
+	outKeyOnly flowtable.Key
+	rx         *receiver // the shared socket, from Open on
+
+	txFd int
+	opts atomic.Pointer[tunnel.OptionMap]
 
 	// Guarded by RxMu.
-	rxHdrs   []unix.Mmsghdr
-	rxIov    []unix.Iovec
-	rxNames  []unix.RawSockaddrInet4
-	rxCtl    [][rxCtlLen]byte
-	rxMD     []tunnel.Metadata
-	rxOvfl   uint32 // last SO_RXQ_OVFL count
-	rxOvflOK bool
+	rxHdrs  []unix.Mmsghdr
+	rxIov   []unix.Iovec
+	rxNames []unix.RawSockaddrInet4
+	rxCtl   [][rxCtlLen]byte
+	rxMD    []tunnel.Metadata
+	rxPort  []*Port // the port each frame of the last read is for
 
 	// Guarded by TxMu.
 	txHdrs  []unix.Mmsghdr
@@ -122,7 +139,7 @@ type Port struct {
 	routeFd int
 	srcs    map[[4]byte]routeSrc
 
-	rxHeaderErrors, txMTUDrops, txNoDst atomic.Uint64
+	rxHeaderErrors, rxNoPort, txMTUDrops, txNoDst atomic.Uint64
 }
 
 // routeSrc is the source address the kernel's routing picked for one
@@ -143,7 +160,7 @@ const rxCtlLen = 64
 // Open creates the port's sockets in the caller's network namespace (that
 // of the OS thread).
 func Open(cfg Config) (*Port, error) {
-	p := &Port{rxFd: -1, txFd: -1, routeFd: -1}
+	p := &Port{txFd: -1, routeFd: -1}
 	if err := p.open(cfg); err != nil {
 		p.Discard(p.release)
 		return nil, err
@@ -173,6 +190,15 @@ func (p *Port) open(cfg Config) error {
 		}
 		p.remote = cfg.RemoteIP.As4()
 	}
+	if cfg.InKey.VNI >= 1<<24 || cfg.OutKey.VNI >= 1<<24 {
+		return p.Errorf("key %s/%s: a VNI has 24 bits", cfg.InKey, cfg.OutKey)
+	}
+	p.match = match{remote: p.remote, local: p.local, keyFlow: !cfg.InKey.Fixed, vni: cfg.InKey.VNI}
+	if p.match.keyFlow {
+		p.match.vni = 0
+	}
+	p.outKey = cfg.OutKey
+	flowtable.FieldTunID.SetUint64(&p.outKeyOnly, uint64(p.outKey.VNI))
 	p.csum = cfg.Csum
 	p.ttl = cfg.TTL
 	if p.ttl == 0 {
@@ -198,9 +224,6 @@ func (p *Port) open(cfg Config) error {
 	}
 	p.opts.Store(om)
 
-	if err := p.openRx(); err != nil {
-		return err
-	}
 	if err := p.openTx(); err != nil {
 		return err
 	}
@@ -215,7 +238,10 @@ func (p *Port) open(cfg Config) error {
 		p.routeFd = fd
 		p.srcs = map[[4]byte]routeSrc{}
 	}
-	if err := p.OpenWake(p.rxFd); err != nil {
+	if err := p.join(); err != nil {
+		return err
+	}
+	if err := p.OpenWake(p.rx.fd); err != nil {
 		return err
 	}
 
@@ -224,6 +250,7 @@ func (p *Port) open(cfg Config) error {
 	p.rxNames = make([]unix.RawSockaddrInet4, p.batch)
 	p.rxCtl = make([][rxCtlLen]byte, p.batch)
 	p.rxMD = make([]tunnel.Metadata, p.batch)
+	p.rxPort = make([]*Port, p.batch)
 	p.txHdrs = make([]unix.Mmsghdr, p.batch)
 	p.txIov = make([]unix.Iovec, p.batch)
 	p.txNames = make([]unix.RawSockaddrInet4, p.batch)
@@ -268,24 +295,27 @@ func interfaceMTU(addr netip.Addr) int {
 	return 1500
 }
 
-func (p *Port) openRx() error {
+// openRx opens the receive socket of a new receiver.
+func (p *Port) openRx() (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
-		return p.Errorf("UDP socket: %w", err)
+		return -1, p.Errorf("UDP socket: %w", err)
 	}
-	p.rxFd = fd
 	// IP_PKTINFO tells the outer destination (tun_dst) when bound to any
 	// address; SO_RXQ_OVFL reports datagrams the socket queue dropped.
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
-		return p.Errorf("IP_PKTINFO: %w", err)
+	err = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1)
+	if err != nil {
+		err = p.Errorf("IP_PKTINFO: %w", err)
+	} else if err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+		err = p.Errorf("SO_RXQ_OVFL: %w", err)
+	} else if err = unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); err != nil {
+		err = p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
-		return p.Errorf("SO_RXQ_OVFL: %w", err)
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); err != nil {
-		return p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, err)
-	}
-	return nil
+	return fd, nil
 }
 
 func (p *Port) openTx() error {
@@ -337,6 +367,10 @@ func (p *Port) FillKey(md *tunnel.Metadata, k *flowtable.Key) error {
 // Metadata returns the tunnel metadata of frame i of the last ReadBatch.
 func (p *Port) Metadata(i int) *tunnel.Metadata { return &p.rxMD[i] }
 
+// RxPort returns the port frame i of the last ReadBatch was received for:
+// p itself or another port sharing its socket (see receiver).
+func (p *Port) RxPort(i int) *Port { return p.rxPort[i] }
+
 // ReadBatch implements port.Port; the tunnel metadata of frame i is
 // Metadata(i) until the next read.
 func (p *Port) ReadBatch(b *port.Batch) (int, error) {
@@ -344,7 +378,10 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 }
 
 // ReadTunnelBatch is ReadBatch with the metadata of frame i in md[i]. It
-// reads at most min(b.Cap(), len(md), BatchSize) datagrams. The inner frames
+// reads at most min(b.Cap(), len(md), BatchSize) datagrams. When other
+// ports share the socket, only one of them reads it at a time and its
+// frames are for any of them (RxPort); the others read nothing until the
+// reading port closes and one of them takes over. The inner frames
 // and md's Options live in b's buffers until b is read into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
@@ -358,8 +395,46 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 	return p.readTunnel(b, p.rxMD, false)
 }
 
-// PollFd implements port.Poller: the UDP socket.
-func (p *Port) PollFd() int { return p.rxFd }
+// PollFd implements port.Poller: the UDP socket, or -1 while another port
+// reads it (poll(2) skips a negative descriptor).
+func (p *Port) PollFd() int {
+	if r := p.rx; r != nil && r.reader.Load() == p {
+		return r.fd
+	}
+	return -1
+}
+
+// turnCheck is how often a port that does not read the shared socket
+// looks whether it became the reader.
+const turnCheck = 100 * time.Millisecond
+
+// waitTurn waits, up to the read timeout, while another port reads the
+// shared socket; it reports whether p is the reader. The caller holds RxMu.
+func (p *Port) waitTurn(block bool) (bool, error) {
+	r := p.rx
+	if r.reader.Load() == p {
+		p.RxPoll[0].Fd = int32(r.fd)
+		return true, nil
+	}
+	// Only the wake eventfd: Close ends the wait.
+	p.RxPoll[0].Fd = -1
+	var waited time.Duration
+	for block && (p.Timeout < 0 || waited < time.Duration(p.Timeout)*time.Millisecond) {
+		d := turnCheck
+		if p.Timeout >= 0 {
+			d = min(d, time.Duration(p.Timeout)*time.Millisecond-waited)
+		}
+		if _, err := p.WaitTimeout(int(max(1, d.Milliseconds()))); err != nil {
+			return false, err
+		}
+		waited += d
+		if r.reader.Load() == p {
+			p.RxPoll[0].Fd = int32(r.fd)
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int, error) {
 	p.RxMu.Lock()
@@ -371,6 +446,10 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 	if want == 0 {
 		return 0, nil
 	}
+	if reader, err := p.waitTurn(block); !reader || err != nil {
+		return 0, err
+	}
+	fd := p.rx.fd
 	for i := 0; i < want; i++ {
 		buf := b.Buffer(i, p.rxBufLen)
 		p.rxIov[i].Base = &buf[0]
@@ -387,7 +466,7 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 	}
 	for {
 		// Raw: with MSG_DONTWAIT it never sleeps (see port.RawRead).
-		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
 			return p.Lend(p.decapBatch(b, md, int(r))), nil
@@ -409,12 +488,19 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 }
 
 // decapBatch turns the got received datagrams into frames, dropping and
-// counting the bad ones, and returns how many frames it produced.
+// counting the bad ones and those no port claims, and returns how many
+// frames it produced. Each frame is counted on the port it is for.
 func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
+	tbl := p.rx.tbl.Load()
 	n := 0
 	var c port.RxCounts
-	var hdrErrs uint64
+	var hdrErrs, noPort uint64
+	// The datagrams of a batch mostly come from one peer: the last
+	// lookup is kept.
+	var lastSrc, lastDst [4]byte
+	var lastVNI uint32
+	var lastTo *Port
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
 		dst := p.parseControl(&h.Hdr, &p.rxCtl[i])
@@ -432,19 +518,38 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			continue
 		}
 		name := &p.rxNames[i]
+		to := lastTo
+		if to == nil || name.Addr != lastSrc || dst != lastDst || m.VNI != lastVNI {
+			to = tbl.lookup(name.Addr, dst, m.VNI)
+			lastSrc, lastDst, lastVNI, lastTo = name.Addr, dst, m.VNI, to
+		}
+		if to == nil {
+			noPort++
+			continue
+		}
 		m.Src = binary.BigEndian.Uint32(name.Addr[:])
 		m.SrcPort = ntohs(name.Port)
 		m.Dst = binary.BigEndian.Uint32(dst[:])
 		m.DstPort = p.dstPort
 		b.Frames[n] = inner
 		b.Meta[n] = port.Meta{}
+		p.rxPort[n] = to
 		n++
-		c.Packets++
-		c.Bytes += uint64(len(inner))
+		if to == p {
+			c.Packets++
+			c.Bytes += uint64(len(inner))
+		} else {
+			to.Ctr.RxPackets.Add(1)
+			to.Ctr.RxBytes.Add(uint64(len(inner)))
+		}
 	}
 	c.Errors = c.LengthErrors + hdrErrs
 	if hdrErrs != 0 {
 		p.rxHeaderErrors.Add(hdrErrs)
+	}
+	if noPort != 0 {
+		p.rxNoPort.Add(noPort)
+		p.Ctr.RxDropped.Add(noPort)
 	}
 	p.CountRx(&c)
 	return n
@@ -468,13 +573,16 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 			info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
 			dst = info.Addr
 		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			// The count is the socket's: the reader keeps it in the
+			// receiver, so that the next reader goes on from it.
+			r := p.rx
 			ovfl := binary.NativeEndian.Uint32(data)
-			if p.rxOvflOK {
-				p.Ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
+			if r.ovflOK {
+				p.Ctr.RxDropped.Add(uint64(ovfl - r.ovfl))
 			} else {
 				p.Ctr.RxDropped.Add(uint64(ovfl))
 			}
-			p.rxOvfl, p.rxOvflOK = ovfl, true
+			r.ovfl, r.ovflOK = ovfl, true
 		}
 		c = c[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(c)):]
 	}
@@ -530,6 +638,15 @@ func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) 
 // prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
 // send slot s; false means the frame was dropped (and counted).
 func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap) bool {
+	if p.outKey.Fixed && k.TunID() != uint64(p.outKey.VNI) {
+		// out_key=N: every packet leaves with VNI N. The key is the
+		// caller's copy (or zeroKey, whose VNI is 0).
+		if k == &zeroKey {
+			k = &p.outKeyOnly
+		} else {
+			flowtable.FieldTunID.SetUint64(k, uint64(p.outKey.VNI))
+		}
+	}
 	dst := p.remote
 	if dst == [4]byte{} {
 		binary.BigEndian.PutUint32(dst[:], k.TunDst())
@@ -683,6 +800,7 @@ func (p *Port) TunnelStats() Stats {
 		RxHeaderErrors: p.rxHeaderErrors.Load(),
 		TxMTUDrops:     p.txMTUDrops.Load(),
 		TxNoDst:        p.txNoDst.Load(),
+		RxNoPort:       p.rxNoPort.Load(),
 	}
 }
 
@@ -690,6 +808,6 @@ func (p *Port) TunnelStats() Stats {
 func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	return errors.Join(p.CloseFd(&p.rxFd, "UDP socket"), p.CloseFd(&p.txFd, "raw socket"),
+	return errors.Join(p.leave(), p.CloseFd(&p.txFd, "raw socket"),
 		p.CloseFd(&p.routeFd, "route lookup socket"))
 }

@@ -429,15 +429,27 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
-	// Two ports on one address and port: the second bind fails.
+	// Two ports with the same match on one socket: refused, as OVS
+	// refuses a tunnel "with same config as port" another. A port on one
+	// address of the UDP port another listens on for every address:
+	// the kernel refuses the second bind.
 	if err := ns.Do(func() error {
 		p, err := Open(Config{})
 		if err != nil {
 			return err
 		}
 		defer p.Close()
-		if _, err := Open(Config{}); err == nil || !errors.Is(err, unix.EADDRINUSE) {
-			return fmt.Errorf("second Open: %v, want EADDRINUSE", err)
+		if q, err := Open(Config{Name: "again"}); err == nil || !strings.Contains(err.Error(), "same config as port genev_sys_6081 (remote_ip=flow in_key=flow)") {
+			if q != nil {
+				q.Close()
+			}
+			return fmt.Errorf("second Open: %v, want a same-config error", err)
+		}
+		if q, err := Open(Config{LocalIP: netip.MustParseAddr("127.0.0.1")}); err == nil || !errors.Is(err, unix.EADDRINUSE) {
+			if q != nil {
+				q.Close()
+			}
+			return fmt.Errorf("Open on 127.0.0.1: %v, want EADDRINUSE", err)
 		}
 		return nil
 	}); err != nil {

@@ -423,9 +423,18 @@ func TestGeneveTwoGovsNodes(t *testing.T) {
 		if err == nil || !strings.Contains(out, "address already in use") {
 			t.Errorf("second geneve port, without local_ip: %v %s", err, out)
 		}
-		out, err = n1.run("add-port", "br-int", "tun9", "type=geneve", "options:remote_ip=flow", "options:local_ip="+geneveWorker1.nodeIP)
-		if err == nil || !strings.Contains(out, "address already in use") {
-			t.Errorf("second geneve port on the same address and UDP port: %v %s", err, out)
+		// On the same address and UDP port it shares antrea-tun0's
+		// socket, unless it would take the same packets (OVS: "same
+		// config as port"). A fixed remote_ip is another match.
+		out, err = n1.run("add-port", "br-int", "tun9", "type=geneve", "options:remote_ip=flow", "options:key=flow", "options:local_ip="+geneveWorker1.nodeIP)
+		if err == nil || !strings.Contains(out, "same config as port antrea-tun0") {
+			t.Errorf("second geneve port with antrea-tun0's options: %v %s", err, out)
+		}
+		out, err = n1.run("add-port", "br-int", "tun9", "type=geneve", "options:remote_ip="+geneveWorker2.nodeIP, "options:key=flow", "options:local_ip="+geneveWorker1.nodeIP)
+		if err != nil {
+			t.Errorf("geneve port with a fixed remote_ip next to antrea-tun0: %v %s", err, out)
+		} else if out, err := n1.run("del-port", "br-int", "tun9"); err != nil {
+			t.Errorf("del-port tun9: %v %s", err, out)
 		}
 	})
 }

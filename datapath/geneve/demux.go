@@ -1,0 +1,244 @@
+package geneve
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receiving for several ports on one UDP port.
+//
+// The kernel lets one socket bind a local address and UDP port, yet a node
+// with several tunnels (ovn-controller makes one port per remote chassis,
+// each with a fixed remote_ip) has several Geneve ports on UDP 6081. As in
+// Open vSwitch, where one datapath port (genev_sys_6081) receives for all
+// of them and ofproto maps each packet to its OpenFlow port by its tunnel
+// header (ofproto/tunnel.c, tnl_find), every port with the same network
+// namespace, UDP port and local_ip shares one receiver: one socket, read by
+// one of the ports (the reader), and a table that says which port each
+// datagram is for.
+
+// KeyOption is options:in_key or options:out_key (or options:key, which
+// sets both): flow (the zero value), or a fixed VNI.
+type KeyOption struct {
+	Fixed bool
+	VNI   uint32
+}
+
+// String formats k as in the Interface options.
+func (k KeyOption) String() string {
+	if !k.Fixed {
+		return "flow"
+	}
+	return fmt.Sprint(k.VNI)
+}
+
+// match is how a port claims received packets, OVS's struct tnl_match for
+// IPv4 Geneve: the VNI (unless key=flow), the outer source (its remote_ip,
+// unless remote_ip=flow) and the outer destination (its local_ip, unset:
+// any). The receiver's key already fixes the UDP port and namespace.
+type match struct {
+	vni     uint32  // in_key; 0 when keyFlow
+	remote  [4]byte // zero: remote_ip=flow
+	local   [4]byte // zero: any local address
+	keyFlow bool
+}
+
+func (m match) String() string {
+	s := "remote_ip=flow"
+	if m.remote != [4]byte{} {
+		s = "remote_ip=" + netip.AddrFrom4(m.remote).String()
+	}
+	if m.local != [4]byte{} {
+		s += " local_ip=" + netip.AddrFrom4(m.local).String()
+	}
+	return s + " in_key=" + KeyOption{Fixed: !m.keyFlow, VNI: m.vni}.String()
+}
+
+// class is the ports of one kind of match (which fields are fixed), in the
+// order tnl_find tries them.
+type class struct {
+	keyFlow, remoteFlow bool
+	ports               map[match]*Port
+}
+
+// classOrder is tnl_find's order: fixed in_key before key=flow, then fixed
+// remote_ip before remote_ip=flow (then local_ip before none, which a
+// receiver does not need: all its ports have the same local_ip).
+var classOrder = [4]struct{ keyFlow, remoteFlow bool }{
+	{false, false}, {false, true}, {true, false}, {true, true},
+}
+
+// table is an immutable snapshot of a receiver's ports, rebuilt when a
+// port comes or goes, so the packet path reads it without a lock.
+type table struct {
+	classes []class // the non-empty ones, in classOrder
+	only    *Port   // the single port, when there is one
+	local   [4]byte // the receiver's local address, every port's local_ip
+}
+
+// newTable indexes ports, which share local and have distinct matches
+// (join checks).
+func newTable(local [4]byte, ports []*Port) *table {
+	t := &table{local: local}
+	if len(ports) == 1 {
+		t.only = ports[0]
+	}
+	for _, o := range classOrder {
+		c := class{keyFlow: o.keyFlow, remoteFlow: o.remoteFlow}
+		for _, p := range ports {
+			if p.match.keyFlow == o.keyFlow && (p.match.remote == [4]byte{}) == o.remoteFlow {
+				if c.ports == nil {
+					c.ports = map[match]*Port{}
+				}
+				c.ports[p.match] = p
+			}
+		}
+		if c.ports != nil {
+			t.classes = append(t.classes, c)
+		}
+	}
+	return t
+}
+
+// lookup returns the port a datagram from src to dst with VNI vni is for,
+// or nil (Open vSwitch drops it: "receive tunnel port not found").
+func (t *table) lookup(src, dst [4]byte, vni uint32) *Port {
+	if p := t.only; p != nil {
+		if p.match.claims(src, dst, vni) {
+			return p
+		}
+		return nil
+	}
+	for i := range t.classes {
+		c := &t.classes[i]
+		// The outer destination needs no lookup: the kernel delivered
+		// the datagram to this receiver's socket for its local address.
+		k := match{keyFlow: c.keyFlow, local: t.local}
+		if !c.keyFlow {
+			k.vni = vni
+		}
+		if !c.remoteFlow {
+			k.remote = src
+		}
+		if p := c.ports[k]; p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// claims reports whether a datagram from src to dst with VNI vni matches m.
+func (m match) claims(src, dst [4]byte, vni uint32) bool {
+	return (m.keyFlow || m.vni == vni) &&
+		(m.remote == [4]byte{} || m.remote == src) &&
+		(m.local == [4]byte{} || m.local == dst)
+}
+
+// receiverKey identifies a shared socket: the network namespace (device
+// and inode of its nsfs file), the UDP port and the local address.
+type receiverKey struct {
+	nsDev, nsIno uint64
+	port         uint16
+	local        [4]byte
+}
+
+// receiver is the socket shared by the ports with one receiverKey.
+type receiver struct {
+	key receiverKey
+	fd  int
+
+	// Guarded by receivers.mu.
+	ports []*Port // in the order they opened
+
+	tbl atomic.Pointer[table]
+	// reader is the port that reads the socket (the first port still
+	// open); the others wait for their turn.
+	reader atomic.Pointer[Port]
+	// ovfl is the socket's last SO_RXQ_OVFL count (ovflOK: one was
+	// seen); only the reader touches them.
+	ovfl   uint32
+	ovflOK bool
+}
+
+// receivers are the open receivers of the process.
+var receivers struct {
+	mu sync.Mutex
+	m  map[receiverKey]*receiver
+}
+
+// netnsID identifies the calling thread's network namespace.
+func netnsID() (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Dev, st.Ino, nil
+}
+
+// join adds p to the receiver of its namespace, UDP port and local address,
+// opening the socket with the first port. A port whose match another port
+// of the receiver has already is refused, as Open vSwitch refuses a tunnel
+// "with same config as port" another.
+func (p *Port) join() error {
+	dev, ino, err := netnsID()
+	if err != nil {
+		return p.Errorf("network namespace: %w", err)
+	}
+	key := receiverKey{nsDev: dev, nsIno: ino, port: p.dstPort, local: p.local}
+	receivers.mu.Lock()
+	defer receivers.mu.Unlock()
+	r := receivers.m[key]
+	if r == nil {
+		fd, err := p.openRx()
+		if err != nil {
+			return err
+		}
+		r = &receiver{key: key, fd: fd}
+		if receivers.m == nil {
+			receivers.m = map[receiverKey]*receiver{}
+		}
+		receivers.m[key] = r
+	}
+	for _, q := range r.ports {
+		if q.match == p.match {
+			return p.Errorf("same config as port %s (%s)", q.Name(), p.match)
+		}
+	}
+	r.ports = append(r.ports, p)
+	r.tbl.Store(newTable(r.key.local, r.ports))
+	r.reader.CompareAndSwap(nil, p)
+	p.rx = r
+	return nil
+}
+
+// leave removes p from its receiver; the next port takes over the reading,
+// and the last one closes the socket. p.rx stays set (a PMD thread may
+// still ask PollFd).
+func (p *Port) leave() error {
+	r := p.rx
+	if r == nil {
+		return nil
+	}
+	receivers.mu.Lock()
+	defer receivers.mu.Unlock()
+	i := slices.Index(r.ports, p)
+	if i < 0 {
+		return nil // left already
+	}
+	r.ports = slices.Delete(r.ports, i, i+1)
+	if len(r.ports) == 0 {
+		delete(receivers.m, r.key)
+		r.reader.Store(nil)
+		fd := r.fd
+		r.fd = -1
+		return p.CloseFd(&fd, "UDP socket")
+	}
+	r.tbl.Store(newTable(r.key.local, r.ports))
+	r.reader.CompareAndSwap(p, r.ports[0])
+	return nil
+}

@@ -1,0 +1,280 @@
+package geneve
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/tunnel"
+	"github.com/govs-project/govs/tunnel/tunneltest"
+	"golang.org/x/sys/unix"
+)
+
+func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
+
+// tnlPort is a port that only has a name and a match, for the table.
+func tnlPort(name, remote string, key KeyOption, local string) *Port {
+	p := &Port{}
+	p.Init("tunnel", name, 0)
+	if remote != "" {
+		p.match.remote = ip4(remote)
+	}
+	if local != "" {
+		p.match.local = ip4(local)
+	}
+	p.match.keyFlow = !key.Fixed
+	p.match.vni = key.VNI
+	return p
+}
+
+var keyFlow = KeyOption{}
+
+func vni(n uint32) KeyOption { return KeyOption{Fixed: true, VNI: n} }
+
+// TestTableLookup: the port a datagram goes to is the one Open vSwitch's
+// tnl_find (ofproto/tunnel.c) picks: a fixed in_key before key=flow, and
+// within each a fixed remote_ip before remote_ip=flow; nothing matches,
+// nil (dropped). The ports are those of a node of OVN (one per remote
+// chassis, key=flow) with a remote_ip=flow port and fixed-key ports.
+func TestTableLookup(t *testing.T) {
+	toB := tnlPort("ovn-b", "10.0.0.2", keyFlow, "")
+	toC := tnlPort("ovn-c", "10.0.0.3", keyFlow, "")
+	flow := tnlPort("flow", "", keyFlow, "")
+	key5 := tnlPort("key5", "", vni(5), "")
+	key5toB := tnlPort("key5-b", "10.0.0.2", vni(5), "")
+	key0 := tnlPort("key0", "", vni(0), "") // no options:key at all, in OVS
+	local := tnlPort("local", "10.0.0.2", keyFlow, "10.0.0.1")
+
+	type pkt struct {
+		src  string
+		vni  uint32
+		want *Port
+	}
+	cases := []struct {
+		name  string
+		ports []*Port
+		pkts  []pkt
+	}{
+		{"one port per remote chassis", []*Port{toB, toC}, []pkt{
+			{"10.0.0.2", 1, toB}, {"10.0.0.3", 7, toC}, {"10.0.0.4", 1, nil},
+		}},
+		{"fixed remote_ip before remote_ip=flow", []*Port{flow, toB, toC}, []pkt{
+			{"10.0.0.2", 1, toB}, {"10.0.0.3", 1, toC}, {"10.0.0.4", 1, flow}, {"10.0.0.9", 0xffffff, flow},
+		}},
+		{"fixed in_key before key=flow, whatever remote_ip", []*Port{toB, flow, key5}, []pkt{
+			{"10.0.0.2", 5, key5}, {"10.0.0.2", 6, toB}, {"10.0.0.4", 5, key5}, {"10.0.0.4", 6, flow},
+		}},
+		{"fixed in_key and remote_ip first of all", []*Port{toB, flow, key5, key5toB}, []pkt{
+			{"10.0.0.2", 5, key5toB}, {"10.0.0.3", 5, key5}, {"10.0.0.2", 4, toB},
+		}},
+		{"no key option: VNI 0 only", []*Port{key0}, []pkt{
+			{"10.0.0.2", 0, key0}, {"10.0.0.2", 1, nil},
+		}},
+		{"a lone fixed-remote port drops the others", []*Port{toB}, []pkt{
+			{"10.0.0.2", 3, toB}, {"10.0.0.3", 3, nil},
+		}},
+		{"a lone port with local_ip", []*Port{local}, []pkt{
+			{"10.0.0.2", 3, local},
+		}},
+		{"no ports", nil, []pkt{{"10.0.0.2", 3, nil}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var localAddr [4]byte
+			if len(c.ports) > 0 {
+				localAddr = c.ports[0].match.local
+			}
+			tbl := newTable(localAddr, c.ports)
+			for _, p := range c.pkts {
+				dst := localAddr
+				if dst == [4]byte{} {
+					dst = ip4("10.0.0.1")
+				}
+				got := tbl.lookup(ip4(p.src), dst, p.vni)
+				if got != p.want {
+					t.Errorf("from %s VNI %d: port %v, want %v", p.src, p.vni, portName(got), portName(p.want))
+				}
+			}
+		})
+	}
+}
+
+func portName(p *Port) string {
+	if p == nil {
+		return "none"
+	}
+	return p.Name()
+}
+
+// BenchmarkTableLookup is the per-datagram cost of finding the port: one
+// port (Antrea), and a node of a 100-chassis OVN (one fixed-remote port
+// per chassis) receiving from one of them.
+func BenchmarkTableLookup(b *testing.B) {
+	one := []*Port{tnlPort("flow", "", keyFlow, "")}
+	var ovn []*Port
+	for i := range 100 {
+		ovn = append(ovn, tnlPort("ovn", netip.AddrFrom4([4]byte{10, 0, 1, byte(i)}).String(), keyFlow, ""))
+	}
+	for _, c := range []struct {
+		name  string
+		ports []*Port
+	}{{"one port", one}, {"100 chassis", ovn}} {
+		b.Run(c.name, func(b *testing.B) {
+			tbl := newTable([4]byte{}, c.ports)
+			src, dst := [4]byte{10, 0, 1, 42}, [4]byte{10, 0, 0, 1}
+			for b.Loop() {
+				if tbl.lookup(src, dst, 7) == nil {
+					b.Fatal("no port")
+				}
+			}
+		})
+	}
+}
+
+// genevePacket is a Geneve header with VNI vni (no options) and frame.
+func genevePacket(vni uint32, frame []byte) []byte {
+	h := []byte{0, 0, 0x65, 0x58, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}
+	return append(h, frame...)
+}
+
+// sendFrom sends datagrams from src (any port) to dst:6081 in the
+// caller's namespace.
+func sendFrom(src, dst string, datagrams ...[]byte) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: ip4(src)}); err != nil {
+		return err
+	}
+	for _, d := range datagrams {
+		if err := unix.Sendto(fd, d, 0, &unix.SockaddrInet4{Addr: ip4(dst), Port: 6081}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestSharedSocket: three ports on one address and UDP port (two with a
+// fixed remote_ip, one remote_ip=flow) open, all of them, where each
+// used to need its own socket; the first reads for all, each frame
+// named with the port it is for and counted there, one from nobody's
+// remote with a fixed key counted as no port's. Closing the reader hands
+// the socket to the next port; closing the last frees the UDP port.
+func TestSharedSocket(t *testing.T) {
+	ns := netnstest.NewNS(t)
+	var toB, toC, flow *Port
+	frame := tunneltest.SeedFrame(t)
+	err := ns.Do(func() error {
+		var err error
+		cfg := Config{LocalIP: netip.MustParseAddr("127.0.0.1"), ReadTimeout: 20 * time.Millisecond}
+		open := func(name, remote string, key KeyOption) *Port {
+			if err != nil {
+				return nil
+			}
+			c := cfg
+			c.Name, c.InKey = name, key
+			if remote != "" {
+				c.RemoteIP = netip.MustParseAddr(remote)
+			}
+			var p *Port
+			p, err = Open(c)
+			return p
+		}
+		toB = open("to-b", "127.0.0.2", keyFlow)
+		toC = open("to-c", "127.0.0.3", keyFlow)
+		flow = open("flow", "", vni(9))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*Port{toB, toC, flow} {
+		t.Cleanup(func() { p.Close() })
+	}
+	send := func(datagrams map[string][][]byte) {
+		t.Helper()
+		if err := ns.Do(func() error {
+			for src, d := range datagrams {
+				if err := sendFrom(src, "127.0.0.1", d...); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// read reads from p until n frames came and returns whom they were for.
+	read := func(p *Port, n int, d time.Duration) map[string]int {
+		t.Helper()
+		b := port.NewBatch(8)
+		md := make([]tunnel.Metadata, 8)
+		got := map[string]int{}
+		total := 0
+		for end := time.Now().Add(d); total < n && time.Now().Before(end); {
+			k, err := p.ReadTunnelBatch(b, md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < k; i++ {
+				got[p.RxPort(i).Name()]++
+			}
+			total += k
+		}
+		return got
+	}
+	if toB.PollFd() < 0 || toC.PollFd() != -1 || flow.PollFd() != -1 {
+		t.Fatalf("poll descriptors %d %d %d: only the first port reads", toB.PollFd(), toC.PollFd(), flow.PollFd())
+	}
+	send(map[string][][]byte{
+		"127.0.0.2": {genevePacket(1, frame), genevePacket(9, frame)},
+		"127.0.0.3": {genevePacket(1, frame)},
+		"127.0.0.4": {genevePacket(9, frame), genevePacket(1, frame)},
+	})
+	// From .2 with VNI 9: the fixed key wins over the fixed remote_ip
+	// (tnl_find tries in_key first). From .4 with VNI 1: no port.
+	if got := read(toB, 4, 5*time.Second); got["to-b"] != 1 || got["to-c"] != 1 || got["flow"] != 2 {
+		t.Errorf("frames for %v, want to-b 1, to-c 1, flow 2", got)
+	}
+	if n := read(toC, 1, 300*time.Millisecond); len(n) != 0 {
+		t.Errorf("a port that is not the reader read %v", n)
+	}
+	for _, c := range []struct {
+		p          *Port
+		rx, noPort uint64
+	}{{toB, 1, 1}, {toC, 1, 0}, {flow, 2, 0}} {
+		if st := c.p.TunnelStats(); st.RxPackets != c.rx || st.RxNoPort != c.noPort || st.RxDropped != c.noPort {
+			t.Errorf("%s: stats %+v, want %d received, %d for no port", c.p.Name(), st, c.rx, c.noPort)
+		}
+	}
+
+	// The reader goes: to-c reads now, and to-b's datagrams are no
+	// port's.
+	if err := toB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	send(map[string][][]byte{"127.0.0.2": {genevePacket(1, frame)}, "127.0.0.3": {genevePacket(1, frame)}})
+	if got := read(toC, 1, 5*time.Second); got["to-c"] != 1 || len(got) != 1 {
+		t.Errorf("after closing to-b, to-c read %v, want one frame of its own", got)
+	}
+	if st := toC.TunnelStats(); st.RxNoPort != 1 {
+		t.Errorf("to-c: %d datagrams for no port, want 1 (to-b's)", st.RxNoPort)
+	}
+	toC.Close()
+	flow.Close()
+	// The last port closed the socket: the UDP port is free again.
+	if err := ns.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Bind(fd, &unix.SockaddrInet4{Addr: ip4("127.0.0.1"), Port: 6081})
+	}); err != nil {
+		t.Errorf("bind 127.0.0.1:6081 after the last port closed: %v", err)
+	}
+}
