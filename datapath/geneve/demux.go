@@ -78,6 +78,10 @@ var classOrder = [4]struct{ keyFlow, remoteFlow bool }{
 type table struct {
 	classes []class // the non-empty ones, in classOrder
 	only    *Port   // the single port, when there is one
+	// all is the single port when it takes every datagram of the
+	// socket (key=flow, remote_ip=flow: Antrea's), which then needs no
+	// lookup at all.
+	all *Port
 	local   [4]byte // the receiver's local address, every port's local_ip
 }
 
@@ -87,6 +91,9 @@ func newTable(local [4]byte, ports []*Port) *table {
 	t := &table{local: local}
 	if len(ports) == 1 {
 		t.only = ports[0]
+		if m := t.only.match; m.keyFlow && m.remote == [4]byte{} {
+			t.all = t.only
+		}
 	}
 	for _, o := range classOrder {
 		c := class{keyFlow: o.keyFlow, remoteFlow: o.remoteFlow}

@@ -133,6 +133,40 @@ func BenchmarkTableLookup(b *testing.B) {
 	}
 }
 
+// BenchmarkDecapShared is BenchmarkDecap on a socket shared by three
+// ports, as on an OVN chassis: fixed remote_ip 127.0.0.2 and 127.0.0.3 and
+// a fixed VNI 9, the datagrams (VNI 7) from 127.0.0.2 for the second port.
+func BenchmarkDecapShared(b *testing.B) {
+	ns := netnstest.NewNS(b)
+	var ps []*Port
+	if err := ns.Do(func() error {
+		for _, c := range []Config{
+			{Name: "to-c", RemoteIP: netip.MustParseAddr("127.0.0.3")},
+			{Name: "to-b", RemoteIP: netip.MustParseAddr("127.0.0.2")},
+			{Name: "key9", InKey: vni(9)},
+		} {
+			c.LocalIP = netip.MustParseAddr("127.0.0.1")
+			p, err := Open(c)
+			if err != nil {
+				return err
+			}
+			ps = append(ps, p)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for _, p := range ps {
+			p.Close()
+		}
+	})
+	benchDecap(b, ps[0])
+	if ps[1].Stats().RxPackets < uint64(b.N) {
+		b.Fatalf("to-b received %d of %d", ps[1].Stats().RxPackets, b.N)
+	}
+}
+
 // genevePacket is a Geneve header with VNI vni (no options) and frame.
 func genevePacket(vni uint32, frame []byte) []byte {
 	h := []byte{0, 0, 0x65, 0x58, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}

@@ -501,6 +501,9 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	var lastSrc, lastDst [4]byte
 	var lastVNI uint32
 	var lastTo *Port
+	// The frames for other ports are counted on them run by run.
+	var other *Port
+	var oc port.RxCounts
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
 		dst := p.parseControl(&h.Hdr, &p.rxCtl[i])
@@ -518,10 +521,13 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			continue
 		}
 		name := &p.rxNames[i]
-		to := lastTo
-		if to == nil || name.Addr != lastSrc || dst != lastDst || m.VNI != lastVNI {
-			to = tbl.lookup(name.Addr, dst, m.VNI)
-			lastSrc, lastDst, lastVNI, lastTo = name.Addr, dst, m.VNI, to
+		to := tbl.all // a lone flow-based port (Antrea's) takes everything
+		if to == nil {
+			if lastTo == nil || name.Addr != lastSrc || dst != lastDst || m.VNI != lastVNI {
+				lastTo = tbl.lookup(name.Addr, dst, m.VNI)
+				lastSrc, lastDst, lastVNI = name.Addr, dst, m.VNI
+			}
+			to = lastTo
 		}
 		if to == nil {
 			noPort++
@@ -539,10 +545,15 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			c.Packets++
 			c.Bytes += uint64(len(inner))
 		} else {
-			to.Ctr.RxPackets.Add(1)
-			to.Ctr.RxBytes.Add(uint64(len(inner)))
+			if to != other {
+				other.addRx(&oc)
+				other = to
+			}
+			oc.Packets++
+			oc.Bytes += uint64(len(inner))
 		}
 	}
+	other.addRx(&oc)
 	c.Errors = c.LengthErrors + hdrErrs
 	if hdrErrs != 0 {
 		p.rxHeaderErrors.Add(hdrErrs)
@@ -553,6 +564,16 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	}
 	p.CountRx(&c)
 	return n
+}
+
+// addRx adds the received frames c (of a read by another port) to p's
+// counters and clears c.
+func (p *Port) addRx(c *port.RxCounts) {
+	if p != nil && c.Packets != 0 {
+		p.Ctr.RxPackets.Add(c.Packets)
+		p.Ctr.RxBytes.Add(c.Bytes)
+	}
+	*c = port.RxCounts{}
 }
 
 // parseControl walks the control messages of one datagram: it returns the
