@@ -81,8 +81,8 @@ type table struct {
 	// all is the single port when it takes every datagram of the
 	// socket (key=flow, remote_ip=flow: Antrea's), which then needs no
 	// lookup at all.
-	all *Port
-	local   [4]byte // the receiver's local address, every port's local_ip
+	all   *Port
+	local [4]byte // the receiver's local address, every port's local_ip
 }
 
 // newTable indexes ports, which share local and have distinct matches
