@@ -358,38 +358,41 @@ priority=0,actions=drop
 		}
 		return false
 	}
-	for _, c := range []struct {
-		from   *geneve.Port
-		name   string
-		vni    uint64
-		memOut uint32
-	}{{nodeB, "B", 11, 3}, {nodeC, "C", 12, 4}} {
+	// send has peer send frame to A with VNI vni.
+	send := func(peer *geneve.Port, vni uint64) {
+		t.Helper()
+		var k flowtable.Key
+		flowtable.FieldTunID.SetUint64(&k, vni)
+		if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+	}
+	// Each peer, the VNI it sends, the memory port its frames leave A by
+	// (the in_port flow's) and the one that sends to it with VNI outVNI.
+	peers := []struct {
+		node          *geneve.Port
+		name          string
+		inVNI, outVNI uint32
+		mem           uint32
+	}{{nodeB, "B", 11, 21, 3}, {nodeC, "C", 12, 22, 4}}
+	for _, c := range peers {
 		t.Run("from "+c.name+" on its port", func(t *testing.T) {
-			var k flowtable.Key
-			flowtable.FieldTunID.SetUint64(&k, c.vni)
 			// The first datagram may wait for ARP on the underlay.
-			if n, err := c.from.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
-				t.Fatalf("write: %d %v", n, err)
+			send(c.node, uint64(c.inVNI))
+			if !waitSent(c.mem) {
+				t.Fatalf("the frame from %s did not leave mem%d (in_port %d's flow)", c.name, c.mem, c.mem-2)
 			}
-			if !waitSent(c.memOut) {
-				t.Fatalf("the frame from %s did not leave mem%d (in_port %d's flow)", c.name, c.memOut, c.memOut-2)
-			}
-			if other := ps[7-c.memOut].Sent(); len(other) != 0 {
-				t.Errorf("the frame from %s also came out of mem%d", c.name, 7-c.memOut)
+			if other := ps[7-c.mem].Sent(); len(other) != 0 {
+				t.Errorf("the frame from %s also came out of mem%d", c.name, 7-c.mem)
 			}
 		})
 	}
-	for _, c := range []struct {
-		to     *geneve.Port
-		name   string
-		memIn  uint32
-		wantID uint32
-	}{{nodeB, "B", 3, 21}, {nodeC, "C", 4, 22}} {
+	for _, c := range peers {
 		t.Run("to "+c.name+" from its port", func(t *testing.T) {
-			inject(t, b, ps, c.memIn, frame)
-			got, md := readTunnelFrame(t, c.to)
-			if !bytes.Equal(got, frame) || md.VNI != c.wantID {
-				t.Errorf("%s received VNI %d frame %x, want VNI %d", c.name, md.VNI, got, c.wantID)
+			inject(t, b, ps, c.mem, frame)
+			got, md := readTunnelFrame(t, c.node)
+			if !bytes.Equal(got, frame) || md.VNI != c.outVNI {
+				t.Errorf("%s received VNI %d frame %x, want VNI %d", c.name, md.VNI, got, c.outVNI)
 			}
 		})
 	}
@@ -402,11 +405,7 @@ priority=0,actions=drop
 		if err := b.DelPort(1); err != nil {
 			t.Fatal(err)
 		}
-		var k flowtable.Key
-		flowtable.FieldTunID.SetUint64(&k, 12)
-		if n, err := nodeC.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
-			t.Fatalf("write: %d %v", n, err)
-		}
+		send(nodeC, 12)
 		if !waitSent(4) {
 			t.Fatal("the frame from C did not leave mem4")
 		}
