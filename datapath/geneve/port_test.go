@@ -411,8 +411,10 @@ func TestOpenErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"IPv6 local_ip", Config{LocalIP: netip.MustParseAddr("fd00::1")}, "only IPv4"},
+		{"IPv6 local_ip not on this host", Config{LocalIP: netip.MustParseAddr("fd00::1")}, "bind [fd00::1]:6081"},
 		{"bad remote_ip", Config{RemoteIP: netip.IPv4Unspecified()}, "remote_ip"},
+		{"multicast IPv6 remote_ip", Config{RemoteIP: netip.MustParseAddr("ff02::1")}, "want a unicast IPv4 or IPv6 address"},
+		{"families differ", Config{LocalIP: worker1IP, RemoteIP: worker2IP6}, "not the same address family"},
 		{"address not on this host", Config{LocalIP: worker1IP}, "bind 10.79.1.201:6081"},
 		{"tiny MTU", Config{UnderlayMTU: 40}, "cannot carry"},
 	} {

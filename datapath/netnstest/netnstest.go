@@ -304,7 +304,11 @@ func (v *Veth) create(t T, opts VethOptions) {
 			end.ns.MustExec(t, "ip", "link", "set", end.name, "mtu", fmt.Sprint(opts.MTU))
 		}
 		if end.addr != "" {
-			end.ns.MustExec(t, "ip", "addr", "add", end.addr, "dev", end.name)
+			addr := []string{"ip", "addr", "add", end.addr, "dev", end.name}
+			if strings.Contains(end.addr, ":") {
+				addr = append(addr, "nodad") // usable at once, no duplicate address detection
+			}
+			end.ns.MustExec(t, addr...)
 		}
 		if !opts.KeepOffloads {
 			DisableOffloads(t, end.ns, end.name)

@@ -51,6 +51,8 @@ func buildMatchFields() []matchField {
 		{field: flowtable.FieldTunID, print: printHex},
 		{field: flowtable.FieldTunSrc, print: printIPv4},
 		{field: flowtable.FieldTunDst, print: printIPv4},
+		{field: flowtable.FieldTunIPv6Src, print: printIPv6},
+		{field: flowtable.FieldTunIPv6Dst, print: printIPv6},
 		{field: flowtable.FieldTunFlags, print: printTunFlags},
 		{name: "tun_metadata", print: printTunMetadata},
 		{field: flowtable.FieldMetadata, print: printHex},

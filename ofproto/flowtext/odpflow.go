@@ -32,10 +32,15 @@ func DatapathFlow(value, mask *flowtable.Key, port func(uint32) string) string {
 	}
 	f := func(fd *flowtable.Field) (uint64, uint64) { return fd.Uint64(value), fd.Uint64(mask) }
 
-	if v, m := f(flowtable.FieldTunDst); m != 0 || v != 0 {
+	// A packet that came from a tunnel (tun_dst or tun_ipv6_dst set); the
+	// attributes in OVS's tun_key_to_attr order, IPv4 before IPv6.
+	v, m := f(flowtable.FieldTunDst)
+	v6 := flowtable.FieldTunIPv6Dst.Value(value)
+	if m != 0 || v != 0 || !ofptext.AllZero(v6) || !ofptext.AllZero(flowtable.FieldTunIPv6Dst.Value(mask)) {
 		id, idm := f(flowtable.FieldTunID)
 		src, srcm := f(flowtable.FieldTunSrc)
-		add("tunnel", odpHex64("tun_id", id, idm), odpIPv4("src", uint32(src), uint32(srcm)), odpIPv4("dst", uint32(v), uint32(m)))
+		add("tunnel", odpHex64("tun_id", id, idm), odpIPv4("src", uint32(src), uint32(srcm)), odpIPv4("dst", uint32(v), uint32(m)),
+			odpIPv6("ipv6_src", flowtable.FieldTunIPv6Src, value, mask), odpIPv6("ipv6_dst", flowtable.FieldTunIPv6Dst, value, mask))
 	}
 	if v, m := f(flowtable.FieldPktMark); m != 0 {
 		add("skb_mark", odpHex32("", uint32(v), uint32(m)))
@@ -265,9 +270,9 @@ func odpIPv6(name string, fd *flowtable.Field, value, mask *flowtable.Key) strin
 	if ofptext.AllZero(m) {
 		return ""
 	}
-	s := name + "=" + netip.AddrFrom16([16]byte(fd.Value(value))).String()
+	s := name + "=" + ofptext.IPv6String([16]byte(fd.Value(value)))
 	if !ofptext.AllOnes(m) {
-		s += "/" + netip.AddrFrom16([16]byte(m)).String()
+		s += "/" + ofptext.IPv6String([16]byte(m))
 	}
 	return s
 }
