@@ -121,13 +121,13 @@ type Port struct {
 	rxOvflOK bool
 
 	// Guarded by TxMu.
-	txHdrs  []unix.Mmsghdr
-	txIov   []unix.Iovec
+	txHdrs   []unix.Mmsghdr
+	txIov    []unix.Iovec
 	txNames  []unix.RawSockaddrInet4
 	txNames6 []unix.RawSockaddrInet6
-	txBufs  [][]byte
-	txFrame []int // frame index of each prepared slot
-	txInner []int // inner frame length of each prepared slot
+	txBufs   [][]byte
+	txFrame  []int // frame index of each prepared slot
+	txInner  []int // inner frame length of each prepared slot
 
 	// routeFd is a UDP socket connected to a destination to learn the
 	// kernel's source address for it (csum without local_ip); srcs caches

@@ -262,7 +262,10 @@ func printFlags(c *matchCtx, e *matchField, names []ofptext.FlagName, maxMask ui
 	}
 }
 
-func printTunFlags(c *matchCtx, e *matchField) { printFlags(c, e, ofptext.TunFlagNames, 0x1) }
+// printTunFlags: OVS compares the mask with all tunnel flags (FLOW_TNL_F_MASK,
+// the private df/csum/key too), which a match on the one public bit never
+// equals, so it always prints +oam/-oam.
+func printTunFlags(c *matchCtx, e *matchField) { printFlags(c, e, ofptext.TunFlagNames, 0xf) }
 
 func printTCPFlags(c *matchCtx, e *matchField) { printFlags(c, e, ofptext.TCPFlagNames, 0xfff) }
 
