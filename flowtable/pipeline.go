@@ -206,6 +206,8 @@ type xlate struct {
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
 	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
 	conntracked bool
+	// fromTunnel: the packet came from a tunnel (see maskTunnel).
+	fromTunnel bool
 	// packetOut: output to TABLE runs the pipeline (packet-out only).
 	packetOut bool
 }
@@ -231,6 +233,8 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		x.counters = r.rec.Counters
 	}
 	x.res.Segments = 1
+	x.fromTunnel = pkt.Key.TunDst() != 0 || pkt.Key.TunIPv6Dst() != [16]byte{}
+	x.maskTunnel()
 	p.rlock()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
@@ -297,6 +301,27 @@ func (x *xlate) orMask(f *Field) {
 // mask returns the megaflow mask of the current segment. (It is an index,
 // not a pointer kept in x, so that x and its Result stay on the stack.)
 func (x *xlate) mask() *Key { return &x.res.Masks[x.seg] }
+
+// tunnelPacketMask covers the tunnel fields every megaflow of a packet
+// received from a tunnel matches exactly, as OVS's
+// flow_wildcards_init_for_packet does: tun_id (Geneve always has a key),
+// the outer addresses of both families and tun_flags.
+var tunnelPacketMask = func() Key {
+	var m Match
+	for _, f := range []*Field{FieldTunID, FieldTunSrc, FieldTunDst, FieldTunIPv6Src, FieldTunIPv6Dst, FieldTunFlags} {
+		m.Set(f, make([]byte, f.Bytes), nil)
+	}
+	return m.Mask
+}()
+
+// maskTunnel adds tunnelPacketMask to the current segment's megaflow when
+// the packet came from a tunnel: a cached flow then never serves another
+// peer's packets, and dpif/dump-flows shows tunnel(...) as OVS does.
+func (x *xlate) maskTunnel() {
+	if x.fromTunnel {
+		x.mask().Or(&tunnelPacketMask)
+	}
+}
 
 // lookup finds the best rule in table t for the packet, with conjunctive
 // match semantics (ovs-fields(7) "Conjunctive Match Fields").
@@ -944,6 +969,7 @@ func (x *xlate) conntrack(a *CT) {
 		x.seg = x.res.Segments
 	}
 	x.res.Segments++
+	x.maskTunnel()
 	var savedRec recorder
 	if x.r != nil {
 		savedRec = *x.r
