@@ -206,8 +206,9 @@ type xlate struct {
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
 	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
 	conntracked bool
-	// fromTunnel: the packet came from a tunnel (see maskTunnel).
-	fromTunnel bool
+	// tunnelMask is the megaflow part of a packet from a tunnel (see
+	// maskTunnel), nil for other packets.
+	tunnelMask *Key
 	// packetOut: output to TABLE runs the pipeline (packet-out only).
 	packetOut bool
 }
@@ -233,7 +234,12 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		x.counters = r.rec.Counters
 	}
 	x.res.Segments = 1
-	x.fromTunnel = pkt.Key.TunDst() != 0 || pkt.Key.TunIPv6Dst() != [16]byte{}
+	switch {
+	case pkt.Key.TunDst() != 0:
+		x.tunnelMask = &tunnelMask4
+	case pkt.Key.TunIPv6Dst() != [16]byte{}:
+		x.tunnelMask = &tunnelMask6
+	}
 	x.maskTunnel()
 	p.rlock()
 	// A pause reports the cookie of the flow the walk started with (OVS
@@ -302,24 +308,29 @@ func (x *xlate) orMask(f *Field) {
 // not a pointer kept in x, so that x and its Result stay on the stack.)
 func (x *xlate) mask() *Key { return &x.res.Masks[x.seg] }
 
-// tunnelPacketMask covers the tunnel fields every megaflow of a packet
-// received from a tunnel matches exactly, as OVS's
-// flow_wildcards_init_for_packet does: tun_id (Geneve always has a key),
-// the outer addresses of both families and tun_flags.
-var tunnelPacketMask = func() Key {
+// tunnelMask4 and tunnelMask6 are the tunnel fields every megaflow of a
+// packet received from a tunnel matches exactly, as in OVS's megaflows:
+// tun_id (Geneve always has a key) and the outer addresses of the
+// underlay's family.
+var (
+	tunnelMask4 = fieldsMask(FieldTunID, FieldTunSrc, FieldTunDst)
+	tunnelMask6 = fieldsMask(FieldTunID, FieldTunIPv6Src, FieldTunIPv6Dst)
+)
+
+func fieldsMask(fs ...*Field) Key {
 	var m Match
-	for _, f := range []*Field{FieldTunID, FieldTunSrc, FieldTunDst, FieldTunIPv6Src, FieldTunIPv6Dst, FieldTunFlags} {
+	for _, f := range fs {
 		m.Set(f, make([]byte, f.Bytes), nil)
 	}
 	return m.Mask
-}()
+}
 
-// maskTunnel adds tunnelPacketMask to the current segment's megaflow when
+// maskTunnel adds the tunnel mask to the current segment's megaflow when
 // the packet came from a tunnel: a cached flow then never serves another
 // peer's packets, and dpif/dump-flows shows tunnel(...) as OVS does.
 func (x *xlate) maskTunnel() {
-	if x.fromTunnel {
-		x.mask().Or(&tunnelPacketMask)
+	if x.tunnelMask != nil {
+		x.mask().Or(x.tunnelMask)
 	}
 }
 
