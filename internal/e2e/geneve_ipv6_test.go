@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/govs-project/govs/datapath/netnstest"
 )
 
 // The seed workers on an IPv6-only underlay: the same pods, gateways and
@@ -67,20 +65,7 @@ func tunIPv6FlowText(t *testing.T, g *geneveNode, w geneveWorker) string {
 // tools: ovs-vsctl (no local_ip, remote_ip=flow), ovs-appctl ovs/route/add
 // and tnl/neigh/set for IPv6, ovs-ofctl with tun_ipv6_dst flows.
 func testGeneveIPv6(t *testing.T, vswitchd1, vswitchd2 string) {
-	netnstest.RequireRoot(t)
-	hold := netnstest.NewNS(t)
-	var link *netnstest.Veth
-	var ns1 *netnstest.NS
-	w1 := startOVSDBWorker(t, vswitchd1, geneveWorker1v6, func(ns *netnstest.NS) string {
-		ns1 = ns
-		link = underlay(t, ns, hold, false, false)
-		return link.Host
-	})
-	w2 := startOVSDBWorker(t, vswitchd2, geneveWorker2v6, func(ns *netnstest.NS) string {
-		hold.MustExec(t, "ip", "link", "set", link.Peer, "netns", ns.Name)
-		ns.MustExec(t, "ip", "link", "set", link.Peer, "up")
-		return link.Peer
-	})
+	w1, w2, ns1, link := startOVSDBPair(t, vswitchd1, vswitchd2, geneveWorker1v6, geneveWorker2v6)
 	w1.addFlows(t, ipv6TunnelFlows(geneveWorker1v6)...)
 	w2.addFlows(t, ipv6TunnelFlows(geneveWorker2v6)...)
 	frontend, backend2 := w1.pods["frontend"], w2.pods["backend2"]
@@ -167,21 +152,13 @@ func testGeneveIPv6(t *testing.T, vswitchd1, vswitchd2 string) {
 	})
 }
 
-// Two nodes over an IPv6-only underlay: govs-govs, govs-OVS both ways and
-// the reference with two Open vSwitch.
-func TestGeneveIPv6GovsGovs(t *testing.T) {
-	_, vswitchd := binaries(t)
-	testGeneveIPv6(t, vswitchd, vswitchd)
+// TestGeneveIPv6 runs the walk over an IPv6-only underlay with govs-govs,
+// govs-OVS both ways and the reference with two Open vSwitch.
+func TestGeneveIPv6(t *testing.T) {
+	_, govs := binaries(t)
+	for _, c := range []struct{ name, vswitchd1, vswitchd2 string }{
+		{"GovsGovs", govs, govs}, {"GovsOVS", govs, ""}, {"OVSGovs", "", govs}, {"OpenVSwitch", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) { testGeneveIPv6(t, c.vswitchd1, c.vswitchd2) })
+	}
 }
-
-func TestGeneveIPv6GovsOVS(t *testing.T) {
-	_, vswitchd := binaries(t)
-	testGeneveIPv6(t, vswitchd, "")
-}
-
-func TestGeneveIPv6OVSGovs(t *testing.T) {
-	_, vswitchd := binaries(t)
-	testGeneveIPv6(t, "", vswitchd)
-}
-
-func TestGeneveIPv6OpenVSwitch(t *testing.T) { testGeneveIPv6(t, "", "") }

@@ -569,26 +569,33 @@ func startOVSDBWorker(t *testing.T, vswitchd string, w geneveWorker, plug func(n
 	return g
 }
 
-// testGeneveOVSDB runs the Geneve walk between two workers built by
-// startOVSDBWorker with the daemons vswitchd1 and vswitchd2 ("": Open
-// vSwitch), joined by an underlay link between their br-phy bridges.
-func testGeneveOVSDB(t *testing.T, vswitchd1, vswitchd2 string) {
+// startOVSDBPair starts the workers wk1 and wk2 with startOVSDBWorker and
+// the daemons vswitchd1 and vswitchd2, their br-phy bridges joined by an
+// underlay link; it returns them, worker 1's namespace and the link.
+func startOVSDBPair(t *testing.T, vswitchd1, vswitchd2 string, wk1, wk2 geneveWorker) (w1, w2 *geneveNode, ns1 *netnstest.NS, link *netnstest.Veth) {
+	t.Helper()
 	netnstest.RequireRoot(t)
 	// The link is made with worker 1's namespace and its far end waits in
 	// hold until worker 2's exists.
 	hold := netnstest.NewNS(t)
-	var link *netnstest.Veth
-	var ns1 *netnstest.NS
-	w1 := startOVSDBWorker(t, vswitchd1, geneveWorker1, func(ns *netnstest.NS) string {
+	w1 = startOVSDBWorker(t, vswitchd1, wk1, func(ns *netnstest.NS) string {
 		ns1 = ns
 		link = underlay(t, ns, hold, false, false)
 		return link.Host
 	})
-	w2 := startOVSDBWorker(t, vswitchd2, geneveWorker2, func(ns *netnstest.NS) string {
+	w2 = startOVSDBWorker(t, vswitchd2, wk2, func(ns *netnstest.NS) string {
 		hold.MustExec(t, "ip", "link", "set", link.Peer, "netns", ns.Name)
 		ns.MustExec(t, "ip", "link", "set", link.Peer, "up")
 		return link.Peer
 	})
+	return w1, w2, ns1, link
+}
+
+// testGeneveOVSDB runs the Geneve walk between two workers built by
+// startOVSDBWorker with the daemons vswitchd1 and vswitchd2 ("": Open
+// vSwitch), joined by an underlay link between their br-phy bridges.
+func testGeneveOVSDB(t *testing.T, vswitchd1, vswitchd2 string) {
+	w1, w2, ns1, link := startOVSDBPair(t, vswitchd1, vswitchd2, geneveWorker1, geneveWorker2)
 	frontend, backend2 := w1.pods["frontend"], w2.pods["backend2"]
 	podServe(t, backend2, "backend2", 80)
 	t.Run("frontend to backend2 TCP 80 through the tunnel, decoded by tshark", func(t *testing.T) {
