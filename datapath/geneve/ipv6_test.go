@@ -3,6 +3,7 @@ package geneve
 import (
 	"bytes"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/tunnel"
 	"github.com/govs-project/govs/tunnel/tunneltest"
+	"golang.org/x/sys/unix"
 )
 
 // An IPv6 underlay between the two nodes (the veth also keeps its IPv4
@@ -135,5 +137,46 @@ func TestGeneveDualStack(t *testing.T) {
 	}
 	if s := p1.TunnelStats(); s.TxNoDst != 1 || s.TxPackets != 4 {
 		t.Errorf("sender stats %+v, want 4 sent and 1 without destination", s)
+	}
+}
+
+// TestGeneveIPv6ZeroChecksum: a Geneve datagram over IPv6 without a UDP
+// checksum (0, which RFC 6935 allows for tunnels and OVS's userspace
+// receive accepts) is received; the kernel alone would drop it.
+func TestGeneveIPv6ZeroChecksum(t *testing.T) {
+	u := newUnderlay6(t)
+	p2 := openIn(t, u.ns2, Config{ReadTimeout: 50 * time.Millisecond})
+	inner := tunneltest.SeedFrame(t)
+	var k flowtable.Key
+	flowtable.FieldTunID.SetUint64(&k, 9)
+	payload, _, err := tunnel.Encap(nil, inner, &k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	var md tunnel.Metadata
+	dump, _ := tshark(t, u.ns2, u.veth.Peer, "ip6 and udp port 6081", func() {
+		err := u.ns1.Do(func() error {
+			fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			// UDP_NO_CHECK6_TX: the kernel sends a zero checksum.
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_TX, 1); err != nil {
+				return err
+			}
+			return unix.Sendto(fd, payload, 0, &unix.SockaddrInet6{Addr: worker2IP6.As16(), Port: 6081})
+		})
+		if err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		got, md = readOne(t, p2, 5*time.Second)
+	})
+	if !strings.Contains(dump, "Checksum: 0x0000") {
+		t.Errorf("the datagram had a UDP checksum:\n%s", dump)
+	}
+	if !bytes.Equal(got, inner) || !md.IPv6 || md.VNI != 9 || md.Src6 != worker1IP6.As16() || md.Dst6 != worker2IP6.As16() {
+		t.Errorf("received %d bytes, metadata %+v", len(got), md)
 	}
 }
