@@ -154,7 +154,7 @@ func (p *Pipeline) newControllerXlate(pkt *Packet, sink Sink, tr *Trace) xlate {
 	if pkt.Counters != nil {
 		x.counters = pkt.Counters
 	}
-	x.res.Segments = 1
+	x.begin()
 	return x
 }
 

@@ -233,14 +233,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 	} else if r != nil && r.rec.Counters != nil {
 		x.counters = r.rec.Counters
 	}
-	x.res.Segments = 1
-	switch {
-	case pkt.Key.TunDst() != 0:
-		x.tunnelMask = &tunnelMask4
-	case pkt.Key.TunIPv6Dst() != [16]byte{}:
-		x.tunnelMask = &tunnelMask6
-	}
-	x.maskTunnel()
+	x.begin()
 	p.rlock()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
@@ -323,6 +316,19 @@ func fieldsMask(fs ...*Field) Key {
 		m.Set(f, make([]byte, f.Bytes), nil)
 	}
 	return m.Mask
+}
+
+// begin starts a walk's first segment; a packet from a tunnel gets its
+// tunnel mask.
+func (x *xlate) begin() {
+	x.res.Segments = 1
+	switch {
+	case x.pkt.Key.TunDst() != 0:
+		x.tunnelMask = &tunnelMask4
+	case x.pkt.Key.TunIPv6Dst() != [16]byte{}:
+		x.tunnelMask = &tunnelMask6
+	}
+	x.maskTunnel()
 }
 
 // maskTunnel adds the tunnel mask to the current segment's megaflow when

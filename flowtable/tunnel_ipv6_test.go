@@ -60,6 +60,19 @@ table=0,priority=5,in_port=2,ip actions=set_field:fd00:4f::ca->tun_ipv6_dst,load
 	if got := flowtext.DatapathFlow(&k, mask, nil); !strings.Contains(got, "tunnel(tun_id=0x7,ipv6_src=fd00:4f::ca,ipv6_dst=fd00:4f::c9)") {
 		t.Errorf("datapath flow %s", got)
 	}
+	// ofproto/trace's walk gives the same megaflow.
+	{
+		k, frame := packetSpec(t, p, pkt)
+		var pk flowtable.Packet
+		pk.Key = k
+		fromTunnel(src)(&pk.Key)
+		if err := pk.Extract(frame); err != nil {
+			t.Fatal(err)
+		}
+		if tr := p.TraceRun(&pk, nil, &captureSink{}, nil); *tr.Mask() != *mask {
+			t.Errorf("TraceRun's megaflow differs from Run's")
+		}
+	}
 	if _, _, out := run(pkt, fromTunnel(netip.MustParseAddr("fd00:99::1"))); len(out) != 1 || out[0].port != 4 {
 		t.Errorf("from another network: %v, want port 4", out)
 	}
