@@ -74,7 +74,7 @@ func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flo
 		}
 	})
 	if kernel {
-		m, err := offload.NewManager(nil)
+		m, err := offload.NewManager(nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
