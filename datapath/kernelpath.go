@@ -119,11 +119,11 @@ func (l *loop) processOffload() {
 // RevalidateOffload ends the adoption of a previous process's kernel
 // entries (offload.Manager.Revalidate): adopt enters their connections
 // into conntrack, then each entry's flow is replayed through the current
-// pipeline (a private megaflow cache, outputs discarded) and kept only
-// if it still decides the same kind of offloadable forwarding. Call it
+// pipeline (twice, through a private megaflow cache, outputs discarded) and kept only
+// if the new flows still offload it. Call it
 // once the controller has replayed its flows (flow-restore-wait over) and
-// the ports are attached. The replay counts one packet in the flows it
-// hits.
+// the ports are attached. The replay counts two packets in the flows
+// it hits.
 func (b *Bridge) RevalidateOffload(adopt func(conntrack.Entry) error) (kept, removed int) {
 	m := b.offload
 	if m == nil || !m.Adopting() {
@@ -144,16 +144,21 @@ func (b *Bridge) RevalidateOffload(adopt func(conntrack.Entry) error) (kept, rem
 		if in == nil {
 			return start, final, nil, false
 		}
-		pkt = flowtable.Packet{}
-		pkt.Key.SetInPort(in.ofport)
-		if err := pkt.Extract(fk.Frame()); err != nil {
-			return start, final, nil, false
+		// The first run fills the cache (an upcall reports no hits, as
+		// for the packet loop's first packet), the second is the one a
+		// packet of the flow now takes.
+		for range 2 {
+			pkt = flowtable.Packet{}
+			pkt.Key.SetInPort(in.ofport)
+			if err := pkt.Extract(fk.Frame()); err != nil {
+				return start, final, nil, false
+			}
+			if clk, ok := b.pipeline.Conntrack.(flowtable.ConntrackClock); ok {
+				pkt.CtNow = clk.Now()
+			}
+			start = pkt.Key
+			c.Process(&pkt, discard{})
 		}
-		if clk, ok := b.pipeline.Conntrack.(flowtable.ConntrackClock); ok {
-			pkt.CtNow = clk.Now()
-		}
-		start = pkt.Key
-		c.Process(&pkt, discard{})
 		return start, pkt.Key, c.Hits, true
 	}
 	return m.Revalidate(adopt, replay, ports.offloadIfindex)
