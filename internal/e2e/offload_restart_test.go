@@ -17,35 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/offload"
 )
-
-// testBPFFS mounts a bpffs of the test's own (the daemons run under `ip
-// netns exec`, which remounts /sys: a bpffs they mounted at /sys/fs/bpf
-// would die with them) and returns the pin root in it. The mount goes at
-// cleanup, after the daemons are stopped; whatever is left in it then
-// fails the test.
-func testBPFFS(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", "govs-pin-bpffs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("bpf", dir, "bpf", 0, "mode=0700"); err != nil {
-		os.Remove(dir)
-		t.Fatalf("mount bpffs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount test bpffs: %v", err)
-		}
-		os.Remove(dir)
-	})
-	return filepath.Join(dir, "govs")
-}
 
 // pinsUnder lists the files pinned under dir (relative paths).
 func pinsUnder(t *testing.T, dir string) []string {
@@ -246,7 +220,8 @@ func kernelHits(t *testing.T, w *worker1) (entries, packets int) {
 // goes on while govs-vswitchd stops and starts again the way Antrea and
 // ovs-ctl restart it: flow-restore-wait set, `ovs-appctl exit`, a new
 // daemon that adopts the pinned programs and maps, the controller
-// replaying its flows, flow-restore-wait removed. No reset, every byte
+// replaying its flows, flow-restore-wait removed (and a port deleted
+// meanwhile, whose program the new daemon detaches). No reset, every byte
 // arrives, the throughput dip (100 ms samples under half the median
 // before the restart) lasts under a second, the new daemon's conntrack
 // knows the connection (adopted from the pins), and its kernel entries
@@ -255,7 +230,7 @@ func kernelHits(t *testing.T, w *worker1) (entries, packets int) {
 func TestOffloadRestartKeepsStream(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
-	root := testBPFFS(t)
+	root := filepath.Join(netnstest.MountBPFFS(t), "govs")
 	w := startWorker1OVSDB(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs="+root))
 	pinDir := offload.PinDir(root, w.o.Rundir(), w.o.Bridge())
 	frontend, backend1 := w.pods["frontend"], w.pods["backend1"]
@@ -287,6 +262,12 @@ func TestOffloadRestartKeepsStream(t *testing.T) {
 	if xdpProg(t, w.ns.Name, backend1.veth.Host) == "" {
 		t.Errorf("no XDP program on %s while govs-vswitchd is down", backend1.veth.Host)
 	}
+	// A port deleted while the daemon is down: the new one detaches it.
+	coredns := w.pods["coredns"]
+	if _, err := w.o.Vsctl("--no-wait", "del-port", coredns.veth.Host); err != nil {
+		t.Fatal(err)
+	}
+	oldProg := xdpProg(t, w.ns.Name, backend1.veth.Host)
 	t1 := time.Now()
 	w.o.StartVswitchd()
 	w.loadFlows(t)
@@ -295,6 +276,15 @@ func TestOffloadRestartKeepsStream(t *testing.T) {
 	}
 	restarted := time.Since(t1)
 	time.Sleep(3 * time.Second)
+	if p := xdpProg(t, w.ns.Name, backend1.veth.Host); p == "" || p == oldProg {
+		t.Errorf("%s runs XDP program %q after the restart, was %q: want the new daemon's", backend1.veth.Host, p, oldProg)
+	}
+	if xdpProg(t, w.ns.Name, coredns.veth.Host) != "" {
+		t.Errorf("%s, deleted while govs-vswitchd was down, still has the program", coredns.veth.Host)
+	}
+	if _, err := os.Stat(filepath.Join(pinDir, "links", coredns.veth.Host)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("link pin of the deleted port %s: %v, want it gone", coredns.veth.Host, err)
+	}
 	ct, _ := w.appctl(t, "dpctl/dump-conntrack", "zone=65520")
 	if !strings.Contains(ct, "dst=10.222.1.47") || !strings.Contains(ct, "dport=80") || !strings.Contains(ct, "ESTABLISHED") {
 		t.Errorf("the new daemon's conntrack does not know the stream's connection:\n%s", ct)
