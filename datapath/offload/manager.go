@@ -352,8 +352,10 @@ func (m *Manager) SweepLinks() []string { return m.k.SweepLinks() }
 func (m *Manager) Invalidate(gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if gen <= m.gen || m.closed {
-		return // a later change got here first, or the bridge is gone
+	if gen <= m.gen || m.closed || m.k.retained() {
+		// A later change got here first, or the bridge is gone or going
+		// with its entries left for the next process.
+		return
 	}
 	if m.adopting {
 		m.gen = gen // the adopted entries wait for Revalidate

@@ -109,7 +109,7 @@ func Load(pinDir string) (*Kernel, error) {
 // unpinned first unless the Kernel is retained (Retain).
 func (k *Kernel) Close() error {
 	var err error
-	if k.pins != nil && !k.pins.retain.Load() {
+	if k.pins != nil && !k.retained() {
 		err = k.unpin()
 	}
 	if k.conns != nil {

@@ -325,6 +325,8 @@ func (k *Kernel) Retain() {
 	}
 }
 
+func (k *Kernel) retained() bool { return k.pins != nil && k.pins.retain.Load() }
+
 // unpin removes the maps' pins and the datapath's directory (the links'
 // pins are the ports', removed when they close). Empty parents go too.
 func (k *Kernel) unpin() error {
