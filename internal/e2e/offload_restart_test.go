@@ -217,9 +217,9 @@ func kernelHits(t *testing.T, w *worker1) (entries, packets int) {
 
 // TestOffloadRestartKeepsStream: a TCP stream from frontend to backend1
 // through the seed worker 1 pipeline, forwarded by the kernel fast path,
-// goes on while govs-vswitchd stops and starts again the way Antrea and
-// ovs-ctl restart it: flow-restore-wait set, `ovs-appctl exit`, a new
-// daemon that adopts the pinned programs and maps, the controller
+// goes on while govs-vswitchd stops (`ovs-appctl exit`, or SIGKILL as a
+// crash) and starts again the way Antrea restarts it: flow-restore-wait
+// set, a new daemon that adopts the pinned programs and maps, the controller
 // replaying its flows, flow-restore-wait removed (and a port deleted
 // meanwhile, whose program the new daemon detaches). No reset, every byte
 // arrives, the throughput dip (100 ms samples under half the median
@@ -230,6 +230,18 @@ func kernelHits(t *testing.T, w *worker1) (entries, packets int) {
 func TestOffloadRestartKeepsStream(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
+	for _, tc := range []struct {
+		name string
+		stop func(w *worker1) error
+	}{
+		{"exit", func(w *worker1) error { return w.o.StopVswitchd() }},
+		{"crash", func(w *worker1) error { return w.o.KillVswitchd() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testOffloadRestart(t, vswitchd, tc.stop) })
+	}
+}
+
+func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error) {
 	root := filepath.Join(netnstest.MountBPFFS(t), "govs")
 	w := startWorker1OVSDB(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs="+root))
 	pinDir := offload.PinDir(root, w.o.Rundir(), w.o.Bridge())
@@ -246,11 +258,8 @@ func TestOffloadRestartKeepsStream(t *testing.T) {
 		t.Fatalf("no pinned link for %s under %s", backend1.veth.Host, pinDir)
 	}
 	restartAt := s.nSamples()
-	if _, err := w.o.Vsctl("set", "Open_vSwitch", ".", "other_config:flow-restore-wait=true"); err != nil {
-		t.Fatal(err)
-	}
 	t0 := time.Now()
-	if err := w.o.StopVswitchd(); err != nil {
+	if err := stop(w); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Since(t0)
@@ -261,6 +270,11 @@ func TestOffloadRestartKeepsStream(t *testing.T) {
 	}
 	if xdpProg(t, w.ns.Name, backend1.veth.Host) == "" {
 		t.Errorf("no XDP program on %s while govs-vswitchd is down", backend1.veth.Host)
+	}
+	// Antrea's start script sets flow-restore-wait before it starts the
+	// switch; the agent removes it once it has replayed its flows.
+	if _, err := w.o.Vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:flow-restore-wait=true"); err != nil {
+		t.Fatal(err)
 	}
 	// A port deleted while the daemon is down: the new one detaches it.
 	coredns := w.pods["coredns"]

@@ -279,6 +279,22 @@ func (o *OVS) startVswitchd() {
 // (e.g. "--cleanup") and waits until the process is gone.
 func (o *OVS) StopVswitchd(exitArgs ...string) error {
 	o.tb.Helper()
+	return o.endVswitchd(func(*daemon) error {
+		if out, err := o.Appctl(append([]string{"exit"}, exitArgs...)...); err != nil {
+			return fmt.Errorf("ovs-appctl exit: %w (%s)", err, out)
+		}
+		return nil
+	})
+}
+
+// KillVswitchd kills ovs-vswitchd with SIGKILL (a crash) and waits until
+// the process is gone.
+func (o *OVS) KillVswitchd() error {
+	o.tb.Helper()
+	return o.endVswitchd(func(d *daemon) error { return syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL) })
+}
+
+func (o *OVS) endVswitchd(end func(*daemon) error) error {
 	var d *daemon
 	for _, x := range o.daemons {
 		if x.name == "ovs-vswitchd" {
@@ -288,14 +304,14 @@ func (o *OVS) StopVswitchd(exitArgs ...string) error {
 	if d == nil {
 		return fmt.Errorf("ovstest: no ovs-vswitchd started")
 	}
-	if out, err := o.Appctl(append([]string{"exit"}, exitArgs...)...); err != nil {
-		return fmt.Errorf("ovs-appctl exit: %w (%s)", err, out)
+	if err := end(d); err != nil {
+		return err
 	}
 	select {
 	case <-d.done:
 		return nil
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("ovstest: ovs-vswitchd still running 10s after exit")
+		return fmt.Errorf("ovstest: ovs-vswitchd still running after 10s")
 	}
 }
 
