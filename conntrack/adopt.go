@@ -87,14 +87,7 @@ func (t *Tracker) Adopt(e Entry) error {
 		t.setExp(c, tmOtherBidir, now)
 	}
 	c.unlock()
-	s0.insertEntry(h0, ref, 0)
-	if nat != 0 {
-		t.shards[a1].insertEntry(h1, ref, 1)
-	}
-	s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
-	if n := s0.count.Add(1); n%countBatch == 0 {
-		t.approx.Add(countBatch)
-	}
+	t.publishConn(a0, a1, ref, c, h0, h1, nat)
 	return nil
 }
 
