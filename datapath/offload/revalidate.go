@@ -226,3 +226,22 @@ func ipChecksum(h []byte) uint16 {
 	}
 	return ^uint16(sum)
 }
+
+// Conns returns the connection records of the kernel entries (pinned
+// only; one per entry, so a connection offloaded both ways is there
+// twice), as a restarted daemon's conntrack would adopt them.
+func (m *Manager) Conns() []conntrack.Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.k.conns == nil || m.closed {
+		return nil
+	}
+	var out []conntrack.Entry
+	var ci connInfo
+	for key := range m.entries {
+		if m.k.conns.Lookup(&key, &ci) == nil {
+			out = append(out, ci.entry())
+		}
+	}
+	return out
+}
