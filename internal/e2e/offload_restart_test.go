@@ -334,9 +334,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 		t.Errorf("after exit --cleanup still pinned: %v", left)
 	}
 	for _, p := range w.pods {
-		if xdpProg(t, w.ns.Name, p.veth.Host) != "" {
-			t.Errorf("after exit --cleanup %s still has an XDP program", p.veth.Host)
-		}
+		waitXDP(t, w.ns.Name, p.veth.Host, false)
 	}
 	if _, err := os.Stat(pinDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after exit --cleanup %s: %v, want it gone", pinDir, err)

@@ -211,13 +211,17 @@ func (d *Daemon) retainOffload() {
 // connections entered into conntrack.
 func (d *Daemon) settlePinnedOffload(want State) {
 	d.mu.Lock()
-	if d.PinRoot == "" || !d.offload {
+	if d.PinRoot == "" {
 		d.mu.Unlock()
 		return
 	}
-	bridges := make(map[string]*datapath.Bridge, len(d.bridges))
+	// The bridges with a kernel path; with the kernel path off (or not
+	// loadable) none, and a previous run's pins all go.
+	bridges := map[string]*datapath.Bridge{}
 	for n, b := range d.bridges {
-		bridges[n] = b.dp
+		if b.dp.Offload() != nil {
+			bridges[n] = b.dp
+		}
 	}
 	first := !d.pinsSwept
 	d.pinsSwept = true
@@ -228,12 +232,13 @@ func (d *Daemon) settlePinnedOffload(want State) {
 		es, _ := os.ReadDir(root)
 		for _, e := range es {
 			if _, ok := bridges[e.Name()]; !ok {
-				d.Log.Info("offload: removing the pinned state of a deleted bridge", zap.String("bridge", e.Name()))
+				d.Log.Info("offload: removing the pinned state of a bridge deleted or without kernel path", zap.String("bridge", e.Name()))
 				if err := offload.RemovePins(filepath.Join(root, e.Name())); err != nil {
 					d.Log.Warn("offload: removing pinned state", zap.Error(err))
 				}
 			}
 		}
+		os.Remove(root) // if no bridge pins anything any more
 		for n, dp := range bridges {
 			if m := dp.Offload(); m != nil {
 				if gone := m.SweepLinks(); len(gone) > 0 {
@@ -242,7 +247,7 @@ func (d *Daemon) settlePinnedOffload(want State) {
 			}
 		}
 	}
-	if want.FlowRestoreWait {
+	if want.FlowRestoreWait || tracker == nil {
 		return
 	}
 	for _, dp := range bridges {
