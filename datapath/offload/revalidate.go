@@ -150,6 +150,9 @@ func (m *Manager) Revalidate(adopt func(conntrack.Entry) error, replay Replay, i
 	}
 	for i, a := range todo {
 		if decisions[i].ok {
+			if e := m.entries[a.key]; e != nil {
+				m.pushOneLocked(a.key, e) // what it forwarded since the adoption
+			}
 			m.installLocked(&a.key, decisions[i].d, decisions[i].out, decisions[i].conn)
 			kept++
 		}
