@@ -182,14 +182,17 @@ func kb(samples []int64) []int64 {
 	return out
 }
 
-// longestDip is the longest run of samples, from index from on, below
-// half the median of the samples before it.
-func longestDip(samples []int64, from int) time.Duration {
-	base := append([]int64(nil), samples[:from]...)
+// dipFloor is half the median of samples: a sample under it is a dip.
+func dipFloor(samples []int64) int64 {
+	base := append([]int64(nil), samples...)
 	sort.Slice(base, func(i, j int) bool { return base[i] < base[j] })
-	floor := base[len(base)/2] / 2
+	return base[len(base)/2] / 2
+}
+
+// longestDip is the longest run of samples under floor.
+func longestDip(samples []int64, floor int64) time.Duration {
 	run, longest := 0, 0
-	for _, v := range samples[from:] {
+	for _, v := range samples {
 		if v < floor {
 			run++
 			longest = max(longest, run)
@@ -263,6 +266,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 		t.Fatal(err)
 	}
 	stopped := time.Since(t0)
+	phases := []int{s.nSamples()} // stopped, started, flows replayed and revalidated
 	down := s.recvd.Load()
 	time.Sleep(time.Second)
 	if got := s.recvd.Load() - down; got < 1<<20 {
@@ -284,11 +288,13 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	oldProg := xdpProg(t, w.ns.Name, backend1.veth.Host)
 	t1 := time.Now()
 	w.o.StartVswitchd()
+	phases = append(phases, s.nSamples())
 	w.loadFlows(t)
 	if _, err := w.o.Vsctl("remove", "Open_vSwitch", ".", "other_config", "flow-restore-wait"); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Since(t1)
+	phases = append(phases, s.nSamples())
 	time.Sleep(3 * time.Second)
 	if p := xdpProg(t, w.ns.Name, backend1.veth.Host); p == "" || p == oldProg {
 		t.Errorf("%s runs XDP program %q after the restart, was %q: want the new daemon's", backend1.veth.Host, p, oldProg)
@@ -316,12 +322,15 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	}
 	s.finish(t)
 	samples := s.snapshot()
-	dip := longestDip(samples, restartAt)
+	floor := dipFloor(samples[:restartAt])
+	dip := longestDip(samples[restartAt:], floor)
 	t.Logf("stop %v, start+replay %v; received %d MB; MB/s per second: %s (restart in second %d)",
 		stopped.Round(time.Millisecond), restarted.Round(time.Millisecond), s.recvd.Load()>>20,
 		strings.Join(seconds(samples), " "), restartAt/10)
-	t.Logf("100 ms samples around the restart (KB): %v", kb(samples[max(restartAt-5, 0):min(restartAt+25, len(samples))]))
-	t.Logf("longest dip (100 ms samples under half the median before the restart): %v", dip)
+	t.Logf("100 ms samples from the restart on (KB): %v; stopped, started, revalidated at samples %v",
+		kb(samples[restartAt:min(restartAt+35, len(samples))]), []int{phases[0] - restartAt, phases[1] - restartAt, phases[2] - restartAt})
+	t.Logf("longest dip (100 ms samples under half the median before the restart): %v from the restart on, %v before it",
+		dip, longestDip(samples[:restartAt], floor))
 	if dip >= time.Second {
 		t.Errorf("throughput dipped for %v across the restart, want under 1s", dip)
 	}
