@@ -204,7 +204,21 @@ func (k *Kernel) loadPinned(spec *ebpf.CollectionSpec, dir string) error {
 	for _, name := range []string{offloadMapFlows, offloadMapGeneration} {
 		spec.Maps[name].Pinning = ebpf.PinByName
 	}
-	if err := spec.LoadAndAssign(&k.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.mapDir()}}); err != nil {
+	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.mapDir()}}
+	err = spec.LoadAndAssign(&k.objs, opts)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		// Same layout hash, yet the kernel's maps differ (flags, a
+		// hand-made pin): start over with maps of our own.
+		if err := os.RemoveAll(p.mapDir()); err != nil {
+			return fmt.Errorf("unpin incompatible maps: %w", err)
+		}
+		if err := os.MkdirAll(p.mapDir(), 0o700); err != nil {
+			return fmt.Errorf("pin directory: %w", err)
+		}
+		p.adopted = false
+		err = spec.LoadAndAssign(&k.objs, opts)
+	}
+	if err != nil {
 		return err
 	}
 	k.conns, err = ebpf.NewMapWithOptions(&ebpf.MapSpec{

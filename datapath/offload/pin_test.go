@@ -160,3 +160,35 @@ func pinnedLinkProgram(t *testing.T, path string) ebpf.ProgramID {
 	}
 	return info.Program
 }
+
+// TestPinIncompatibleMaps: maps pinned under the current layout's name
+// that the kernel finds incompatible (here a hand-made array) are
+// replaced, not adopted, and do not stop the load.
+func TestPinIncompatibleMaps(t *testing.T) {
+	netnstest.RequireRoot(t)
+	dir := filepath.Join(netnstest.MountBPFFS(t), "govs", "_run", "br0")
+	spec, err := loadOffload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vdir := filepath.Join(dir, layoutVersion(spec))
+	if err := os.MkdirAll(vdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Pin(filepath.Join(vdir, offloadMapFlows)); err != nil {
+		t.Fatal(err)
+	}
+	bad.Close()
+	k, err := Load(dir)
+	if err != nil {
+		t.Fatalf("load over incompatible pinned maps: %v", err)
+	}
+	defer k.Close()
+	if k.Adopted() || k.objs.Flows.Type() != ebpf.Hash {
+		t.Errorf("adopted %v, flows map %v: want fresh maps of the program's own", k.Adopted(), k.objs.Flows.Type())
+	}
+}
