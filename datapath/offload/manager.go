@@ -266,6 +266,12 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if k.Adopted() {
 		m.adoptLocked()
+		// No keepalives until Revalidate: nothing in userspace could
+		// take them (flow-restore-wait drops them, conntrack does not
+		// know the connections yet).
+		if err := k.Hold(); err != nil {
+			log.Warn("offload: keepalives stay on while adopting", zap.Error(err))
+		}
 	}
 	if pinDir != "" && !k.PinsOutliveProcess() {
 		log.Warn("offload: bpffs mounted in this process's own mount namespace; the kernel state will not survive a restart (mount bpffs at /sys/fs/bpf on the host, or pass --bpffs)", zap.String("pin_dir", pinDir))
@@ -339,7 +345,14 @@ func (m *Manager) Attach(ifindex int, name string) (io.Closer, error) {
 // and the manager then leaves the program attached and the entries
 // forwarding (a clean stop without --cleanup, as ovs-vswitchd leaves its
 // kernel datapath).
-func (m *Manager) Retain() { m.k.Retain() }
+func (m *Manager) Retain() {
+	m.k.Retain()
+	// Keepalives would be lost while no process runs: the links move to
+	// the program without them.
+	if err := m.k.Hold(); err != nil {
+		m.log.Warn("offload: keepalives stay on across the stop", zap.Error(err))
+	}
+}
 
 // SweepLinks detaches the pinned links no port claimed (ports deleted
 // while govs-vswitchd was down) and returns their names.

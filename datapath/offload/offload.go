@@ -66,9 +66,10 @@ type Counters struct {
 // map the kernel synchronizes).
 type Kernel struct {
 	objs  offloadObjects
-	conns *ebpf.Map // each entry's connection (connInfo); pinned only
-	pins  *pins     // nil: nothing pinned
-	gen   uint64    // the generation in the map at load
+	conns *ebpf.Map            // each entry's connection (connInfo); pinned only
+	pins  *pins                // nil: nothing pinned
+	spec  *ebpf.CollectionSpec // pinned only: for the hold program
+	gen   uint64               // the generation in the map at load
 }
 
 // Load loads the program and maps into the kernel. It fails where the
@@ -115,6 +116,9 @@ func (k *Kernel) Close() error {
 	if k.conns != nil {
 		k.conns.Close()
 	}
+	if k.pins != nil && k.pins.hold != nil {
+		k.pins.hold.Close() // the links that run it keep it
+	}
 	return errors.Join(err, k.objs.Close())
 }
 
@@ -131,11 +135,11 @@ func (k *Kernel) Attach(ifindex int, name string) (io.Closer, error) {
 	if k.pins != nil {
 		return k.attachPinned(ifindex, name)
 	}
-	return k.attachLink(ifindex)
+	return k.attachLink(ifindex, k.objs.GovsOffload)
 }
 
-func (k *Kernel) attachLink(ifindex int) (link.Link, error) {
-	l, err := link.AttachXDP(link.XDPOptions{Program: k.objs.GovsOffload, Interface: ifindex, Flags: link.XDPGenericMode})
+func (k *Kernel) attachLink(ifindex int, prog *ebpf.Program) (link.Link, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
 	if err != nil {
 		return nil, fmt.Errorf("attach offload program to ifindex %d: %w", ifindex, err)
 	}

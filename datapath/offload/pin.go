@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -169,7 +170,10 @@ type pins struct {
 	retain atomic.Bool
 
 	mu      sync.Mutex
-	claimed map[string]bool // link pins a port of this process owns
+	claimed map[string]*portLink // the port links of this process, by pin name
+	// hold is the program without keepalives the links run while no
+	// process can take them (nil: the links run the Kernel's program).
+	hold *ebpf.Program
 }
 
 func (p *pins) mapDir() string  { return filepath.Join(p.dir, p.version) }
@@ -184,7 +188,7 @@ func (k *Kernel) loadPinned(spec *ebpf.CollectionSpec, dir string) error {
 	if err != nil {
 		return err
 	}
-	p := &pins{dir: dir, version: layoutVersion(spec), claimed: map[string]bool{}, ownMount: mounted && privateMountNS()}
+	p := &pins{dir: dir, version: layoutVersion(spec), claimed: map[string]*portLink{}, ownMount: mounted && privateMountNS()}
 	if err := os.MkdirAll(p.mapDir(), 0o700); err != nil {
 		return fmt.Errorf("pin directory: %w", err)
 	}
@@ -230,7 +234,7 @@ func (k *Kernel) loadPinned(spec *ebpf.CollectionSpec, dir string) error {
 		k.objs.Close()
 		return fmt.Errorf("conns map: %w", err)
 	}
-	k.pins = p
+	k.pins, k.spec = p, spec
 	return nil
 }
 
@@ -279,9 +283,8 @@ func (k *Kernel) attachPinned(ifindex int, name string) (io.Closer, error) {
 	path := filepath.Join(p.linkDir(), name)
 	if l, err := link.LoadPinnedLink(path, nil); err == nil {
 		if info, err := l.Info(); err == nil && info.Type == link.XDPType && info.XDP() != nil && int(info.XDP().Ifindex) == ifindex {
-			if err := l.Update(k.objs.GovsOffload); err == nil {
-				p.claim(name)
-				return &portLink{l: l, path: path, p: p}, nil
+			if err := l.Update(k.linkProgram()); err == nil {
+				return p.claim(&portLink{l: l, path: path, p: p}), nil
 			}
 		}
 		// Another interface of that name, or a link the kernel cannot
@@ -291,7 +294,7 @@ func (k *Kernel) attachPinned(ifindex int, name string) (io.Closer, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		os.Remove(path)
 	}
-	l, err := k.attachLink(ifindex)
+	l, err := k.attachLink(ifindex, k.linkProgram())
 	if err != nil {
 		return nil, err
 	}
@@ -299,14 +302,86 @@ func (k *Kernel) attachPinned(ifindex int, name string) (io.Closer, error) {
 		l.Close()
 		return nil, fmt.Errorf("pin offload link of %s: %w", name, err)
 	}
-	p.claim(name)
-	return &portLink{l: l, path: path, p: p}, nil
+	return p.claim(&portLink{l: l, path: path, p: p}), nil
 }
 
-func (p *pins) claim(name string) {
+func (p *pins) claim(pl *portLink) *portLink {
 	p.mu.Lock()
-	p.claimed[name] = true
+	p.claimed[filepath.Base(pl.path)] = pl
 	p.mu.Unlock()
+	return pl
+}
+
+// linkProgram is the program new links run: the hold program while
+// there is one.
+func (k *Kernel) linkProgram() *ebpf.Program {
+	if k.pins != nil {
+		k.pins.mu.Lock()
+		defer k.pins.mu.Unlock()
+		if k.pins.hold != nil {
+			return k.pins.hold
+		}
+	}
+	return k.objs.GovsOffload
+}
+
+// Hold moves the ports' links (and those attached later) to a copy of
+// the program that passes no keepalives to userspace: while no process
+// can take them (between a clean stop and the next process's
+// revalidation) they would be lost, one packet per entry, direction and
+// second. The entries forward as before.
+func (k *Kernel) Hold() error {
+	if k.pins == nil {
+		return nil
+	}
+	spec := k.spec.Copy()
+	if err := spec.Variables[offloadVarPassIntervalNs].Set(uint64(math.MaxUint64)); err != nil {
+		return fmt.Errorf("hold program: %w", err)
+	}
+	var objs struct {
+		Prog *ebpf.Program `ebpf:"govs_offload"`
+	}
+	err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		offloadMapFlows: k.objs.Flows, offloadMapGeneration: k.objs.Generation,
+	}})
+	if err != nil {
+		return fmt.Errorf("load hold program: %w", err)
+	}
+	p := k.pins
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold != nil {
+		p.hold.Close()
+	}
+	p.hold = objs.Prog
+	return p.updateLinksLocked(objs.Prog)
+}
+
+// Release moves the links back to the Kernel's program, with keepalives.
+func (k *Kernel) Release() error {
+	if k.pins == nil {
+		return nil
+	}
+	p := k.pins
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold == nil {
+		return nil
+	}
+	err := p.updateLinksLocked(k.objs.GovsOffload)
+	p.hold.Close()
+	p.hold = nil
+	return err
+}
+
+func (p *pins) updateLinksLocked(prog *ebpf.Program) error {
+	var errs []error
+	for name, pl := range p.claimed {
+		if err := pl.l.Update(prog); err != nil {
+			errs = append(errs, fmt.Errorf("move the offload link of %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SweepLinks unpins the links no port of this process claimed: ports
@@ -321,7 +396,7 @@ func (k *Kernel) SweepLinks() []string {
 	var gone []string
 	es, _ := os.ReadDir(p.linkDir())
 	for _, e := range es {
-		if !p.claimed[e.Name()] {
+		if p.claimed[e.Name()] == nil {
 			if os.Remove(filepath.Join(p.linkDir(), e.Name())) == nil {
 				gone = append(gone, e.Name())
 			}

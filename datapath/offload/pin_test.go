@@ -68,15 +68,19 @@ func TestPinnedRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.Retain()
+	if err := k.Hold(); err != nil {
+		t.Fatal(err)
+	}
 	l.Close()
 	k.Close()
 
-	// Nobody holds the program or maps but the pins: the kernel forwards.
+	// Nobody holds the program or maps but the pins: the kernel forwards
+	// every datagram, with no keepalive handed to (absent) userspace.
 	srv := udpListen(t, p.b, "10.77.0.2:9999")
 	cli := udpListen(t, p.a, "10.77.0.1:4000")
-	sendUDP(t, cli, 5)
-	if got := recvCount(srv, 300*time.Millisecond); got < 4 {
-		t.Fatalf("B got %d of 5 datagrams with the daemon gone, want the kernel to forward (one may be the keepalive)", got)
+	sendSpread(t, cli, 30, 1500*time.Millisecond)
+	if got := recvCount(srv, 300*time.Millisecond); got != 30 {
+		t.Fatalf("B got %d of 30 datagrams sent over 1.5s with the daemon gone, want all (no keepalives)", got)
 	}
 
 	m, err := NewManager(nil, dir)
@@ -95,9 +99,9 @@ func TestPinnedRestart(t *testing.T) {
 	}
 	// Pipeline changes while adopting leave the entry alone.
 	m.Invalidate(5)
-	sendUDP(t, cli, 5)
-	if got := recvCount(srv, 300*time.Millisecond); got < 4 {
-		t.Fatalf("B got %d of 5 datagrams while adopting", got)
+	sendSpread(t, cli, 30, 1500*time.Millisecond)
+	if got := recvCount(srv, 300*time.Millisecond); got != 30 {
+		t.Fatalf("B got %d of 30 datagrams while adopting, want all (no keepalives)", got)
 	}
 	var adopted []conntrack.Entry
 	kept, removed := m.Revalidate(func(e conntrack.Entry) error { adopted = append(adopted, e); return nil },
@@ -114,6 +118,14 @@ func TestPinnedRestart(t *testing.T) {
 	sendUDP(t, cli, 3)
 	if got := recvCount(srv, 300*time.Millisecond); got != 0 {
 		t.Errorf("B got %d datagrams after the entry was removed", got)
+	}
+	// Revalidated, the links run the Kernel's own program (keepalives on).
+	info, err := m.k.objs.GovsOffload.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := info.ID(); pinnedLinkProgram(t, filepath.Join(dir, "links", p.va.Host)) != id {
+		t.Errorf("after Revalidate the link runs program %d, want the Kernel's %d", pinnedLinkProgram(t, filepath.Join(dir, "links", p.va.Host)), id)
 	}
 
 	l.Close()
@@ -133,6 +145,15 @@ func TestPinnedRestart(t *testing.T) {
 			t.Errorf("%s still has an XDP program", p.va.Host)
 			break
 		}
+	}
+}
+
+// sendSpread sends n datagrams from c to B evenly over d.
+func sendSpread(t *testing.T, c *net.UDPConn, n int, d time.Duration) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		sendUDP(t, c, 1)
+		time.Sleep(d / time.Duration(n))
 	}
 }
 

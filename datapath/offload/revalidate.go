@@ -162,6 +162,10 @@ func (m *Manager) Revalidate(adopt func(conntrack.Entry) error, replay Replay, i
 	if err := m.k.SetGeneration(m.base + m.gen); err != nil {
 		m.log.Error("offload: switching to the new generation failed", zap.Error(err))
 	}
+	// Keepalives again: conntrack knows the connections now.
+	if err := m.k.Release(); err != nil {
+		m.log.Warn("offload: moving the links back to the program with keepalives", zap.Error(err))
+	}
 	for i, a := range todo {
 		if !decisions[i].ok {
 			if e := m.entries[a.key]; e != nil {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/offload"
 )
@@ -124,6 +126,20 @@ func startStream(t *testing.T, from, to *pod, addr string) *stream {
 		}
 	}()
 	return s
+}
+
+// retransmits is the sender's count of retransmitted segments.
+func (s *stream) retransmits() uint32 {
+	raw, err := s.conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var info *unix.TCPInfo
+	raw.Control(func(fd uintptr) { info, _ = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) })
+	if info == nil {
+		return 0
+	}
+	return info.Total_retrans
 }
 
 // nSamples is how many samples were taken so far.
@@ -261,6 +277,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 		t.Fatalf("no pinned link for %s under %s", backend1.veth.Host, pinDir)
 	}
 	restartAt := s.nSamples()
+	retransBefore := s.retransmits()
 	t0 := time.Now()
 	if err := stop(w); err != nil {
 		t.Fatal(err)
@@ -320,6 +337,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	if adopted == nil || kept == nil || adopted[1] == "0" || kept[1] != adopted[1] {
 		t.Errorf("adopted %v, revalidated %v: want every adopted entry kept", adopted, kept)
 	}
+	retrans := s.retransmits() - retransBefore
 	s.finish(t)
 	samples := s.snapshot()
 	floor := dipFloor(samples[:restartAt])
@@ -329,8 +347,8 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 		strings.Join(seconds(samples), " "), restartAt/10)
 	t.Logf("100 ms samples from the restart on (KB): %v; stopped, started, revalidated at samples %v",
 		kb(samples[restartAt:min(restartAt+35, len(samples))]), []int{phases[0] - restartAt, phases[1] - restartAt, phases[2] - restartAt})
-	t.Logf("longest dip (100 ms samples under half the median before the restart): %v from the restart on, %v before it",
-		dip, longestDip(samples[:restartAt], floor))
+	t.Logf("longest dip (100 ms samples under half the median before the restart): %v from the restart on, %v before it; segments retransmitted %d before the restart, %d from it on",
+		dip, longestDip(samples[:restartAt], floor), retransBefore, retrans)
 	if dip >= time.Second {
 		t.Errorf("throughput dipped for %v across the restart, want under 1s", dip)
 	}
