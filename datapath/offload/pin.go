@@ -23,14 +23,14 @@ import (
 	"github.com/govs-project/govs/conntrack"
 )
 
-// Pinning (docs/offload.md, "Restarts"): a datapath's maps and the links
-// that attach its program to the ports live in bpffs under a directory of
-// its own, so that established connections keep flowing in the kernel
-// while govs-vswitchd stops, restarts or is upgraded:
+// Pinning (docs/offload.md, "Restarts without a gap"): a datapath's maps
+// and the links that attach its program to the ports live in bpffs under
+// a directory of its own, so that established connections keep flowing
+// in the kernel while govs-vswitchd stops, restarts or is upgraded:
 //
 //	<root>/<rundir>/<bridge>/v<layout>/flows       the entries
 //	<root>/<rundir>/<bridge>/v<layout>/generation  the valid generation
-//	<root>/<rundir>/<bridge>/v<layout>/conns       each entry's connection
+//	<root>/<rundir>/<bridge>/v<layout>/govs_conns  each entry's connection
 //	<root>/<rundir>/<bridge>/links/<port>          the XDP links
 //
 // The owner of every pin is the datapath the directory names: a clean
