@@ -265,7 +265,7 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	}
 	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if k.Adopted() {
-		m.adoptLocked()
+		m.adoptPinned()
 		// No keepalives until Revalidate: nothing in userspace could
 		// take them (flow-restore-wait drops them, conntrack does not
 		// know the connections yet).
@@ -280,10 +280,10 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	return m, nil
 }
 
-// adoptLocked takes the pinned entries over: their kernel counters so far
+// adoptPinned (before the Manager is shared) takes the pinned entries over: their kernel counters so far
 // are the previous process's, and new kernel generations start above
 // theirs.
-func (m *Manager) adoptLocked() {
+func (m *Manager) adoptPinned() {
 	m.adopting = true
 	m.base, m.gen = m.k.gen+1, 0
 	now := int64(monotonicNow())
