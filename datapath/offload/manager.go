@@ -280,9 +280,9 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	return m, nil
 }
 
-// adoptPinned (before the Manager is shared) takes the pinned entries over: their kernel counters so far
-// are the previous process's, and new kernel generations start above
-// theirs.
+// adoptPinned takes the pinned entries over (before the Manager is
+// shared): their kernel counters so far are the previous process's, and
+// new kernel generations start above theirs.
 func (m *Manager) adoptPinned() {
 	m.adopting = true
 	m.base, m.gen = m.k.gen+1, 0
