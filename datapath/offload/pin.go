@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,7 +109,7 @@ func privateMountNS() bool {
 func layoutVersion(spec *ebpf.CollectionSpec) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "conns %d\n", binary.Size(connInfo{}))
-	for _, name := range []string{offloadMapFlows, offloadMapGeneration} {
+	for _, name := range pinnedMaps(spec) {
 		m := spec.Maps[name]
 		fmt.Fprintf(h, "%s %v %d %d %d\n", name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
 		for _, t := range []btf.Type{m.Key, m.Value} {
@@ -121,6 +122,20 @@ func layoutVersion(spec *ebpf.CollectionSpec) string {
 		}
 	}
 	return "v" + hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+// pinnedMaps names the program's maps that are pinned: all but the
+// sections of its global variables (.rodata, .data, .bss), which belong
+// to one loaded program.
+func pinnedMaps(spec *ebpf.CollectionSpec) []string {
+	var names []string
+	for name := range spec.Maps {
+		if !strings.HasPrefix(name, ".") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // connInfo is the conntrack entry of a kernel entry's connection, pinned
@@ -205,7 +220,7 @@ func (k *Kernel) loadPinned(spec *ebpf.CollectionSpec, dir string) error {
 	}
 	_, err = os.Stat(filepath.Join(p.mapDir(), offloadMapFlows))
 	p.adopted = err == nil
-	for _, name := range []string{offloadMapFlows, offloadMapGeneration} {
+	for _, name := range pinnedMaps(spec) {
 		spec.Maps[name].Pinning = ebpf.PinByName
 	}
 	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: p.mapDir()}}
@@ -338,13 +353,24 @@ func (k *Kernel) Hold() error {
 	if err := spec.Variables[offloadVarPassIntervalNs].Set(uint64(math.MaxUint64)); err != nil {
 		return fmt.Errorf("hold program: %w", err)
 	}
+	// The same maps: the pinned ones, by their pins.
+	replace := map[string]*ebpf.Map{}
+	defer func() {
+		for _, m := range replace {
+			m.Close()
+		}
+	}()
+	for _, name := range pinnedMaps(spec) {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(k.pins.mapDir(), name), nil)
+		if err != nil {
+			return fmt.Errorf("hold program: %w", err)
+		}
+		replace[name] = m
+	}
 	var objs struct {
 		Prog *ebpf.Program `ebpf:"govs_offload"`
 	}
-	err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		offloadMapFlows: k.objs.Flows, offloadMapGeneration: k.objs.Generation,
-	}})
-	if err != nil {
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 		return fmt.Errorf("load hold program: %w", err)
 	}
 	p := k.pins
@@ -421,9 +447,12 @@ func (k *Kernel) retained() bool { return k.pins != nil && k.pins.retain.Load() 
 func (k *Kernel) unpin() error {
 	p := k.pins
 	var errs []error
-	for _, m := range []*ebpf.Map{k.objs.Flows, k.objs.Generation, k.conns} {
-		if err := m.Unpin(); err != nil {
-			errs = append(errs, err)
+	if err := k.conns.Unpin(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, name := range pinnedMaps(k.spec) {
+		if err := os.Remove(filepath.Join(p.mapDir(), name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("unpin offload map: %w", err))
 		}
 	}
 	for _, d := range []string{p.mapDir(), p.linkDir(), p.dir, filepath.Dir(p.dir)} {
