@@ -548,3 +548,26 @@ func ReadTCP(addr string) (string, error) {
 	b, err := io.ReadAll(c)
 	return string(b), err
 }
+
+// MountBPFFS mounts a bpffs of the test's own under /tmp and returns its
+// path; it is unmounted (freeing whatever is still pinned in it) and
+// removed at cleanup. Daemons started under `ip netns exec` see it (that
+// remounts /sys only), and nothing a test pins lands in /sys/fs/bpf.
+func MountBPFFS(t T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "govs-bpffs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("bpf", dir, "bpf", 0, "mode=0700"); err != nil {
+		os.Remove(dir)
+		t.Fatalf("mount bpffs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount test bpffs %s: %v", dir, err)
+		}
+		os.Remove(dir)
+	})
+	return dir
+}
