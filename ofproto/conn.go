@@ -13,10 +13,12 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/ofproto/translate"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -74,6 +76,9 @@ type Conn struct {
 	// reclaim asks for freed memory to go back to the kernel once the
 	// current request is done (a big dump or delete; see reclaimMemory).
 	reclaim bool
+	// flowMod is the scratch a flow-mod add is translated in
+	// (newFlowModReq); only the connection's reader uses it.
+	flowMod translate.FlowMod
 	xid     atomic.Uint32
 	lastRx  atomic.Int64
 	closed  chan struct{}
@@ -282,7 +287,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 		go c.prober()
 	}
 	buf := make([]byte, wire.MaxMessageLen)
-	r := bufio.NewReaderSize(c.nc, 64*1024)
+	r := bufio.NewReaderSize(&coalescingReader{nc: c.nc, hold: c.bundleOpen}, readBufferSize)
 	var dec wire.Decoder
 	for {
 		h, body, err := wire.ReadMessage(r, buf)
@@ -303,6 +308,53 @@ func (c *Conn) Serve(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// readBufferSize is the connection's read buffer: a wakeup takes up to
+// this many bytes of messages.
+const readBufferSize = 64 * 1024
+
+// bundleOpen says a bundle is open on the connection: its adds get no
+// reply, so reading them a little later costs the peer nothing.
+func (c *Conn) bundleOpen() bool {
+	for _, bd := range c.State.Bundles {
+		if !bd.Closed {
+			return true
+		}
+	}
+	return false
+}
+
+// coalesceWait is how long a connection with an open bundle lets the
+// peer's messages accumulate after a short read, so that one wakeup
+// takes many messages (a client writes a bundle one message at a time,
+// each write would wake the switch for one message). Bounded, so a peer
+// that stops writing waits at most this long for its close or commit.
+const coalesceWait = 200 * time.Microsecond
+
+// coalesceFull is a read size that shows the peer writes faster than
+// the switch reads: then there is nothing to gain from waiting.
+const coalesceFull = readBufferSize / 4
+
+// coalescingReader reads a connection; while hold says so, a read that
+// follows a short one first sleeps coalesceWait. Outside bundles it
+// reads at once, so echo, barrier and other requests wait no longer.
+type coalescingReader struct {
+	nc   net.Conn
+	hold func() bool
+	last int // bytes the last read returned
+}
+
+func (r *coalescingReader) Read(p []byte) (int, error) {
+	if r.last < coalesceFull && r.hold() {
+		// A plain sleep of the thread: a Go timer this short would
+		// round up to a millisecond in the netpoller.
+		ts := syscall.NsecToTimespec(int64(coalesceWait))
+		syscall.Nanosleep(&ts, nil)
+	}
+	n, err := r.nc.Read(p)
+	r.last = n
+	return n, err
 }
 
 // panicStackOnce logs the stack of the first recovered panic of the
