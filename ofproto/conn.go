@@ -167,6 +167,14 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	switch nc.(type) {
+	case *net.UnixConn, *net.TCPConn:
+		if rs, err := newRawSocket(nc); err == nil {
+			nc = rs
+		} else {
+			log.Debug("connection stays in the netpoller", zap.Error(err))
+		}
+	}
 	c := &Conn{nc: nc, opts: opts, handler: h,
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
 	c.out.init()
