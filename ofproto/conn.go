@@ -79,10 +79,12 @@ type Conn struct {
 	// flowMod is the scratch a flow-mod add is translated in
 	// (newFlowModReq); only the connection's reader uses it.
 	flowMod translate.FlowMod
-	xid     atomic.Uint32
-	lastRx  atomic.Int64
-	closed  chan struct{}
-	closeMu sync.Once
+	// lastBundleAdd: the last message was a bundle add (coalescing).
+	lastBundleAdd bool
+	xid           atomic.Uint32
+	lastRx        atomic.Int64
+	closed        chan struct{}
+	closeMu       sync.Once
 
 	// Per-connection state the handler keeps (role, formats, async config).
 	State ConnState
@@ -295,7 +297,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 		go c.prober()
 	}
 	buf := make([]byte, wire.MaxMessageLen)
-	r := bufio.NewReaderSize(&coalescingReader{nc: c.nc, hold: c.bundleOpen}, readBufferSize)
+	r := bufio.NewReaderSize(&coalescingReader{nc: c.nc, hold: c.coalescing}, readBufferSize)
 	var dec wire.Decoder
 	for {
 		h, body, err := wire.ReadMessage(r, buf)
@@ -322,30 +324,25 @@ func (c *Conn) Serve(ctx context.Context) error {
 // this many bytes of messages.
 const readBufferSize = 64 * 1024
 
-// bundleOpen says a bundle is open on the connection: its adds get no
-// reply, so reading them a little later costs the peer nothing.
-func (c *Conn) bundleOpen() bool {
-	for _, bd := range c.State.Bundles {
-		if !bd.Closed {
-			return true
-		}
-	}
-	return false
-}
+// coalescing says the last message handled was a bundle add: it got no
+// reply, and the next are most likely more of the same, so reading them a
+// little later costs the peer nothing.
+func (c *Conn) coalescing() bool { return c.lastBundleAdd }
 
-// coalesceWait is how long a connection with an open bundle lets the
+// coalesceWait is how long a connection adding to a bundle lets the
 // peer's messages accumulate after a short read, so that one wakeup
 // takes many messages (a client writes a bundle one message at a time,
 // each write would wake the switch for one message). Bounded, so a peer
 // that stops writing waits at most this long for its close or commit.
 const coalesceWait = 200 * time.Microsecond
 
-// coalesceFull is a read size that shows the peer writes faster than
-// the switch reads: then there is nothing to gain from waiting.
-const coalesceFull = readBufferSize / 4
+// coalesceFull is a read size that shows the messages already come in
+// batches (the peer writes faster than the switch reads, or writes many
+// messages at once): then waiting would only delay them.
+const coalesceFull = 8 * 1024
 
 // coalescingReader reads a connection; while hold says so, a read that
-// follows a short one first sleeps coalesceWait. Outside bundles it
+// follows a short one first sleeps coalesceWait. Outside bundle adds it
 // reads at once, so echo, barrier and other requests wait no longer.
 type coalescingReader struct {
 	nc   net.Conn
@@ -412,6 +409,7 @@ func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) (err
 		return err
 	}
 	decoding = false
+	_, c.lastBundleAdd = m.(*wire.BundleAdd)
 	switch m := m.(type) {
 	case *wire.EchoRequest:
 		return c.Send(h.Xid, &wire.EchoReply{Data: m.Data})
