@@ -3,38 +3,29 @@ package ofproto
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/govs-project/govs/internal/oftest"
 )
 
 // rawPair returns a rawSocket and the plain net.Conn at the other end of
 // an AF_UNIX stream socketpair.
 func rawPair(t *testing.T) (*rawSocket, net.Conn) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	nc, peer, err := oftest.SocketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), fmt.Sprintf("socketpair-%d", i))
-		conns[i], err = net.FileConn(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	rs, err := newRawSocket(conns[0])
+	rs, err := newRawSocket(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rs.Close(); conns[1].Close() })
-	return rs, conns[1]
+	t.Cleanup(func() { rs.Close(); peer.Close() })
+	return rs, peer
 }
 
 // TestRawSocketCloseEndsBlockedRead: Close from another goroutine ends a
