@@ -79,12 +79,13 @@ type Conn struct {
 	// flowMod is the scratch a flow-mod add is translated in
 	// (newFlowModReq); only the connection's reader uses it.
 	flowMod translate.FlowMod
-	// lastBundleAdd: the last message was a bundle add (coalescing).
-	lastBundleAdd bool
-	xid           atomic.Uint32
-	lastRx        atomic.Int64
-	closed        chan struct{}
-	closeMu       sync.Once
+	// addRun counts the bundle adds in a row up to the last message
+	// (coalescing).
+	addRun  int
+	xid     atomic.Uint32
+	lastRx  atomic.Int64
+	closed  chan struct{}
+	closeMu sync.Once
 
 	// Per-connection state the handler keeps (role, formats, async config).
 	State ConnState
@@ -324,10 +325,15 @@ func (c *Conn) Serve(ctx context.Context) error {
 // this many bytes of messages.
 const readBufferSize = 64 * 1024
 
-// coalescing says the last message handled was a bundle add: it got no
-// reply, and the next are most likely more of the same, so reading them a
-// little later costs the peer nothing.
-func (c *Conn) coalescing() bool { return c.lastBundleAdd }
+// coalescing says the last messages were bundle adds, enough of them to
+// be a big bundle: they get no reply, and the next are most likely more of
+// the same, so reading them a little later costs the peer nothing. A
+// small bundle (a few adds, as an agent sends for one pod) is not kept
+// waiting.
+func (c *Conn) coalescing() bool { return c.addRun >= coalesceAfter }
+
+// coalesceAfter is how many bundle adds in a row start coalescing.
+const coalesceAfter = 16
 
 // coalesceWait is how long a connection adding to a bundle lets the
 // peer's messages accumulate after a short read, so that one wakeup
@@ -409,7 +415,11 @@ func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) (err
 		return err
 	}
 	decoding = false
-	_, c.lastBundleAdd = m.(*wire.BundleAdd)
+	if _, ok := m.(*wire.BundleAdd); ok {
+		c.addRun++
+	} else {
+		c.addRun = 0
+	}
 	switch m := m.(type) {
 	case *wire.EchoRequest:
 		return c.Send(h.Xid, &wire.EchoReply{Data: m.Data})
