@@ -35,6 +35,11 @@ func BenchmarkPacketInLatency(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 	}
+	reportLatency(b, lat)
+}
+
+// reportLatency reports the median and p99 of lat (sorted in place).
+func reportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
@@ -110,9 +115,7 @@ func BenchmarkEchoLatency(b *testing.B) {
 				}
 				lat = append(lat, time.Since(start))
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			reportLatency(b, lat)
 		})
 	}
 }
