@@ -98,6 +98,10 @@ type Bridge struct {
 	// batching counts the PortBatch calls under way: ports added meanwhile
 	// invalidate the caches once, when the last batch ends.
 	batching atomic.Int32
+	// batchAdded: a port was added in the batch (nothing to invalidate
+	// otherwise: a reconfiguration that adds no port must not drop the
+	// kernel fast path's entries).
+	batchAdded atomic.Bool
 
 	// OnPacketIn receives every packet-in. It is called on the goroutine
 	// of the port the packet came from (or the PacketOut caller), so it
@@ -333,6 +337,8 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	// batch, once at its end).
 	if b.batching.Load() == 0 {
 		b.pipeline.BumpGeneration()
+	} else {
+		b.batchAdded.Store(true)
 	}
 	if bp.poller != nil {
 		b.pmd.add(bp)
@@ -639,7 +645,7 @@ func (b *Bridge) DumpFlows() (flows []flowcache.DumpEntry, now int64) {
 func (b *Bridge) PortBatch(add func()) {
 	b.batching.Add(1)
 	defer func() {
-		if b.batching.Add(-1) == 0 {
+		if b.batching.Add(-1) == 0 && b.batchAdded.Swap(false) {
 			b.pipeline.BumpGeneration()
 		}
 	}()

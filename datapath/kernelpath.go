@@ -3,8 +3,11 @@ package datapath
 import (
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/conntrack"
+	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
+	"github.com/govs-project/govs/flowtable"
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
@@ -34,7 +37,7 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 	if b.offload == nil || kind != KindSystem || !ok || bp.vnet != nil || b.CacheDisabled {
 		return
 	}
-	x, err := b.offload.Attach(ix.Ifindex())
+	x, err := b.offload.Attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
 		if b.OffloadAttachError != nil {
 			b.OffloadAttachError(bp.p.Name(), err)
@@ -82,12 +85,16 @@ func (l *loop) initOffload() {
 	}
 	l.offload = true
 	l.cache.TraceHits = true
-	l.ifindexOf = func(ofport uint32) (int, bool) {
-		if bp := l.ports.byNo[ofport]; bp != nil && bp.xdp != nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
-			return bp.ifindex, true
-		}
-		return 0, false
+	l.ifindexOf = func(ofport uint32) (int, bool) { return l.ports.offloadIfindex(ofport) }
+}
+
+// offloadIfindex is the interface the program can redirect to for output
+// port ofport: a port with the program attached that forwards.
+func (ps *portSet) offloadIfindex(ofport uint32) (int, bool) {
+	if bp := ps.byNo[ofport]; bp != nil && bp.xdp != nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
+		return bp.ifindex, true
 	}
+	return 0, false
 }
 
 // processOffload runs the packet through the cache and offers the
@@ -108,3 +115,57 @@ func (l *loop) processOffload() {
 		l.b.offload.Forget(fk)
 	}
 }
+
+// RevalidateOffload ends the adoption of a previous process's kernel
+// entries (offload.Manager.Revalidate): adopt enters their connections
+// into conntrack, then each entry's flow is replayed through the current
+// pipeline (twice, through a private megaflow cache, outputs discarded) and kept only
+// if the new flows still offload it. Call it
+// once the controller has replayed its flows (flow-restore-wait over) and
+// the ports are attached. The replay counts two packets in the flows
+// it hits.
+func (b *Bridge) RevalidateOffload(adopt func(conntrack.Entry) error) (kept, removed int) {
+	m := b.offload
+	if m == nil || !m.Adopting() {
+		return 0, 0
+	}
+	c := flowcache.New(b.pipeline)
+	defer c.Close()
+	c.TraceHits = true
+	ports := b.ports.Load()
+	var pkt flowtable.Packet
+	replay := func(fk offload.FlowKey) (start, final flowtable.Key, hits []*flowcache.Entry, ok bool) {
+		var in *bridgePort
+		for _, bp := range ports.byNo {
+			if bp.xdp != nil && uint32(bp.ifindex) == fk.Ifindex {
+				in = bp
+			}
+		}
+		if in == nil {
+			return start, final, nil, false
+		}
+		// The first run fills the cache (an upcall reports no hits, as
+		// for the packet loop's first packet), the second is the one a
+		// packet of the flow now takes.
+		for range 2 {
+			pkt = flowtable.Packet{}
+			pkt.Key.SetInPort(in.ofport)
+			if err := pkt.Extract(fk.Frame()); err != nil {
+				return start, final, nil, false
+			}
+			if clk, ok := b.pipeline.Conntrack.(flowtable.ConntrackClock); ok {
+				pkt.CtNow = clk.Now()
+			}
+			start = pkt.Key
+			c.Process(&pkt, discard{})
+		}
+		return start, pkt.Key, c.Hits, true
+	}
+	return m.Revalidate(adopt, replay, ports.offloadIfindex)
+}
+
+// discard is the sink of a replayed packet: nothing leaves the switch.
+type discard struct{}
+
+func (discard) Output(uint32, *flowtable.Packet)                {}
+func (discard) PacketIn(*flowtable.Packet, *flowtable.PacketIn) {}

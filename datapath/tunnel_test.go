@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,14 +24,31 @@ var antreaTLV = flowtable.TLVMapping{Class: 0x104, Type: 0x80, Len: 4, Index: 0}
 // 127.0.0.1 and a peer port on 127.0.0.2 that plays the other node.
 func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
+	return tunnelPairOn(t, "127.0.0.1", "127.0.0.2")
+}
+
+// tunnelPair6 is tunnelPair over IPv6: fd00::1 and fd00::2 on the
+// namespace's loopback.
+func tunnelPair6(t testing.TB) (local, peer *geneve.Port) {
+	t.Helper()
+	return tunnelPairOn(t, "fd00::1", "fd00::2")
+}
+
+func tunnelPairOn(t testing.TB, localIP, peerIP string) (local, peer *geneve.Port) {
+	t.Helper()
 	ns := netnstest.NewNS(t)
+	if strings.Contains(localIP, ":") {
+		for _, a := range []string{localIP, peerIP} {
+			ns.MustExec(t, "ip", "addr", "add", a+"/128", "dev", "lo", "nodad")
+		}
+	}
 	err := ns.Do(func() error {
 		var err error
-		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr("127.0.0.1"), ReadTimeout: 20 * time.Millisecond})
+		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(localIP), ReadTimeout: 20 * time.Millisecond})
 		if err != nil {
 			return err
 		}
-		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr("127.0.0.2"), ReadTimeout: 20 * time.Millisecond})
+		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr(peerIP), ReadTimeout: 20 * time.Millisecond})
 		return err
 	})
 	if err != nil {
@@ -45,7 +63,11 @@ func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 func peerKey(t testing.TB, tlv *flowtable.TLVMap, dst string, tunID uint64, md0 uint32) *flowtable.Key {
 	t.Helper()
 	var k flowtable.Key
-	flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(netip.MustParseAddr(dst).AsSlice())))
+	if a := netip.MustParseAddr(dst); a.Is6() {
+		flowtable.FieldTunIPv6Dst.SetValue(&k, a.AsSlice())
+	} else {
+		flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(a.AsSlice())))
+	}
 	flowtable.FieldTunID.SetUint64(&k, tunID)
 	f, err := tlv.Resolve(flowtable.FieldTunMetadataN[0])
 	if err != nil {
@@ -199,13 +221,23 @@ priority=90,in_port=1,actions=drop
 // sets tun_dst and tun_metadata0, the key copy and the encapsulation and
 // sendmmsg of WriteTunnel (over loopback). One op is one packet.
 func BenchmarkProcessToTunnel(b *testing.B) {
-	local, peer := tunnelPair(b)
-	_ = peer
+	local, _ := tunnelPair(b)
+	benchProcessToTunnel(b, local, "set_field:127.0.0.2->tun_dst")
+}
+
+// BenchmarkProcessToTunnelIPv6 is BenchmarkProcessToTunnel over IPv6
+// (tun_ipv6_dst, raw IPv6 socket, UDP checksum).
+func BenchmarkProcessToTunnelIPv6(b *testing.B) {
+	local, _ := tunnelPair6(b)
+	benchProcessToTunnel(b, local, "set_field:fd00::2->tun_ipv6_dst")
+}
+
+func benchProcessToTunnel(b *testing.B, local *geneve.Port, setDst string) {
 	p := flowtable.NewPipeline()
 	if err := p.TLV.Add(antreaTLV); err != nil {
 		b.Fatal(err)
 	}
-	if err := flowtext.Load(p, "in_port=2,actions=set_field:127.0.0.2->tun_dst,set_field:0xa0000000->tun_metadata0,output:1", nil); err != nil {
+	if err := flowtext.Load(p, "in_port=2,actions="+setDst+",set_field:0xa0000000->tun_metadata0,output:1", nil); err != nil {
 		b.Fatal(err)
 	}
 	br := NewBridge("br-tun", 1, p, nil)
@@ -221,8 +253,8 @@ func BenchmarkProcessToTunnel(b *testing.B) {
 	before := local.Stats().TxPackets
 	benchProcess(b, l, data)
 	st := local.TunnelStats()
-	if got := st.TxPackets + st.TxDropped - before; got < uint64(b.N) {
-		b.Fatalf("tunnel handled %d frames, want %d", got, b.N)
+	if got := st.TxPackets + st.TxDropped - before; got < uint64(b.N) || st.TxPackets == 0 {
+		b.Fatalf("tunnel handled %d frames (%d sent), want %d", got, st.TxPackets, b.N)
 	}
 }
 
@@ -232,11 +264,22 @@ func BenchmarkProcessToTunnel(b *testing.B) {
 // written to a memory port. One op is one packet.
 func BenchmarkProcessFromTunnel(b *testing.B) {
 	local, peer := tunnelPair(b)
+	benchProcessFromTunnel(b, local, peer, "", "127.0.0.1")
+}
+
+// BenchmarkProcessFromTunnelIPv6 is BenchmarkProcessFromTunnel over IPv6;
+// the flow also matches tun_ipv6_src, which the receive fills.
+func BenchmarkProcessFromTunnelIPv6(b *testing.B) {
+	local, peer := tunnelPair6(b)
+	benchProcessFromTunnel(b, local, peer, "tun_ipv6_src=fd00::2,", "fd00::1")
+}
+
+func benchProcessFromTunnel(b *testing.B, local, peer *geneve.Port, match, dst string) {
 	p := flowtable.NewPipeline()
 	if err := p.TLV.Add(antreaTLV); err != nil {
 		b.Fatal(err)
 	}
-	if err := flowtext.Load(p, "in_port=1,tun_metadata0=0xb0000000,actions=output:2", nil); err != nil {
+	if err := flowtext.Load(p, "in_port=1,"+match+"tun_metadata0=0xb0000000,actions=output:2", nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := peer.SetTLVMap(p.TLV); err != nil {
@@ -261,7 +304,7 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 	data := tcpFrame(b, true, "ack", 1, 1, 64)
 	frames := make([][]byte, BatchSize)
 	keys := make([]*flowtable.Key, BatchSize)
-	k := peerKey(b, p.TLV, "127.0.0.1", 0, 0xb0000000)
+	k := peerKey(b, p.TLV, dst, 0, 0xb0000000)
 	for i := range frames {
 		frames[i], keys[i] = data, k
 	}

@@ -206,6 +206,9 @@ type xlate struct {
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
 	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
 	conntracked bool
+	// tunnelMask is the megaflow part of a packet from a tunnel (see
+	// maskTunnel), nil for other packets.
+	tunnelMask *Key
 	// packetOut: output to TABLE runs the pipeline (packet-out only).
 	packetOut bool
 }
@@ -230,7 +233,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 	} else if r != nil && r.rec.Counters != nil {
 		x.counters = r.rec.Counters
 	}
-	x.res.Segments = 1
+	x.begin()
 	p.rlock()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
@@ -297,6 +300,45 @@ func (x *xlate) orMask(f *Field) {
 // mask returns the megaflow mask of the current segment. (It is an index,
 // not a pointer kept in x, so that x and its Result stay on the stack.)
 func (x *xlate) mask() *Key { return &x.res.Masks[x.seg] }
+
+// tunnelMask4 and tunnelMask6 are the tunnel fields every megaflow of a
+// packet received from a tunnel matches exactly, as in OVS's megaflows:
+// tun_id (Geneve always has a key) and the outer addresses of the
+// underlay's family.
+var (
+	tunnelMask4 = fieldsMask(FieldTunID, FieldTunSrc, FieldTunDst)
+	tunnelMask6 = fieldsMask(FieldTunID, FieldTunIPv6Src, FieldTunIPv6Dst)
+)
+
+func fieldsMask(fs ...*Field) Key {
+	var m Match
+	for _, f := range fs {
+		m.Set(f, make([]byte, f.Bytes), nil)
+	}
+	return m.Mask
+}
+
+// begin starts a walk's first segment; a packet from a tunnel gets its
+// tunnel mask.
+func (x *xlate) begin() {
+	x.res.Segments = 1
+	switch {
+	case x.pkt.Key.TunDst() != 0:
+		x.tunnelMask = &tunnelMask4
+	case x.pkt.Key.TunIPv6Dst() != [16]byte{}:
+		x.tunnelMask = &tunnelMask6
+	}
+	x.maskTunnel()
+}
+
+// maskTunnel adds the tunnel mask to the current segment's megaflow when
+// the packet came from a tunnel: a cached flow then never serves another
+// peer's packets, and dpif/dump-flows shows tunnel(...) as OVS does.
+func (x *xlate) maskTunnel() {
+	if x.tunnelMask != nil {
+		x.mask().Or(x.tunnelMask)
+	}
+}
 
 // lookup finds the best rule in table t for the packet, with conjunctive
 // match semantics (ovs-fields(7) "Conjunctive Match Fields").
@@ -944,6 +986,7 @@ func (x *xlate) conntrack(a *CT) {
 		x.seg = x.res.Segments
 	}
 	x.res.Segments++
+	x.maskTunnel()
 	var savedRec recorder
 	if x.r != nil {
 		savedRec = *x.r

@@ -3,11 +3,13 @@ package geneve
 import (
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/tunnel"
 	"github.com/govs-project/govs/tunnel/tunneltest"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkDecap is the receive path after recvmmsg: a batch of 64
@@ -41,7 +43,10 @@ func benchDecap(b *testing.B, p *Port) {
 			p.rxHdrs[i].Len = uint32(len(dgram))
 			p.rxHdrs[i].Hdr.Flags = 0
 			p.rxHdrs[i].Hdr.Controllen = 0
-			p.rxNames[i].Addr = [4]byte{127, 0, 0, 2}
+			// As an AF_INET socket (p's, bound to 127.0.0.1) reports it.
+			sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&p.rxNames[i]))
+			sa.Family = unix.AF_INET
+			sa.Addr = [4]byte{127, 0, 0, 2}
 		}
 	}
 	fill()

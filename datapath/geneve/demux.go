@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,24 +38,52 @@ func (k KeyOption) String() string {
 	return fmt.Sprint(k.VNI)
 }
 
+// addr is an underlay address, IPv4 or IPv6, in the form a dual-stack
+// socket reports a sender: IPv6, with IPv4 as v4-mapped (::ffff:a.b.c.d).
+// The zero value is no address (remote_ip=flow, no local_ip).
+type addr [16]byte
+
+// addrOf returns a as an addr; an invalid or unspecified a is zero.
+func addrOf(a netip.Addr) addr {
+	if !a.IsValid() || a.IsUnspecified() {
+		return addr{}
+	}
+	return a.As16()
+}
+
+func (a addr) String() string { return netip.AddrFrom16(a).Unmap().String() }
+
+// sourceAddr returns the sender of a datagram, which an AF_INET socket
+// reports as a sockaddr_in and an AF_INET6 one as a sockaddr_in6 (IPv4
+// senders v4-mapped on a dual-stack socket).
+func sourceAddr(name *unix.RawSockaddrInet6) addr {
+	if name.Family == unix.AF_INET {
+		a := addr{10: 0xff, 11: 0xff}
+		*(*[4]byte)(a[12:]) = (*unix.RawSockaddrInet4)(unsafe.Pointer(name)).Addr
+		return a
+	}
+	return name.Addr
+}
+
 // match is how a port claims received packets, OVS's struct tnl_match for
-// IPv4 Geneve: the VNI (unless key=flow), the outer source (its remote_ip,
-// unless remote_ip=flow) and the outer destination (its local_ip, unset:
-// any). The receiver's key already fixes the UDP port and namespace.
+// Geneve: the VNI (unless key=flow), the outer source (its remote_ip,
+// unless remote_ip=flow; IPv4 or IPv6) and the outer destination (its
+// local_ip, unset: any). The receiver's key already fixes the UDP port and
+// namespace.
 type match struct {
-	vni     uint32  // in_key; 0 when keyFlow
-	remote  [4]byte // zero: remote_ip=flow
-	local   [4]byte // zero: any local address
+	vni     uint32 // in_key; 0 when keyFlow
+	remote  addr   // zero: remote_ip=flow
+	local   addr   // zero: any local address
 	keyFlow bool
 }
 
 func (m match) String() string {
 	s := "remote_ip=flow"
-	if m.remote != [4]byte{} {
-		s = "remote_ip=" + netip.AddrFrom4(m.remote).String()
+	if m.remote != (addr{}) {
+		s = "remote_ip=" + m.remote.String()
 	}
-	if m.local != [4]byte{} {
-		s += " local_ip=" + netip.AddrFrom4(m.local).String()
+	if m.local != (addr{}) {
+		s += " local_ip=" + m.local.String()
 	}
 	return s + " in_key=" + KeyOption{Fixed: !m.keyFlow, VNI: m.vni}.String()
 }
@@ -82,23 +111,23 @@ type table struct {
 	// socket (key=flow, remote_ip=flow: Antrea's), which then needs no
 	// lookup at all.
 	all   *Port
-	local [4]byte // the receiver's local address, every port's local_ip
+	local addr // the receiver's local address, every port's local_ip
 }
 
 // newTable indexes ports, which share local and have distinct matches
 // (join checks).
-func newTable(local [4]byte, ports []*Port) *table {
+func newTable(local addr, ports []*Port) *table {
 	t := &table{local: local}
 	if len(ports) == 1 {
 		t.only = ports[0]
-		if m := t.only.match; m.keyFlow && m.remote == [4]byte{} {
+		if m := t.only.match; m.keyFlow && m.remote == (addr{}) {
 			t.all = t.only
 		}
 	}
 	for _, o := range classOrder {
 		c := class{keyFlow: o.keyFlow, remoteFlow: o.remoteFlow}
 		for _, p := range ports {
-			if p.match.keyFlow == o.keyFlow && (p.match.remote == [4]byte{}) == o.remoteFlow {
+			if p.match.keyFlow == o.keyFlow && (p.match.remote == addr{}) == o.remoteFlow {
 				if c.ports == nil {
 					c.ports = map[match]*Port{}
 				}
@@ -112,19 +141,19 @@ func newTable(local [4]byte, ports []*Port) *table {
 	return t
 }
 
-// lookup returns the port a datagram from src to dst with VNI vni is for,
-// or nil (Open vSwitch drops it: "receive tunnel port not found").
-func (t *table) lookup(src, dst [4]byte, vni uint32) *Port {
+// lookup returns the port a datagram from src with VNI vni is for, or nil
+// (Open vSwitch drops it: "receive tunnel port not found"). The outer
+// destination needs no lookup: the kernel delivered the datagram to the
+// receiver's socket, bound to the local_ip all its ports have.
+func (t *table) lookup(src addr, vni uint32) *Port {
 	if p := t.only; p != nil {
-		if p.match.claims(src, dst, vni) {
+		if p.match.claims(src, vni) {
 			return p
 		}
 		return nil
 	}
 	for i := range t.classes {
 		c := &t.classes[i]
-		// The outer destination needs no lookup: the kernel delivered
-		// the datagram to this receiver's socket for its local address.
 		k := match{keyFlow: c.keyFlow, local: t.local}
 		if !c.keyFlow {
 			k.vni = vni
@@ -139,25 +168,26 @@ func (t *table) lookup(src, dst [4]byte, vni uint32) *Port {
 	return nil
 }
 
-// claims reports whether a datagram from src to dst with VNI vni matches m.
-func (m match) claims(src, dst [4]byte, vni uint32) bool {
-	return (m.keyFlow || m.vni == vni) &&
-		(m.remote == [4]byte{} || m.remote == src) &&
-		(m.local == [4]byte{} || m.local == dst)
+// claims reports whether a datagram from src with VNI vni matches m (on
+// the socket of m's local_ip).
+func (m match) claims(src addr, vni uint32) bool {
+	return (m.keyFlow || m.vni == vni) && (m.remote == addr{} || m.remote == src)
 }
 
 // receiverKey identifies a shared socket: the network namespace (device
-// and inode of its nsfs file), the UDP port and the local address.
+// and inode of its nsfs file), the UDP port and the local address, whose
+// family decides the socket's (none: dual-stack, see openRx).
 type receiverKey struct {
 	nsDev, nsIno uint64
 	port         uint16
-	local        [4]byte
+	local        addr
 }
 
 // receiver is the socket shared by the ports with one receiverKey.
 type receiver struct {
 	key receiverKey
 	fd  int
+	v6  bool // an IPv6 socket: receives from IPv6 peers
 
 	// Guarded by receivers.mu.
 	ports []*Port // in the order they opened
@@ -188,38 +218,55 @@ func netnsID() (dev, ino uint64, err error) {
 }
 
 // join adds p to the receiver of its namespace, UDP port and local address,
-// opening the socket with the first port. A port whose match another port
-// of the receiver has already is refused, as Open vSwitch refuses a tunnel
-// "with same config as port" another.
+// opening the socket with the first port (see admits for the ports it
+// refuses).
 func (p *Port) join() error {
 	dev, ino, err := netnsID()
 	if err != nil {
 		return p.Errorf("network namespace: %w", err)
 	}
-	key := receiverKey{nsDev: dev, nsIno: ino, port: p.dstPort, local: p.local}
+	key := receiverKey{nsDev: dev, nsIno: ino, port: p.dstPort, local: p.match.local}
 	receivers.mu.Lock()
 	defer receivers.mu.Unlock()
 	r := receivers.m[key]
 	if r == nil {
-		fd, err := p.openRx()
+		fd, v6, err := p.openRx()
 		if err != nil {
 			return err
 		}
-		r = &receiver{key: key, fd: fd}
+		r = &receiver{key: key, fd: fd, v6: v6}
+	}
+	if err := r.admits(p); err != nil {
+		if len(r.ports) == 0 {
+			unix.Close(r.fd) // the socket just opened
+		}
+		return err
+	}
+	if len(r.ports) == 0 {
 		if receivers.m == nil {
 			receivers.m = map[receiverKey]*receiver{}
 		}
 		receivers.m[key] = r
 	}
+	r.ports = append(r.ports, p)
+	r.tbl.Store(newTable(r.key.local, r.ports))
+	r.reader.CompareAndSwap(nil, p)
+	p.rx = r
+	return nil
+}
+
+// admits checks that p can join r: its match is new (Open vSwitch refuses
+// a tunnel "with same config as port" another) and r receives from its
+// remote_ip's family.
+func (r *receiver) admits(p *Port) error {
 	for _, q := range r.ports {
 		if q.match == p.match {
 			return p.Errorf("same config as port %s (%s)", q.Name(), p.match)
 		}
 	}
-	r.ports = append(r.ports, p)
-	r.tbl.Store(newTable(r.key.local, r.ports))
-	r.reader.CompareAndSwap(nil, p)
-	p.rx = r
+	if p.remote6 != [16]byte{} && !r.v6 {
+		return p.Errorf("remote_ip %s: no IPv6 receive socket (IPv6 is off in the kernel)", p.match.remote)
+	}
 	return nil
 }
 

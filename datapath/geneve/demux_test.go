@@ -14,16 +14,20 @@ import (
 
 func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
+// ipAddr is s (IPv4 or IPv6) as the table sees it; "" is no address.
+func ipAddr(s string) addr {
+	if s == "" {
+		return addr{}
+	}
+	return addrOf(netip.MustParseAddr(s))
+}
+
 // tnlPort is a port that only has a name and a match, for the table.
 func tnlPort(name, remote string, key KeyOption, local string) *Port {
 	p := &Port{}
 	p.Init("tunnel", name, 0)
-	if remote != "" {
-		p.match.remote = ip4(remote)
-	}
-	if local != "" {
-		p.match.local = ip4(local)
-	}
+	p.match.remote = ipAddr(remote)
+	p.match.local = ipAddr(local)
 	p.match.keyFlow = !key.Fixed
 	p.match.vni = key.VNI
 	return p
@@ -37,7 +41,9 @@ func vni(n uint32) KeyOption { return KeyOption{Fixed: true, VNI: n} }
 // tnl_find (ofproto/tunnel.c) picks: a fixed in_key before key=flow, and
 // within each a fixed remote_ip before remote_ip=flow; nothing matches,
 // nil (dropped). The ports are those of a node of OVN (one per remote
-// chassis, key=flow) with a remote_ip=flow port and fixed-key ports.
+// chassis, key=flow) with a remote_ip=flow port and fixed-key ports, and
+// the same over IPv6 and both families on one dual-stack socket, where an
+// IPv4 peer is v4-mapped and so never an IPv6 port's.
 func TestTableLookup(t *testing.T) {
 	toB := tnlPort("ovn-b", "10.0.0.2", keyFlow, "")
 	toC := tnlPort("ovn-c", "10.0.0.3", keyFlow, "")
@@ -46,6 +52,11 @@ func TestTableLookup(t *testing.T) {
 	key5toB := tnlPort("key5-b", "10.0.0.2", vni(5), "")
 	key0 := tnlPort("key0", "", vni(0), "") // no options:key at all, in OVS
 	local := tnlPort("local", "10.0.0.2", keyFlow, "10.0.0.1")
+	toB6 := tnlPort("ovn-b6", "fd00::2", keyFlow, "")
+	toC6 := tnlPort("ovn-c6", "fd00::3", keyFlow, "")
+	key5toB6 := tnlPort("key5-b6", "fd00::2", vni(5), "")
+	local6 := tnlPort("local6", "fd00::2", keyFlow, "fd00::1")
+	local6key5 := tnlPort("local6-key5", "", vni(5), "fd00::1")
 
 	type pkt struct {
 		src  string
@@ -79,20 +90,30 @@ func TestTableLookup(t *testing.T) {
 			{"10.0.0.2", 3, local},
 		}},
 		{"no ports", nil, []pkt{{"10.0.0.2", 3, nil}}},
+		{"one port per remote chassis, IPv6", []*Port{toB6, toC6}, []pkt{
+			{"fd00::2", 1, toB6}, {"fd00::3", 7, toC6}, {"fd00::4", 1, nil}, {"10.0.0.2", 1, nil},
+		}},
+		{"both families on the dual-stack socket", []*Port{toB, toB6, flow, key5toB6}, []pkt{
+			{"10.0.0.2", 1, toB}, {"fd00::2", 1, toB6}, {"fd00::2", 5, key5toB6}, {"10.0.0.2", 5, toB},
+			// IPv4-compatible and NAT64 forms of 10.0.0.2 are other addresses.
+			{"::10.0.0.2", 1, flow}, {"64:ff9b::10.0.0.2", 1, flow}, {"fd00::9", 1, flow},
+		}},
+		{"a lone fixed-remote IPv6 port", []*Port{toB6}, []pkt{
+			{"fd00::2", 3, toB6}, {"fd00::3", 3, nil}, {"10.0.0.2", 3, nil},
+		}},
+		{"IPv6 local_ip", []*Port{local6, local6key5}, []pkt{
+			{"fd00::2", 3, local6}, {"fd00::2", 5, local6key5}, {"fd00::3", 3, nil},
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var localAddr [4]byte
+			var localAddr addr
 			if len(c.ports) > 0 {
 				localAddr = c.ports[0].match.local
 			}
 			tbl := newTable(localAddr, c.ports)
 			for _, p := range c.pkts {
-				dst := localAddr
-				if dst == [4]byte{} {
-					dst = ip4("10.0.0.1")
-				}
-				got := tbl.lookup(ip4(p.src), dst, p.vni)
+				got := tbl.lookup(ipAddr(p.src), p.vni)
 				if got != p.want {
 					t.Errorf("from %s VNI %d: port %v, want %v", p.src, p.vni, portName(got), portName(p.want))
 				}
@@ -122,10 +143,10 @@ func BenchmarkTableLookup(b *testing.B) {
 		ports []*Port
 	}{{"one port", one}, {"100 chassis", ovn}} {
 		b.Run(c.name, func(b *testing.B) {
-			tbl := newTable([4]byte{}, c.ports)
-			src, dst := [4]byte{10, 0, 1, 42}, [4]byte{10, 0, 0, 1}
+			tbl := newTable(addr{}, c.ports)
+			src := ipAddr("10.0.1.42")
 			for b.Loop() {
-				if tbl.lookup(src, dst, 7) == nil {
+				if tbl.lookup(src, 7) == nil {
 					b.Fatal("no port")
 				}
 			}

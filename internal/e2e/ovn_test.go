@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"net"
@@ -344,7 +345,7 @@ func compareOVN(t *testing.T, ovs map[string]bool, others map[string]map[string]
 }
 
 // ovnBundleRounds is how many full-table bundles are timed per switch.
-const ovnBundleRounds = 3
+var ovnBundleRounds = flag.Int("ovn.bundle.rounds", 3, "TestOVNBundleTime: full-table bundles timed per switch")
 
 // ovnBundleTimes builds the one-chassis topology with an OpenFlow tap in
 // front of the switch, then makes ovn-controller reinstall its whole
@@ -362,7 +363,7 @@ func ovnBundleTimes(t *testing.T, vswitchd string) []ovntest.BundleTiming {
 	nflows := strings.Count(flows, "\n")
 	tap := o.Chassis.Tap
 	var full []ovntest.BundleTiming
-	for round := 0; round < ovnBundleRounds; round++ {
+	for round := 0; round < *ovnBundleRounds; round++ {
 		seen := len(tap.Bundles())
 		tap.Reconnect()
 		waitFor(t, 30*time.Second, func() bool {

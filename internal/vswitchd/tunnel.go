@@ -15,14 +15,14 @@ import (
 // GeneveOptions documents the Interface options of type=geneve that govs
 // understands, with the meaning ovs-vswitchd.conf.db(5) gives them.
 var GeneveOptions = map[string]string{
-	"remote_ip": "flow (tun_dst set by the flows) or the peer's IPv4 address; required",
-	"local_ip":  "this node's underlay IPv4 address, which the port sends from and listens on; default: listen on every address and send from the address of the kernel's route to each tun_dst, as OVS does",
+	"remote_ip": "flow (tun_dst or tun_ipv6_dst set by the flows) or the peer's IPv4 or IPv6 address; required",
+	"local_ip":  "this node's underlay IPv4 or IPv6 address, which the port sends from and listens on; default: listen on every address of both families and send from the address of the kernel's route to each tun_dst or tun_ipv6_dst, as OVS does",
 	"key":       "flow (VNI from and to tun_id) or a fixed VNI N (sent on every packet; only packets with VNI N are received); sets in_key and out_key; default 0, as OVS",
 	"in_key":    "flow or a fixed VNI N that received packets must carry (default: key)",
 	"out_key":   "flow or a fixed VNI N sent on every packet (default: key)",
-	"csum":      "true: compute outer UDP checksums (default false, as OVS)",
+	"csum":      "true: compute outer UDP checksums over IPv4 (default false, as OVS); over IPv6 they are always computed, as OVS's userspace tunnels do",
 	"dst_port":  "UDP port to listen on and send to (default 6081)",
-	"ttl":       "TTL of the outer IPv4 header, 1..255 (default 64)",
+	"ttl":       "TTL of the outer IPv4 header or hop limit of the outer IPv6 header, 1..255 (default 64)",
 }
 
 // tlvSyncInterval bounds how long an idle tunnel port's read blocks, so its
@@ -46,21 +46,24 @@ func geneveConfig(cfg PortConfig) (geneve.Config, error) {
 	o := cfg.Options
 	switch v, ok := o["remote_ip"]; {
 	case !ok || v == "":
-		return tc, fmt.Errorf("geneve needs options:remote_ip (flow or the peer's IPv4 address)")
+		return tc, fmt.Errorf("geneve needs options:remote_ip (flow or the peer's IPv4 or IPv6 address)")
 	case v == "flow":
 	default:
-		ip, err := parseIPv4(v)
+		ip, err := parseUnderlayIP(v)
 		if err != nil {
 			return tc, fmt.Errorf("options:remote_ip=%s: %w", v, err)
 		}
 		tc.RemoteIP = ip
 	}
 	if v, ok := o["local_ip"]; ok && v != "" {
-		ip, err := parseIPv4(v)
+		ip, err := parseUnderlayIP(v)
 		if err != nil {
 			return tc, fmt.Errorf("options:local_ip=%s: %w", v, err)
 		}
 		tc.LocalIP = ip
+	}
+	if tc.LocalIP.IsValid() && tc.RemoteIP.IsValid() && tc.LocalIP.Is4() != tc.RemoteIP.Is4() {
+		return tc, fmt.Errorf("%s: 'remote_ip' and 'local_ip' has to be of the same address family", cfg.Name) // OVS's words
 	}
 	var err error
 	if tc.InKey, err = geneveKey(o, "in_key"); err != nil {
@@ -93,13 +96,16 @@ func geneveConfig(cfg PortConfig) (geneve.Config, error) {
 	return tc, nil
 }
 
-func parseIPv4(s string) (netip.Addr, error) {
+// parseUnderlayIP parses remote_ip or local_ip: a unicast IPv4 or IPv6
+// address (an IPv4-mapped IPv6 address is IPv4, as in OVS).
+func parseUnderlayIP(s string) (netip.Addr, error) {
 	ip, err := netip.ParseAddr(s)
-	if err != nil {
+	if err != nil || ip.Zone() != "" {
 		return ip, fmt.Errorf("not an IP address")
 	}
-	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() {
-		return ip, fmt.Errorf("want a unicast IPv4 address")
+	ip = ip.Unmap()
+	if ip.IsUnspecified() || ip.IsMulticast() {
+		return ip, fmt.Errorf("want a unicast IPv4 or IPv6 address")
 	}
 	return ip, nil
 }

@@ -538,7 +538,12 @@ func FlowString(k *flowtable.Key, o *PrintOptions) string {
 	}
 	nonzero(flowtable.FieldRecircID, flowtable.FieldDpHash, flowtable.FieldPktMark, flowtable.FieldCtState, flowtable.FieldCtZone,
 		flowtable.FieldCtMark, flowtable.FieldCtLabel, flowtable.FieldMetadata, flowtable.FieldTunID, flowtable.FieldTunSrc,
-		flowtable.FieldTunDst, flowtable.FieldTunFlags)
+		flowtable.FieldTunDst, flowtable.FieldTunIPv6Src, flowtable.FieldTunIPv6Dst, flowtable.FieldTunFlags)
+	if k.TunDst() != 0 || k.TunIPv6Dst() != [16]byte{} {
+		// A packet from a tunnel: OVS prints the addresses of both
+		// families (tun_src=0.0.0.0,... over IPv6).
+		exact(flowtable.FieldTunSrc, flowtable.FieldTunDst, flowtable.FieldTunIPv6Src, flowtable.FieldTunIPv6Dst)
+	}
 	if k.CtState()&flowtable.CtStateTrk != 0 && !ofptext.AllZero(flowtable.FieldCtNwProto.Value(k)) {
 		exact(flowtable.FieldCtNwProto, flowtable.FieldCtTpSrc, flowtable.FieldCtTpDst)
 		if k.EthType() == flowtable.EthTypeIPv6 {

@@ -112,6 +112,13 @@ func FuzzDecodeMatch(f *testing.F) {
 	f.Add(uint8(OFP13), cat(tlv(1, 0, true, 0, 0, 0, 1, 0, 0, 0, 0xff), tlv(0x8000, 5, false, 8, 0)))
 	f.Add(uint8(OFP15), tlv(0x8000, 0, false, 0, 0, 0, 1))
 	f.Add(uint8(OFP10), cat(OXMHeader{Class: 0xffff, Field: 33, Length: 20, Experimenter: NX_VENDOR_ID}.Append(nil), make([]byte, 16)))
+	// tun_ipv6_src exact and tun_ipv6_dst masked (NXM_NX_TUN_IPV6_SRC/DST, 109/110).
+	ip6 := []byte{0xfd, 0, 0, 0x4f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xca}
+	m6 := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0}
+	for _, v := range []uint8{OFP10, OFP13, OFP15} {
+		f.Add(v, cat(OXMHeader{Class: 1, Field: 109, Length: 16}.Append(nil), ip6,
+			OXMHeader{Class: 1, Field: 110, HasMask: true, Length: 32}.Append(nil), ip6[:8], make([]byte, 8), m6))
+	}
 	matches, _ := seedFlowModParts()
 	for _, m := range matches {
 		f.Add(m.version, m.data)
