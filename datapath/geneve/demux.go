@@ -1,6 +1,7 @@
 package geneve
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -40,29 +41,43 @@ func (k KeyOption) String() string {
 
 // addr is an underlay address, IPv4 or IPv6, in the form a dual-stack
 // socket reports a sender: IPv6, with IPv4 as v4-mapped (::ffff:a.b.c.d).
-// The zero value is no address (remote_ip=flow, no local_ip).
-type addr [16]byte
+// It is kept in two words, as netip.Addr, so that the packet path compares
+// it in registers. The zero value is no address (remote_ip=flow, no
+// local_ip).
+type addr struct{ hi, lo uint64 }
+
+func addrFrom16(a *[16]byte) addr {
+	return addr{binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])}
+}
+
+func addrFrom4(a *[4]byte) addr {
+	return addr{0, 0xffff<<32 | uint64(binary.BigEndian.Uint32(a[:]))}
+}
 
 // addrOf returns a as an addr; an invalid or unspecified a is zero.
 func addrOf(a netip.Addr) addr {
 	if !a.IsValid() || a.IsUnspecified() {
 		return addr{}
 	}
-	return a.As16()
+	b := a.As16()
+	return addrFrom16(&b)
 }
 
-func (a addr) String() string { return netip.AddrFrom16(a).Unmap().String() }
+func (a addr) String() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], a.hi)
+	binary.BigEndian.PutUint64(b[8:], a.lo)
+	return netip.AddrFrom16(b).Unmap().String()
+}
 
 // sourceAddr returns the sender of a datagram, which an AF_INET socket
 // reports as a sockaddr_in and an AF_INET6 one as a sockaddr_in6 (IPv4
 // senders v4-mapped on a dual-stack socket).
 func sourceAddr(name *unix.RawSockaddrInet6) addr {
 	if name.Family == unix.AF_INET {
-		a := addr{10: 0xff, 11: 0xff}
-		*(*[4]byte)(a[12:]) = (*unix.RawSockaddrInet4)(unsafe.Pointer(name)).Addr
-		return a
+		return addrFrom4(&(*unix.RawSockaddrInet4)(unsafe.Pointer(name)).Addr)
 	}
-	return name.Addr
+	return addrFrom16(&name.Addr)
 }
 
 // match is how a port claims received packets, OVS's struct tnl_match for
@@ -89,10 +104,16 @@ func (m match) String() string {
 }
 
 // class is the ports of one kind of match (which fields are fixed), in the
-// order tnl_find tries them.
+// order tnl_find tries them, by the fields of their match that vary within
+// the class (zero when not fixed); local_ip is the receiver's.
 type class struct {
 	keyFlow, remoteFlow bool
-	ports               map[match]*Port
+	ports               map[classKey]*Port
+}
+
+type classKey struct {
+	remote addr
+	vni    uint32
 }
 
 // classOrder is tnl_find's order: fixed in_key before key=flow, then fixed
@@ -110,14 +131,13 @@ type table struct {
 	// all is the single port when it takes every datagram of the
 	// socket (key=flow, remote_ip=flow: Antrea's), which then needs no
 	// lookup at all.
-	all   *Port
-	local addr // the receiver's local address, every port's local_ip
+	all *Port
 }
 
-// newTable indexes ports, which share local and have distinct matches
-// (join checks).
-func newTable(local addr, ports []*Port) *table {
-	t := &table{local: local}
+// newTable indexes ports, which share their local_ip and have distinct
+// matches (join checks).
+func newTable(ports []*Port) *table {
+	t := &table{}
 	if len(ports) == 1 {
 		t.only = ports[0]
 		if m := t.only.match; m.keyFlow && m.remote == (addr{}) {
@@ -129,9 +149,9 @@ func newTable(local addr, ports []*Port) *table {
 		for _, p := range ports {
 			if p.match.keyFlow == o.keyFlow && (p.match.remote == addr{}) == o.remoteFlow {
 				if c.ports == nil {
-					c.ports = map[match]*Port{}
+					c.ports = map[classKey]*Port{}
 				}
-				c.ports[p.match] = p
+				c.ports[classKey{remote: p.match.remote, vni: p.match.vni}] = p
 			}
 		}
 		if c.ports != nil {
@@ -154,7 +174,7 @@ func (t *table) lookup(src addr, vni uint32) *Port {
 	}
 	for i := range t.classes {
 		c := &t.classes[i]
-		k := match{keyFlow: c.keyFlow, local: t.local}
+		var k classKey
 		if !c.keyFlow {
 			k.vni = vni
 		}
@@ -249,7 +269,7 @@ func (p *Port) join() error {
 		receivers.m[key] = r
 	}
 	r.ports = append(r.ports, p)
-	r.tbl.Store(newTable(r.key.local, r.ports))
+	r.tbl.Store(newTable(r.ports))
 	r.reader.CompareAndSwap(nil, p)
 	p.rx = r
 	return nil
@@ -292,7 +312,7 @@ func (p *Port) leave() error {
 		r.fd = -1
 		return p.CloseFd(&fd, "UDP socket")
 	}
-	r.tbl.Store(newTable(r.key.local, r.ports))
+	r.tbl.Store(newTable(r.ports))
 	r.reader.CompareAndSwap(p, r.ports[0])
 	return nil
 }

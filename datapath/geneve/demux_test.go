@@ -1,7 +1,10 @@
 package geneve
 
 import (
+	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,11 +110,7 @@ func TestTableLookup(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var localAddr addr
-			if len(c.ports) > 0 {
-				localAddr = c.ports[0].match.local
-			}
-			tbl := newTable(localAddr, c.ports)
+			tbl := newTable(c.ports)
 			for _, p := range c.pkts {
 				got := tbl.lookup(ipAddr(p.src), p.vni)
 				if got != p.want {
@@ -143,7 +142,7 @@ func BenchmarkTableLookup(b *testing.B) {
 		ports []*Port
 	}{{"one port", one}, {"100 chassis", ovn}} {
 		b.Run(c.name, func(b *testing.B) {
-			tbl := newTable(addr{}, c.ports)
+			tbl := newTable(c.ports)
 			src := ipAddr("10.0.1.42")
 			for b.Loop() {
 				if tbl.lookup(src, 7) == nil {
@@ -195,22 +194,78 @@ func genevePacket(vni uint32, frame []byte) []byte {
 }
 
 // sendFrom sends datagrams from src (any port) to dst:6081 in the
-// caller's namespace.
+// caller's namespace, over IPv4 or IPv6 (both of one family).
 func sendFrom(src, dst string, datagrams ...[]byte) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	from, to := netip.MustParseAddr(src), netip.MustParseAddr(dst)
+	family := unix.AF_INET6
+	var bind, sa unix.Sockaddr = &unix.SockaddrInet6{Addr: from.As16()}, &unix.SockaddrInet6{Addr: to.As16(), Port: 6081}
+	if from.Is4() {
+		family = unix.AF_INET
+		bind, sa = &unix.SockaddrInet4{Addr: from.As4()}, &unix.SockaddrInet4{Addr: to.As4(), Port: 6081}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: ip4(src)}); err != nil {
+	if err := unix.Bind(fd, bind); err != nil {
 		return err
 	}
 	for _, d := range datagrams {
-		if err := unix.Sendto(fd, d, 0, &unix.SockaddrInet4{Addr: ip4(dst), Port: 6081}); err != nil {
+		if err := unix.Sendto(fd, d, 0, sa); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sendAll sends datagrams from each source address in ns to the one of
+// dsts of the source's family.
+func sendAll(t *testing.T, ns *netnstest.NS, dsts []string, datagrams map[string][][]byte) {
+	t.Helper()
+	if err := ns.Do(func() error {
+		for src, d := range datagrams {
+			i := slices.IndexFunc(dsts, func(dst string) bool {
+				return netip.MustParseAddr(dst).Is4() == netip.MustParseAddr(src).Is4()
+			})
+			if err := sendFrom(src, dsts[i], d...); err != nil {
+				return fmt.Errorf("from %s: %w", src, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readShared reads from p until n frames came or d passed, and returns
+// how many were for each port ("port" or, with bySource, "port<-source",
+// the outer source of the frame's metadata).
+func readShared(t *testing.T, p *Port, n int, d time.Duration, bySource bool) map[string]int {
+	t.Helper()
+	b := port.NewBatch(8)
+	md := make([]tunnel.Metadata, 8)
+	got := map[string]int{}
+	total := 0
+	for end := time.Now().Add(d); total < n && time.Now().Before(end); {
+		k, err := p.ReadTunnelBatch(b, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < k; i++ {
+			name := p.RxPort(i).Name()
+			if bySource {
+				src := netip.AddrFrom4([4]byte{byte(md[i].Src >> 24), byte(md[i].Src >> 16), byte(md[i].Src >> 8), byte(md[i].Src)})
+				if md[i].IPv6 {
+					src = netip.AddrFrom16(md[i].Src6)
+				}
+				name += "<-" + src.String()
+			}
+			got[name]++
+		}
+		total += k
+	}
+	return got
 }
 
 // TestSharedSocket: three ports on one address and UDP port (two with a
@@ -252,35 +307,12 @@ func TestSharedSocket(t *testing.T) {
 	}
 	send := func(datagrams map[string][][]byte) {
 		t.Helper()
-		if err := ns.Do(func() error {
-			for src, d := range datagrams {
-				if err := sendFrom(src, "127.0.0.1", d...); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		sendAll(t, ns, []string{"127.0.0.1"}, datagrams)
 	}
 	// read reads from p until n frames came and returns whom they were for.
 	read := func(p *Port, n int, d time.Duration) map[string]int {
 		t.Helper()
-		b := port.NewBatch(8)
-		md := make([]tunnel.Metadata, 8)
-		got := map[string]int{}
-		total := 0
-		for end := time.Now().Add(d); total < n && time.Now().Before(end); {
-			k, err := p.ReadTunnelBatch(b, md)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < k; i++ {
-				got[p.RxPort(i).Name()]++
-			}
-			total += k
-		}
-		return got
+		return readShared(t, p, n, d, false)
 	}
 	if toB.PollFd() < 0 || toC.PollFd() != -1 || flow.PollFd() != -1 {
 		t.Fatalf("poll descriptors %d %d %d: only the first port reads", toB.PollFd(), toC.PollFd(), flow.PollFd())
@@ -331,5 +363,83 @@ func TestSharedSocket(t *testing.T) {
 		return unix.Bind(fd, &unix.SockaddrInet4{Addr: ip4("127.0.0.1"), Port: 6081})
 	}); err != nil {
 		t.Errorf("bind 127.0.0.1:6081 after the last port closed: %v", err)
+	}
+}
+
+// TestSharedSocketIPv6: ports without local_ip share one dual-stack socket
+// whatever the family of their remote_ip, and ports with an IPv6 local_ip
+// one IPv6 socket: each datagram goes to the port of its sender, IPv4
+// (v4-mapped on the dual-stack socket) or IPv6, with the outer source of
+// its family in the metadata; a sender no port claims is dropped.
+func TestSharedSocketIPv6(t *testing.T) {
+	frame := tunneltest.SeedFrame(t)
+	type port struct {
+		name, remote string
+		key          KeyOption
+	}
+	for _, tc := range []struct {
+		name, local string
+		dsts        []string // where the datagrams go, by family
+		ports       []port
+		send        map[string][][]byte
+		want        map[string]int // "port<-source": frames
+		noPort      uint64
+	}{
+		{
+			name: "no local_ip: one dual-stack socket", dsts: []string{"127.0.0.1", "fd00:6::1"},
+			ports: []port{{"to-b4", "127.0.0.2", keyFlow}, {"to-b6", "fd00:6::2", keyFlow}, {"to-c6", "fd00:6::3", keyFlow}, {"flow", "", keyFlow}},
+			send: map[string][][]byte{
+				"127.0.0.2": {genevePacket(1, frame)},
+				"127.0.0.4": {genevePacket(1, frame)},
+				"fd00:6::2": {genevePacket(1, frame), genevePacket(2, frame)},
+				"fd00:6::3": {genevePacket(1, frame)},
+				"fd00:6::4": {genevePacket(1, frame)},
+			},
+			want: map[string]int{"to-b4<-127.0.0.2": 1, "flow<-127.0.0.4": 1, "to-b6<-fd00:6::2": 2, "to-c6<-fd00:6::3": 1, "flow<-fd00:6::4": 1},
+		},
+		{
+			name: "IPv6 local_ip", local: "fd00:6::1", dsts: []string{"fd00:6::1"},
+			ports: []port{{"to-b6", "fd00:6::2", keyFlow}, {"key9", "", vni(9)}},
+			send: map[string][][]byte{
+				"fd00:6::2": {genevePacket(1, frame), genevePacket(9, frame)},
+				"fd00:6::3": {genevePacket(9, frame), genevePacket(1, frame)},
+			},
+			want:   map[string]int{"to-b6<-fd00:6::2": 1, "key9<-fd00:6::2": 1, "key9<-fd00:6::3": 1},
+			noPort: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := netnstest.NewNS(t)
+			for _, a := range []string{"fd00:6::1", "fd00:6::2", "fd00:6::3", "fd00:6::4"} {
+				ns.MustExec(t, "ip", "addr", "add", a+"/128", "dev", "lo", "nodad")
+			}
+			var ps []*Port
+			for _, pc := range tc.ports {
+				c := Config{Name: pc.name, InKey: pc.key, ReadTimeout: 20 * time.Millisecond}
+				if tc.local != "" {
+					c.LocalIP = netip.MustParseAddr(tc.local)
+				}
+				if pc.remote != "" {
+					c.RemoteIP = netip.MustParseAddr(pc.remote)
+				}
+				ps = append(ps, openIn(t, ns, c))
+			}
+			for _, p := range ps[1:] {
+				if p.rx != ps[0].rx {
+					t.Fatalf("%s has a socket of its own", p.Name())
+				}
+			}
+			sendAll(t, ns, tc.dsts, tc.send)
+			want := 0
+			for _, n := range tc.want {
+				want += n
+			}
+			if got := readShared(t, ps[0], want, 5*time.Second, true); !maps.Equal(got, tc.want) {
+				t.Errorf("frames %v, want %v", got, tc.want)
+			}
+			if st := ps[0].TunnelStats(); st.RxNoPort != tc.noPort {
+				t.Errorf("%d datagrams for no port, want %d", st.RxNoPort, tc.noPort)
+			}
+		})
 	}
 }
