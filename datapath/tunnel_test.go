@@ -343,17 +343,25 @@ func benchProcessFromTunnel(b *testing.B, local, peer *geneve.Port, match, dst s
 // are Geneve endpoints in their own namespaces, each joined to A by a veth.
 // Both of A's ports share one UDP socket, and what B and C send enters A's
 // pipeline on the right in_port, with the right tun_src; what A sends on
-// each port reaches its peer. The PMD variant polls the shared socket.
+// each port reaches its peer. The PMD variant polls the shared socket; in
+// the IPv6 variant C is joined to A over IPv6 (remote_ip=fd00:91:2::3):
+// both families share A's dual-stack socket.
 func TestGeneveThreeNodes(t *testing.T) {
-	for _, pmd := range []bool{false, true} {
-		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testGeneveThreeNodes(t, pmd) })
+	for _, c := range []struct{ pmd, ipv6 bool }{{false, false}, {true, false}, {false, true}} {
+		t.Run(fmt.Sprintf("pmd %v ipv6 %v", c.pmd, c.ipv6), func(t *testing.T) { testGeneveThreeNodes(t, c.pmd, c.ipv6) })
 	}
 }
 
-func testGeneveThreeNodes(t *testing.T, pmd bool) {
+func testGeneveThreeNodes(t *testing.T, pmd, ipv6 bool) {
 	nsA, nsB, nsC := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	netnstest.NewVeth(t, nsA, nsB, netnstest.VethOptions{HostAddr: "10.91.1.1/24", PeerAddr: "10.91.1.2/24"})
-	netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: "10.91.2.1/24", PeerAddr: "10.91.2.3/24"})
+	addrA, addrC, tunSrcC := "10.91.2.1", "10.91.2.3", "tun_src=10.91.2.3"
+	if ipv6 {
+		addrA, addrC, tunSrcC = "fd00:91:2::1", "fd00:91:2::3", "tun_ipv6_src=fd00:91:2::3"
+		netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: addrA + "/64", PeerAddr: addrC + "/64", KeepIPv6: true})
+	} else {
+		netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: addrA + "/24", PeerAddr: addrC + "/24"})
+	}
 	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
 		t.Helper()
 		cfg.ReadTimeout = 20 * time.Millisecond
@@ -365,9 +373,9 @@ func testGeneveThreeNodes(t *testing.T, pmd bool) {
 	}
 	// A's ports: no local_ip (OVN's), so they listen on every address.
 	toB := open(nsA, geneve.Config{Name: "ovn-b", RemoteIP: netip.MustParseAddr("10.91.1.2")})
-	toC := open(nsA, geneve.Config{Name: "ovn-c", RemoteIP: netip.MustParseAddr("10.91.2.3")})
+	toC := open(nsA, geneve.Config{Name: "ovn-c", RemoteIP: netip.MustParseAddr(addrC)})
 	nodeB := open(nsB, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr("10.91.1.1")})
-	nodeC := open(nsC, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr("10.91.2.1")})
+	nodeC := open(nsC, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr(addrA)})
 	t.Cleanup(func() { nodeB.Close(); nodeC.Close() })
 
 	p := flowtable.NewPipeline()
@@ -382,7 +390,7 @@ func testGeneveThreeNodes(t *testing.T, pmd bool) {
 	ps := addMemPorts(t, b, MemPortConfig{}, 3, 4)
 	flows := `
 priority=100,in_port=1,tun_src=10.91.1.2,tun_id=11,actions=output:3
-priority=100,in_port=2,tun_src=10.91.2.3,tun_id=12,actions=output:4
+priority=100,in_port=2,` + tunSrcC + `,tun_id=12,actions=output:4
 priority=100,in_port=3,actions=set_field:21->tun_id,output:1
 priority=100,in_port=4,actions=set_field:22->tun_id,output:2
 priority=0,actions=drop
