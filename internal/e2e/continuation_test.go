@@ -186,6 +186,26 @@ table=1 reg1=0x1 actions=2
 table=2 in_port=1 actions=clone(set_field:5->reg1,resubmit(,1)),output:3
 table=3 reg1=0x1 actions=3
 table=3 reg1=0x5 actions=2`},
+		// OVS translates check_pkt_larger into the datapath's
+		// check_pkt_len with the rest of the walk nested in both
+		// branches, so these pauses freeze inside a nested action list.
+		{"check_pkt_larger, larger", `
+table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],resubmit(,1),controller(pause),3
+table=1 reg0=0x1/0x1 actions=controller(pause,userdata=01),2
+table=1 reg0=0/0x1 actions=controller(pause,userdata=02),3`},
+		{"check_pkt_larger, not larger", `
+table=0 in_port=1 actions=check_pkt_larger(1500)->NXM_NX_REG0[0],resubmit(,1),controller(pause),2
+table=1 reg0=0x1/0x1 actions=controller(pause,userdata=01),2
+table=1 reg0=0/0x1 actions=controller(pause,userdata=02),3`},
+		{"check_pkt_larger twice, pause between", `
+table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],controller(pause),check_pkt_larger(1500)->NXM_NX_REG0[1],resubmit(,1)
+table=1 reg0=0x1/0x3 actions=set_field:7->reg2,controller(pause),resubmit(,2)
+table=1 reg0=0x3/0x3 actions=3
+table=2 reg2=7 actions=2`},
+		{"check_pkt_larger, pause in clone", `
+table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],clone(resubmit(,1)),output:3
+table=1 reg0=0x1/0x1 actions=controller(pause),2
+table=1 reg0=0/0x1 actions=drop`},
 	}
 	for _, version := range []string{"OpenFlow10", "OpenFlow15"} {
 		for _, tc := range cases {
