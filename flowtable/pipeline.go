@@ -208,6 +208,9 @@ type xlate struct {
 	conntracked bool
 	// packetOut: output to TABLE runs the pipeline (packet-out only).
 	packetOut bool
+	// ghost: the walk of check_pkt_larger's other branch, for the
+	// counters only (stack.go otherBranch).
+	ghost bool
 }
 
 var seed = maphash.MakeSeed()
@@ -347,7 +350,9 @@ func (x *xlate) fail(e XlateError, format string, arg int) {
 	x.res.Error = e
 	x.exit = true
 	x.uncacheable(e.String())
-	x.p.countXlateError(e, &x.pkt.Key)
+	if !x.ghost {
+		x.p.countXlateError(e, &x.pkt.Key)
+	}
 }
 
 // runTable looks the packet up in table id and runs the actions of the
@@ -397,6 +402,9 @@ func (x *xlate) execute(acts []Action) {
 			ev = len(x.tr.Events)
 			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
 		}
+		if c, ok := a.(*CheckPktLarger); ok && !x.dry && !x.ghost && i+1 < len(acts) {
+			x.otherBranch(c, acts[i+1:])
+		}
 		x.do(a)
 		if ev >= 0 {
 			// Nested lookups (resubmit, goto, ct) show their own changes.
@@ -439,6 +447,12 @@ func (x *xlate) do(a Action) {
 		x.orMaskRange(a.Src)
 		x.output(uint32(readRange(k, a.Src)), a.MaxLen)
 	case *Controller:
+		if x.ghost {
+			// OVS freezes the other branch at a pause; nothing reaches
+			// a controller from it.
+			x.exit = a.Pause
+			return
+		}
 		if a.Pause {
 			x.pauseAt(a)
 			return
@@ -475,6 +489,9 @@ func (x *xlate) do(a Action) {
 		// A packet a band drops goes no further: no later action, no
 		// action set. A flow cache cannot replay a meter (yet): the
 		// packets of a metered flow take the slow path.
+		if x.ghost {
+			return
+		}
 		if x.r != nil {
 			x.r.uncacheable("meter")
 		}
@@ -710,7 +727,7 @@ func (x *xlate) normal() {
 	// the recorded decision stale.
 	gen := x.p.MACs.Gen()
 	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: in}
-	if !x.dry {
+	if !x.dry && !x.ghost {
 		x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
 	}
 	var expires time.Time
@@ -879,6 +896,13 @@ var ctRequests = sync.Pool{New: func() any { return new(CTRequest) }}
 
 func (x *xlate) conntrack(a *CT) {
 	k := &x.pkt.Key
+	if x.ghost {
+		// No connection is looked up or committed for the branch the
+		// packet does not take; ct(table=N) freezes it, as in OVS.
+		clearCt(k)
+		x.exit = a.Table != TableNone
+		return
+	}
 	req := ctRequests.Get().(*CTRequest)
 	defer ctRequests.Put(req)
 	*req = CTRequest{Zone: a.Zone, Commit: a.Commit, Force: a.Force, Alg: a.Alg, NAT: a.NAT}
