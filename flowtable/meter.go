@@ -290,15 +290,42 @@ func ruleMeter(r *Rule) (uint32, bool) {
 
 // validateMetersLocked reports ErrUnknownMeter if acts use a meter that
 // does not exist (OVS: OFPMMFC_INVALID_METER). p.mu is held.
+//
+// It also binds each controller(meter_id=N) to its meter, as OVS's
+// ofproto_fix_controller_action does when the flow is added: a meter that
+// does not exist then is no error (OVS logs it) and the action's
+// packet-ins go through the "controller" meter instead, even once meter N
+// is added.
 func (p *Pipeline) validateMetersLocked(acts []Action) error {
 	for _, a := range acts {
-		if m, ok := a.(*Meter); ok {
-			if _, ok := p.meters[m.ID]; !ok {
-				return fmt.Errorf("meter %d: %w", m.ID, ErrUnknownMeter)
+		switch a := a.(type) {
+		case *Meter:
+			if _, ok := p.meters[a.ID]; !ok {
+				return fmt.Errorf("meter %d: %w", a.ID, ErrUnknownMeter)
+			}
+		case *Controller:
+			if a.MeterID != 0 {
+				_, a.MeterBound = p.meters[a.MeterID]
+			}
+		case *Clone:
+			if err := p.validateMetersLocked(a.Actions); err != nil {
+				return err
+			}
+		case *WriteActions:
+			if err := p.validateMetersLocked(a.Actions); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// runControllerMeter runs a packet-in through meter id; a meter that does
+// not exist (or no longer: OVS's datapath passes packets through a deleted
+// meter) lets it through. p.mu is read-held by the run.
+func (p *Pipeline) runControllerMeter(id uint32, now int64, size int) bool {
+	m := p.meters[id]
+	return m == nil || m.admit(now, size)
 }
 
 // runMeter runs the packet through meter id; false: the meter dropped it

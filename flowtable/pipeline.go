@@ -457,7 +457,11 @@ func (x *xlate) do(a Action) {
 			x.pauseAt(a)
 			return
 		}
-		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData})
+		meter := uint32(0)
+		if a.MeterBound {
+			meter = a.MeterID
+		}
+		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData}, meter)
 	case *Enqueue:
 		x.output(a.Port, 0)
 	case *Resubmit:
@@ -616,7 +620,7 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	case PortFlood, PortAll:
 		x.flood(port)
 	case PortController:
-		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen})
+		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen}, 0)
 	case PortTable:
 		if !x.packetOut {
 			x.note("output to TABLE is only valid in packet-out")
@@ -654,7 +658,20 @@ func (x *xlate) emitPort(port uint32, viaInPort bool) {
 	}
 }
 
-func (x *xlate) packetIn(pi *PacketIn) {
+// packetIn sends the packet to the controllers through meter (0: the
+// "controller" meter, if there is one), as OVS's xlate_controller_action
+// composes clone(meter(N),userspace(...)): a packet the meter drops is
+// not sent, and the actions after it run either way. A pause is never
+// metered (OVS's freezing sends its userspace action bare).
+func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
+	if meter == 0 {
+		meter = MeterControllerID
+	}
+	if !x.dry && !x.p.runControllerMeter(meter, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+		x.uncacheable("meter")
+		x.note("packet-in dropped by meter %d", int(meter))
+		return
+	}
 	pi.Table, pi.Cookie = x.table, x.cookie
 	if pi.Reason == ReasonAction && x.miss {
 		pi.Reason = ReasonExplicitMiss
