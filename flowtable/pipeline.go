@@ -107,6 +107,10 @@ type TraceEvent struct {
 	After  Key // the key after the action (TraceAction)
 	Port   uint32
 	Msg    string
+	// PacketIn is what a TraceOutput to the controller sends; Meter is
+	// the meter it or a meter action (TraceAction) goes through, if any.
+	PacketIn *PacketIn
+	Meter    *MeterEntry
 }
 
 // Trace collects the events of one packet walk (ovs-appctl ofproto/trace).
@@ -496,6 +500,13 @@ func (x *xlate) do(a Action) {
 		if x.ghost {
 			return
 		}
+		if x.dry {
+			// A trace runs no meter; it names the meter's datapath id.
+			if x.tr != nil {
+				x.tr.Events[len(x.tr.Events)-1].Meter = x.p.meters[a.ID]
+			}
+			return
+		}
 		if x.r != nil {
 			x.r.uncacheable("meter")
 		}
@@ -667,7 +678,11 @@ func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
 	if meter == 0 {
 		meter = MeterControllerID
 	}
-	if !x.dry && !x.p.runControllerMeter(meter, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+	// A meter that does not exist (or no longer: OVS's datapath passes
+	// packets through a deleted meter) lets the packet-in through. p.mu
+	// is read-held by the run.
+	m := x.p.meters[meter]
+	if m != nil && !x.dry && !m.admit(x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
 		x.uncacheable("meter")
 		x.note("packet-in dropped by meter %d", int(meter))
 		return
@@ -676,18 +691,19 @@ func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
 	if pi.Reason == ReasonAction && x.miss {
 		pi.Reason = ReasonExplicitMiss
 	}
-	x.emitPacketIn(pi)
+	x.emitPacketIn(pi, m)
 }
 
-// emitPacketIn sends the packet to the controllers as pi says.
-func (x *xlate) emitPacketIn(pi *PacketIn) {
+// emitPacketIn sends the packet to the controllers as pi says, through
+// meter m (nil: none; for the trace, the meter has run).
+func (x *xlate) emitPacketIn(pi *PacketIn, m *MeterEntry) {
 	x.uncacheable("packet-in")
 	x.pkt.Commit()
 	x.res.PacketIns++
 	if x.tr != nil {
 		x.tr.Final = x.pkt.Key
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: PortController,
-			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie)})
+			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie), PacketIn: pi, Meter: m})
 	}
 	if x.sink != nil {
 		x.sink.PacketIn(x.pkt, pi)

@@ -133,3 +133,54 @@ func TestControllerMeterMatchesOVS(t *testing.T) {
 		})
 	}
 }
+
+// TestMeterTraceMatchesOVS: ofproto/trace of flows with controller
+// actions, meters and pauses prints the same on govs and Open vSwitch:
+// each packet-in a userspace action (reason, rule cookie, controller id,
+// max_len), inside sample(...,actions(meter(N),...)) when a meter limits
+// it, a meter action as meter(N), N the datapath id OVS gives the meter
+// (the lowest free, ids of deleted meters reused), a pause as nothing.
+func TestMeterTraceMatchesOVS(t *testing.T) {
+	netnstest.RequireRoot(t)
+	_, vswitchd := binaries(t)
+	const flows = `
+table=0,in_port=1,cookie=0x5,actions=controller(meter_id=1),resubmit(,1)
+table=1,actions=meter:4,controller(userdata=01,max_len=90,id=0),goto_table:2
+table=2,actions=controller(reason=invalid_ttl,meter_id=3),controller(pause,meter_id=1)
+table=0,priority=0,actions=controller
+`
+	var outs [2]string
+	for i, vs := range []string{"", vswitchd} {
+		o := ovstest.Start(t, ovstest.Options{Vswitchd: vs, FailMode: "secure", Ports: []ovstest.Port{{Name: "p1", Type: "internal", OFPort: 1}}})
+		do := func(args ...string) {
+			t.Helper()
+			if out, err := o.Ofctl(append([]string{"-O", "OpenFlow13"}, args...)...); err != nil {
+				t.Fatalf("ovs-ofctl %v: %v: %s", args, err, out)
+			}
+		}
+		for _, m := range []string{"1", "2", "3"} {
+			do("add-meter", "meter="+m+",pktps,bands=type=drop,rate=10")
+		}
+		do("del-meters", "meter=2")
+		do("add-meter", "meter=4,pktps,bands=type=drop,rate=10")
+		do("add-meter", "meter=controller,pktps,bands=type=drop,rate=10")
+		f := filepath.Join(t.TempDir(), "flows")
+		if err := os.WriteFile(f, []byte(flows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		do("add-flows", f)
+		for _, flow := range []string{"in_port=1,ip,nw_ttl=9", "in_port=2,ip"} {
+			out, err := o.Appctl("ofproto/trace", o.Bridge(), flow)
+			if err != nil {
+				t.Fatalf("trace %s: %v", flow, err)
+			}
+			outs[i] += normalizeOVSTrace(out, nil) + "\n"
+		}
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("traces differ:\n%s\nOVS:\n%s\ngovs:\n%s", lineDiff(outs[1], outs[0]), outs[0], outs[1])
+	}
+	if !strings.Contains(outs[0], "meter(1)") || !strings.Contains(outs[0], "meter(3)") {
+		t.Errorf("OVS's trace names no reused or controller meter id:\n%s", outs[0])
+	}
+}
