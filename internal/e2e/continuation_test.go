@@ -209,6 +209,9 @@ table=1 reg0=0/0x1 actions=drop`},
 	}
 	for _, version := range []string{"OpenFlow10", "OpenFlow15"} {
 		for _, tc := range cases {
+			if strings.HasPrefix(tc.name, "check_pkt_larger") && version != "OpenFlow15" {
+				continue // one version is enough for these (CI time)
+			}
 			t.Run(version+"/"+tc.name, func(t *testing.T) {
 				gf, gm, gc := govs.run(t, version, tc.flows)
 				of, om, oc := ovs.run(t, version, tc.flows)

@@ -61,7 +61,7 @@ func (w *portStatusWatch) settle(t *testing.T) string {
 		time.Sleep(100 * time.Millisecond)
 		if s := w.snapshot(t); s != last {
 			last, stable = s, time.Now()
-		} else if time.Since(stable) >= 700*time.Millisecond {
+		} else if time.Since(stable) >= 400*time.Millisecond {
 			break
 		}
 	}
@@ -145,8 +145,8 @@ func watchPortStatus(t *testing.T, o *ovstest.OVS) *portStatusWatch {
 // TestPortStatusMatchesOVS: the same port changes on Open vSwitch 3.1 and
 // on govs, each a real device change (a veth's peer down and up, the
 // port's own device down and up, an internal port brought up) or a
-// port-mod (down, up, no-flood, flood, no-packet-in), and ports added and
-// deleted, reach the controllers as the same OFPT_PORT_STATUS messages, in
+// port-mod (down, up, no-flood, flood, no-packet-in; a tunnel cannot go
+// down), and ports (veth, internal, Geneve) added and deleted, reach the controllers as the same OFPT_PORT_STATUS messages, in
 // the same order, in 1.0, 1.3 and 1.5; controllers whose async config
 // leaves a reason out do not get it.
 func TestPortStatusMatchesOVS(t *testing.T) {
@@ -215,6 +215,14 @@ func TestPortStatusMatchesOVS(t *testing.T) {
 				}
 			}},
 			{"internal port up", func() { ip("link", "set", "psi", "up") }},
+			{"add Geneve port", func() {
+				if err := o.AddPort(ovstest.Port{Name: "psg", Type: "geneve", OFPort: 7, Options: map[string]string{"remote_ip": "flow", "key": "flow"}}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"mod-port down on a tunnel (OVS cannot)", func() { ofctlDo("mod-port", "psg", "down") }},
+			{"mod-port no-packet-in on a tunnel", func() { ofctlDo("mod-port", "psg", "no-packet-in") }},
+			{"delete Geneve port", func() { vsctl("del-port", "psg") }},
 			{"delete veth port", func() { vsctl("del-port", "psv") }},
 			{"delete internal port", func() { vsctl("del-port", "psi") }},
 		} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -35,20 +36,49 @@ func watchLinks(ctx context.Context, dp *datapath.Bridge, ob *ofproto.Bridge, lo
 	defer stop()
 	buf := make([]byte, 64<<10)
 	for {
-		_, err := f.Read(buf)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, unix.ENOBUFS):
-			// Notifications were lost: looking at every port again
-			// covers them.
-		case err != nil:
+		if err := readLinkNotification(f, buf, time.Time{}); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			f.Close()
-			return fmt.Errorf("link notifications: %w", err)
+			return err
+		}
+		// Take the notifications of the next moments with it (a device
+		// brought up is soon followed by its carrier, as linkwatch runs):
+		// OVS's main loop reads them all before it looks at the ports. A
+		// link that keeps flapping is still looked at every 4 settles.
+		for until := time.Now().Add(4 * linkSettle); time.Now().Before(until); {
+			deadline := time.Now().Add(linkSettle)
+			if deadline.After(until) {
+				deadline = until
+			}
+			if readLinkNotification(f, buf, deadline) != nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		refreshPorts(dp, ob)
 		log.Debug("link notification: ports refreshed")
 	}
+}
+
+// linkSettle is how long link notifications are gathered before the
+// ports are looked at.
+const linkSettle = 50 * time.Millisecond
+
+// readLinkNotification reads one notification (until deadline, if not
+// zero). Lost notifications (ENOBUFS) are no error: looking at every port
+// again covers them.
+func readLinkNotification(f *os.File, buf []byte, deadline time.Time) error {
+	if err := f.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("link notifications: %w", err)
+	}
+	if _, err := f.Read(buf); err != nil && !errors.Is(err, unix.ENOBUFS) {
+		return fmt.Errorf("link notifications: %w", err)
+	}
+	return nil
 }
 
 // refreshPorts announces each port's device as it is now.
