@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,15 +97,7 @@ func TestCheckPktLarger(t *testing.T) {
 		payload int
 		out     uint32
 	}{{0, 3}, {58, 3}, {59, 2}, {400, 2}} { // 42 bytes of Ethernet, IPv4 and UDP headers
-		k, _ := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=53")
-		frame := flowtable.BuildFrame(&k, c.payload)
-		var pkt flowtable.Packet
-		pkt.Key = k
-		if err := pkt.Extract(frame); err != nil {
-			t.Fatal(err)
-		}
-		sink := &captureSink{}
-		p.Run(&pkt, sink, nil)
+		sink, frame := runUDP(t, p, c.payload)
 		if len(sink.out) != 1 || sink.out[0].port != c.out {
 			t.Errorf("%d-byte frame: output %v, want port %d", len(frame), sink.out, c.out)
 		}
@@ -113,6 +106,23 @@ func TestCheckPktLarger(t *testing.T) {
 	if s := rec.Segments[0]; s.Cacheable || !strings.Contains(s.Why, "check_pkt_larger") {
 		t.Errorf("segment 0: cacheable %v (%q), want uncacheable", s.Cacheable, s.Why)
 	}
+}
+
+// runUDP runs a UDP packet with payload bytes from port 1 and returns
+// what came out and the frame as sent.
+func runUDP(t *testing.T, p *flowtable.Pipeline, payload int) (*captureSink, []byte) {
+	t.Helper()
+	k, _ := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=53")
+	frame := flowtable.BuildFrame(&k, payload)
+	var pkt flowtable.Packet
+	pkt.Key = k
+	if err := pkt.Extract(frame); err != nil {
+		t.Fatal(err)
+	}
+	sent := slices.Clone(frame) // the walk may rewrite frame in place
+	sink := &captureSink{}
+	p.Run(&pkt, sink, nil)
+	return sink, sent
 }
 
 // record runs one packet with a flow-cache recording.
@@ -148,15 +158,7 @@ table=2,actions=output:4
 `
 	p := loadSeed(t, flows)
 	p.MACs = flowtable.NewMACTable(time.Minute)
-	k, _ := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=53")
-	frame := flowtable.BuildFrame(&k, 0)
-	var pkt flowtable.Packet
-	pkt.Key = k
-	if err := pkt.Extract(frame); err != nil {
-		t.Fatal(err)
-	}
-	sink := &captureSink{}
-	p.Run(&pkt, sink, nil)
+	sink, frame := runUDP(t, p, 0)
 	if len(sink.out) != 1 || sink.out[0].port != 3 || !bytes.Equal(sink.out[0].frame, frame) {
 		t.Fatalf("outputs %v, want the frame unchanged to port 3 only", sink.out)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +85,33 @@ func inetChecksum(b []byte) uint16 {
 	return ^uint16(sum)
 }
 
+// startMonitor runs `ovs-ofctl -O VERSION monitor TARGET ARGS...` with its
+// output in the file at logPath; stop ends it (also at the test's end).
+func startMonitor(t *testing.T, version, target string, args ...string) (logPath string, stop func()) {
+	t.Helper()
+	logPath = filepath.Join(t.TempDir(), "monitor.log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := exec.Command("ovs-ofctl", append([]string{"-O", version, "monitor", target}, args...)...)
+	mon.Stdout, mon.Stderr = f, f
+	mon.Env = append(os.Environ(), "OVS_RUNDIR="+t.TempDir()) // its control socket
+	if err := mon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			mon.Process.Kill()
+			mon.Wait()
+			f.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return logPath, stop
+}
+
 // run loads flows, starts `ovs-ofctl monitor TARGET resume`, sends the
 // frame once and returns what came out of ports 2 and 3 (hex, in order),
 // the monitor's log (bridge uuid and datapath port numbers masked) and
@@ -100,22 +128,8 @@ func (s *pauseSwitch) run(t *testing.T, version, flows string) (frames, monitor,
 	if out, err := ofctl(s.target, "-O", "OpenFlow13", "add-flows", f); err != nil {
 		t.Fatalf("%s: add-flows: %v\n%s", s.name, err, out)
 	}
-	logPath := filepath.Join(t.TempDir(), "monitor.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mon := exec.Command("ovs-ofctl", "-O", version, "monitor", s.target, "resume")
-	mon.Stdout, mon.Stderr = logf, logf
-	mon.Env = append(os.Environ(), "OVS_RUNDIR="+t.TempDir()) // its control socket
-	if err := mon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		mon.Process.Kill()
-		mon.Wait()
-		logf.Close()
-	}()
+	logPath, stop := startMonitor(t, version, s.target, "resume")
+	defer stop()
 	// The monitor is ready once it asked for NXT_PACKET_IN2 and the
 	// switch config; give it a moment to set up.
 	time.Sleep(500 * time.Millisecond)

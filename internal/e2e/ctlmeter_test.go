@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,17 +79,7 @@ func TestControllerMeterMatchesOVS(t *testing.T) {
 			}
 			r.dumps += v + ": " + out
 		}
-		logPath := filepath.Join(t.TempDir(), "monitor.log")
-		f, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mon := exec.Command("ovs-ofctl", "-O", "OpenFlow13", "monitor", o.Target(), "65535")
-		mon.Stdout, mon.Stderr = f, f
-		mon.Env = append(os.Environ(), "OVS_RUNDIR="+t.TempDir())
-		if err := mon.Start(); err != nil {
-			t.Fatal(err)
-		}
+		logPath, stop := startMonitor(t, "OpenFlow13", o.Target(), "65535")
 		time.Sleep(300 * time.Millisecond)
 		start := time.Now()
 		for i := 0; i < packets; i++ {
@@ -100,9 +89,7 @@ func TestControllerMeterMatchesOVS(t *testing.T) {
 			t.Logf("sending took %v: a 1 pkt/s meter may let more through", d)
 		}
 		time.Sleep(300 * time.Millisecond)
-		mon.Process.Kill()
-		mon.Wait()
-		f.Close()
+		stop()
 		data, _ := os.ReadFile(logPath)
 		r.packets = strings.Count(string(data), "PACKET_IN")
 		return r

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -73,24 +72,9 @@ func watchPortStatus(t *testing.T, o *ovstest.OVS) *portStatusWatch {
 	t.Helper()
 	w := &portStatusWatch{}
 	for _, v := range portStatusVersions {
-		logPath := filepath.Join(t.TempDir(), "monitor.log")
-		f, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// A nonzero miss_send_len: a service connection gets no async
 		// messages without one.
-		mon := exec.Command("ovs-ofctl", "-O", v, "monitor", o.Target(), "128")
-		mon.Stdout, mon.Stderr = f, f
-		mon.Env = append(os.Environ(), "OVS_RUNDIR="+t.TempDir())
-		if err := mon.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			mon.Process.Kill()
-			mon.Wait()
-			f.Close()
-		})
+		logPath, _ := startMonitor(t, v, o.Target(), "128")
 		w.logs = append(w.logs, logPath)
 	}
 	// A 1.3 controller that asks for ADD and DELETE only (OFPT_SET_ASYNC
