@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +11,9 @@ import (
 	"time"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/internal/oftest"
 	"github.com/govs-project/govs/internal/ovstest"
+	"github.com/govs-project/govs/ofproto/wire"
 )
 
 // TestControllerMeterMatchesOVS: controller(meter_id=N) and the
@@ -169,5 +173,81 @@ table=0,priority=0,actions=controller
 	}
 	if !strings.Contains(outs[0], "meter(1)") || !strings.Contains(outs[0], "meter(3)") {
 		t.Errorf("OVS's trace names no reused or controller meter id:\n%s", outs[0])
+	}
+}
+
+// TestControllerActionErrorsLikeOVS: flow-mods with a controller action
+// where OpenFlow 1.3 puts none (inside ct's exec), or with a malformed
+// NXAST_CONTROLLER2 meter_id, get the same error from govs as from Open
+// vSwitch (type, code and the quoted request); a pause inside clone is
+// accepted by both.
+func TestControllerActionErrorsLikeOVS(t *testing.T) {
+	netnstest.RequireRoot(t)
+	_, vswitchd := binaries(t)
+	ovs := ovstest.Start(t, ovstest.Options{FailMode: "secure"})
+	govs := ovstest.Start(t, ovstest.Options{Vswitchd: vswitchd, FailMode: "secure"})
+	meter := func(b ...byte) wire.Property { return wire.Property{Type: wire.NXAC2PT_METER_ID, Data: b} }
+	pause := wire.Property{Type: wire.NXAC2PT_PAUSE}
+	ctExec := func(a wire.Action) wire.Action {
+		return &wire.ActionCT{Flags: 1, RecircTable: 0xff, Actions: []wire.Action{a}}
+	}
+	for _, tc := range []struct {
+		name string
+		acts []wire.Action
+	}{
+		{"pause in ct exec", []wire.Action{ctExec(&wire.ActionController2{Props: []wire.Property{pause}})}},
+		{"controller with meter_id in ct exec", []wire.Action{ctExec(&wire.ActionController2{Props: []wire.Property{meter(0, 0, 0, 1)}})}},
+		{"meter_id of 2 bytes", []wire.Action{&wire.ActionController2{Props: []wire.Property{meter(0, 1)}}}},
+		{"meter_id of 8 bytes", []wire.Action{&wire.ActionController2{Props: []wire.Property{meter(0, 0, 0, 1, 0, 0, 0, 0)}}}},
+		{"pause and meter_id in clone (accepted)", []wire.Action{&wire.ActionController2{Props: []wire.Property{pause, meter(0, 0, 0, 7)}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			acts, err := wire.AppendActions(nil, wire.OFP13, tc.acts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(tc.name, "clone") {
+				// NXAST_CLONE around them: experimenter header, NX_VENDOR_ID,
+				// subtype, 6 bytes of pad, the nested actions.
+				c := binary.BigEndian.AppendUint16(nil, wire.OFPAT_EXPERIMENTER)
+				c = binary.BigEndian.AppendUint16(c, uint16(16+len(acts)))
+				c = binary.BigEndian.AppendUint32(c, wire.NX_VENDOR_ID)
+				c = binary.BigEndian.AppendUint16(c, wire.NXAST_CLONE)
+				acts = append(append(c, make([]byte, 6)...), acts...)
+			}
+			var got [2]string
+			for i, o := range []*ovstest.OVS{ovs, govs} {
+				c, err := oftest.Dial(o.MgmtSocket(), wire.OFP13)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.NC.Close()
+				if err := c.Send(wire.OFPT_FLOW_MOD, 0x77, oftest.FlowMod13(nil, acts)); err != nil {
+					t.Fatal(err)
+				}
+				sendMsg(t, c, 0x78, &wire.BarrierRequest{})
+				for {
+					h, body, err := c.Recv()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if h.Type == wire.OFPT_ERROR {
+						got[i] = fmt.Sprintf("error %x", body)
+					}
+					if h.Xid == 0x78 {
+						break
+					}
+				}
+				if got[i] == "" {
+					got[i] = "accepted"
+				}
+			}
+			if got[0] != got[1] {
+				t.Errorf("OVS: %s\ngovs: %s", got[0], got[1])
+			}
+			if refused := strings.HasPrefix(got[0], "error"); refused == strings.Contains(tc.name, "accepted") {
+				t.Errorf("OVS: %s: the case tests something else", got[0])
+			}
+		})
 	}
 }
