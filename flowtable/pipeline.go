@@ -695,7 +695,7 @@ func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
 }
 
 // emitPacketIn sends the packet to the controllers as pi says, through
-// meter m (nil: none; for the trace, the meter has run).
+// meter m (nil: none), which a trace names.
 func (x *xlate) emitPacketIn(pi *PacketIn, m *MeterEntry) {
 	x.uncacheable("packet-in")
 	x.pkt.Commit()
