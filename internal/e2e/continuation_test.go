@@ -207,10 +207,6 @@ table=3 reg1=0x5 actions=2`},
 table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],resubmit(,1),controller(pause),3
 table=1 reg0=0x1/0x1 actions=controller(pause,userdata=01),2
 table=1 reg0=0/0x1 actions=controller(pause,userdata=02),3`},
-		{"check_pkt_larger, not larger", `
-table=0 in_port=1 actions=check_pkt_larger(1500)->NXM_NX_REG0[0],resubmit(,1),controller(pause),2
-table=1 reg0=0x1/0x1 actions=controller(pause,userdata=01),2
-table=1 reg0=0/0x1 actions=controller(pause,userdata=02),3`},
 		{"check_pkt_larger twice, pause between", `
 table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],controller(pause),check_pkt_larger(1500)->NXM_NX_REG0[1],resubmit(,1)
 table=1 reg0=0x1/0x3 actions=set_field:7->reg2,controller(pause),resubmit(,2)
