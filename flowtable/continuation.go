@@ -111,7 +111,7 @@ func (x *xlate) finishFreezing(cookie uint64) {
 		return
 	}
 	x.emitPacketIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID,
-		UserData: a.UserData, Pause: true, Cookie: cookie, Continuation: c})
+		UserData: a.UserData, Pause: true, Cookie: cookie, Continuation: c}, nil)
 }
 
 // finish ends a translation at its top level: the action set runs unless

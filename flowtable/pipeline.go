@@ -107,6 +107,10 @@ type TraceEvent struct {
 	After  Key // the key after the action (TraceAction)
 	Port   uint32
 	Msg    string
+	// PacketIn is what a TraceOutput to the controller sends; Meter is
+	// the meter it or a meter action (TraceAction) goes through, if any.
+	PacketIn *PacketIn
+	Meter    *MeterEntry
 }
 
 // Trace collects the events of one packet walk (ovs-appctl ofproto/trace).
@@ -211,6 +215,9 @@ type xlate struct {
 	tunnelMask *Key
 	// packetOut: output to TABLE runs the pipeline (packet-out only).
 	packetOut bool
+	// ghost: the walk of check_pkt_larger's other branch, for the
+	// counters only (stack.go otherBranch).
+	ghost bool
 }
 
 var seed = maphash.MakeSeed()
@@ -389,7 +396,9 @@ func (x *xlate) fail(e XlateError, format string, arg int) {
 	x.res.Error = e
 	x.exit = true
 	x.uncacheable(e.String())
-	x.p.countXlateError(e, &x.pkt.Key)
+	if !x.ghost {
+		x.p.countXlateError(e, &x.pkt.Key)
+	}
 }
 
 // runTable looks the packet up in table id and runs the actions of the
@@ -439,6 +448,9 @@ func (x *xlate) execute(acts []Action) {
 			ev = len(x.tr.Events)
 			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
 		}
+		if c, ok := a.(*CheckPktLarger); ok && !x.dry && !x.ghost && i+1 < len(acts) {
+			x.otherBranch(c, acts[i+1:])
+		}
 		x.do(a)
 		if ev >= 0 {
 			// Nested lookups (resubmit, goto, ct) show their own changes.
@@ -481,11 +493,21 @@ func (x *xlate) do(a Action) {
 		x.orMaskRange(a.Src)
 		x.output(uint32(readRange(k, a.Src)), a.MaxLen)
 	case *Controller:
+		if x.ghost {
+			// OVS freezes the other branch at a pause; nothing reaches
+			// a controller from it.
+			x.exit = a.Pause
+			return
+		}
 		if a.Pause {
 			x.pauseAt(a)
 			return
 		}
-		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData})
+		meter := uint32(0)
+		if a.MeterBound {
+			meter = a.MeterID
+		}
+		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData}, meter)
 	case *Enqueue:
 		x.output(a.Port, 0)
 	case *Resubmit:
@@ -517,6 +539,16 @@ func (x *xlate) do(a Action) {
 		// A packet a band drops goes no further: no later action, no
 		// action set. A flow cache cannot replay a meter (yet): the
 		// packets of a metered flow take the slow path.
+		if x.ghost {
+			return
+		}
+		if x.dry {
+			// A trace runs no meter; it names the meter's datapath id.
+			if x.tr != nil {
+				x.tr.Events[len(x.tr.Events)-1].Meter = x.p.meters[a.ID]
+			}
+			return
+		}
 		if x.r != nil {
 			x.r.uncacheable("meter")
 		}
@@ -641,7 +673,7 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	case PortFlood, PortAll:
 		x.flood(port)
 	case PortController:
-		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen})
+		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen}, 0)
 	case PortTable:
 		if !x.packetOut {
 			x.note("output to TABLE is only valid in packet-out")
@@ -679,23 +711,41 @@ func (x *xlate) emitPort(port uint32, viaInPort bool) {
 	}
 }
 
-func (x *xlate) packetIn(pi *PacketIn) {
+// packetIn sends the packet to the controllers through meter (0: the
+// "controller" meter, if there is one), as OVS's xlate_controller_action
+// composes clone(meter(N),userspace(...)): a packet the meter drops is
+// not sent, and the actions after it run either way. A pause is never
+// metered (OVS's freezing sends its userspace action bare).
+func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
+	if meter == 0 {
+		meter = MeterControllerID
+	}
+	// A meter that does not exist (or no longer: OVS's datapath passes
+	// packets through a deleted meter) lets the packet-in through. p.mu
+	// is read-held by the run.
+	m := x.p.meters[meter]
+	if m != nil && !x.dry && !m.admit(x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+		x.uncacheable("meter")
+		x.note("packet-in dropped by meter %d", int(meter))
+		return
+	}
 	pi.Table, pi.Cookie = x.table, x.cookie
 	if pi.Reason == ReasonAction && x.miss {
 		pi.Reason = ReasonExplicitMiss
 	}
-	x.emitPacketIn(pi)
+	x.emitPacketIn(pi, m)
 }
 
-// emitPacketIn sends the packet to the controllers as pi says.
-func (x *xlate) emitPacketIn(pi *PacketIn) {
+// emitPacketIn sends the packet to the controllers as pi says, through
+// meter m (nil: none), which a trace names.
+func (x *xlate) emitPacketIn(pi *PacketIn, m *MeterEntry) {
 	x.uncacheable("packet-in")
 	x.pkt.Commit()
 	x.res.PacketIns++
 	if x.tr != nil {
 		x.tr.Final = x.pkt.Key
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: PortController,
-			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie)})
+			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie), PacketIn: pi, Meter: m})
 	}
 	if x.sink != nil {
 		x.sink.PacketIn(x.pkt, pi)
@@ -752,7 +802,7 @@ func (x *xlate) normal() {
 	// the recorded decision stale.
 	gen := x.p.MACs.Gen()
 	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: in}
-	if !x.dry {
+	if !x.dry && !x.ghost {
 		x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
 	}
 	var expires time.Time
@@ -921,6 +971,13 @@ var ctRequests = sync.Pool{New: func() any { return new(CTRequest) }}
 
 func (x *xlate) conntrack(a *CT) {
 	k := &x.pkt.Key
+	if x.ghost {
+		// No connection is looked up or committed for the branch the
+		// packet does not take; ct(table=N) freezes it, as in OVS.
+		clearCt(k)
+		x.exit = a.Table != TableNone
+		return
+	}
 	req := ctRequests.Get().(*CTRequest)
 	defer ctRequests.Put(req)
 	*req = CTRequest{Zone: a.Zone, Commit: a.Commit, Force: a.Force, Alg: a.Alg, NAT: a.NAT}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -571,5 +572,77 @@ func TestBundleSpeed(t *testing.T) {
 	} {
 		g, o := sum("govs", m.f), sum("ovs", m.f)
 		t.Logf("%s: govs/ovs = %.2f (%v / %v)", m.name, float64(g)/float64(o), g, o)
+	}
+}
+
+// portStatuses adds a veth port, takes its peer down and up, brings it
+// down and up with a port-mod and deletes it, and returns the port-status
+// messages the agent's PortStatusRcvd got, as ofnet decoded them.
+func portStatuses(t *testing.T, tg target) []string {
+	a := tg.connect(t)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", tg.ovs.Netns()}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: ip %v: %v: %s", tg.name, args, err, out)
+		}
+	}
+	ip("link", "add", "ofv", "type", "veth", "peer", "name", "ofv-p")
+	ip("link", "set", "ofv", "up")
+	ip("link", "set", "ofv-p", "up")
+	var got []string
+	// collect takes what arrives until nothing has for 700 ms (both
+	// switches react to the kernel's link notifications).
+	collect := func(step string) {
+		got = append(got, "-- "+step)
+		for {
+			select {
+			case s := <-a.portState:
+				d := s.Desc
+				line := fmt.Sprintf("reason=%d port=%d name=%s config=%#x state=%#x", s.Reason, d.PortNo, strings.TrimRight(string(d.Name), "\x00"), d.Config, d.State)
+				for _, p := range d.Properties {
+					if e, ok := p.(*openflow15.PortDescPropEthernet); ok {
+						line += fmt.Sprintf(" curr=%#x speed=%d", e.Curr, e.CurrSpeed)
+					}
+				}
+				got = append(got, line)
+			case <-time.After(700 * time.Millisecond):
+				return
+			}
+		}
+	}
+	collect("connected")
+	if err := tg.ovs.AddPort(ovstest.Port{Name: "ofv", OFPort: 7}); err != nil {
+		t.Fatal(err)
+	}
+	collect("added")
+	ip("link", "set", "ofv-p", "down")
+	collect("peer down")
+	ip("link", "set", "ofv-p", "up")
+	collect("peer up")
+	tg.ofctl(t, "mod-port", "ofv", "down")
+	collect("mod-port down")
+	tg.ofctl(t, "mod-port", "ofv", "up")
+	collect("mod-port up")
+	if _, err := tg.ovs.Vsctl("del-port", "ofv"); err != nil {
+		t.Fatal(err)
+	}
+	collect("deleted")
+	return got
+}
+
+// TestAgentPortStatus: Antrea's agent learns of port changes (an uplink
+// or a Pod's interface losing its link) through ofnet's PortStatusRcvd.
+// The same changes on both switches give it the same OpenFlow 1.5
+// OFPT_PORT_STATUS messages, as ofnet decodes them (reason, port, name,
+// config, state, the Ethernet property's features and speed).
+func TestAgentPortStatus(t *testing.T) {
+	tgs := startTargets(t)
+	want := portStatuses(t, tgs[0])
+	got := portStatuses(t, tgs[1])
+	if w, g := strings.Join(want, "\n"), strings.Join(got, "\n"); w != g {
+		t.Errorf("port status differs:\novs:\n%s\ngovs:\n%s", w, g)
+	}
+	if !slices.Contains(want, "reason=2 port=7 name=ofv config=0x0 state=0x1 curr=0x840 speed=10000000") {
+		t.Errorf("ovs: no LINK_DOWN MODIFY for the veth:\n%s", strings.Join(want, "\n"))
 	}
 }

@@ -411,6 +411,13 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 			defer b.wg.Done()
 			b.of.Run(ctx) // flow expiry
 		}()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := watchLinks(ctx, dp, b.of, log); err != nil {
+				log.Warn("port link changes are not reported", zap.Error(err))
+			}
+		}()
 		t, err := ofproto.ParseTarget("punix:" + d.MgmtSocket(cfg.Name))
 		if err == nil {
 			err = b.listen(ctx, t)

@@ -66,10 +66,19 @@ func FuzzDecodeMessage(f *testing.F) {
 	for _, m := range seedMessages(&testing.T{}) {
 		f.Add(m)
 	}
-	// Messages the captures lack: conntrack flushes, meter-mods in 1.3.
+	// Messages the captures lack: conntrack flushes, meter-mods in 1.3,
+	// port status as OVS sends it on a link change (10GB-FD COPPER, LINK_DOWN
+	// or LIVE) and the async config that filters it.
 	for _, v := range []uint8{OFP10, OFP13, OFP15} {
+		curr := uint32(0x840)
+		if v == OFP10 {
+			curr = 0xc0
+		}
 		for _, m := range []Message{
 			&NXCTFlushZone{Zone: 7},
+			&PortStatus{Reason: 2, Port: Port{PortNo: 5, HWAddr: [6]byte{2, 0, 0, 0, 0, 5}, Name: [16]byte{'p', 's', 'v'}, State: 1, Curr: curr, CurrSpeed: 10000000}},
+			&PortStatus{Reason: 0, Port: Port{PortNo: 6, Config: 1, State: 4, Curr: curr, CurrSpeed: 10000000}},
+			&AsyncConfig{PortStatusMask: [2]uint32{3, 0}, Props: []Property{{Type: 3, Data: []byte{0, 0, 0, 4}}}},
 			&MeterMod{Command: OFPMC_ADD, Flags: OFPMF_PKTPS | OFPMF_BURST, MeterID: 1,
 				Bands: []MeterBand{{Type: OFPMBT_DROP, Rate: 100, BurstSize: 10, Extra: make([]byte, 4)}}},
 		} {
