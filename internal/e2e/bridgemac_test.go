@@ -86,7 +86,6 @@ func checkBridgeMAC(t *testing.T, r *ovsdbRig, step, wantMAC, wantDPID string) {
 		if dpid == wantDPID && mac == wantMAC && ofDPID == wantDPID && ofMAC == wantMAC {
 			return
 		}
-		r.vsctl("--no-wait", "sync")
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Errorf("%s: %s; want %s and %s", step, got, wantDPID, wantMAC)
