@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/datapath"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
 )
@@ -207,4 +208,24 @@ func setHardwareAddr(p port.Port, mac net.HardwareAddr) error {
 		return fmt.Errorf("port %s cannot change its MAC", p.Name())
 	}
 	return s.SetHardwareAddr(mac)
+}
+
+// setInterfaceMAC applies a changed Interface.mac to a running internal
+// port in place, as OVS's iface_set_mac does (a multicast address is
+// refused; an empty one leaves the device's MAC as it is).
+func (d *Daemon) setInterfaceMAC(b *bridge, rp *runningPort, want string) {
+	if rp.cfg.Type != datapath.KindInternal || want == "" || want == rp.cfg.MAC {
+		return
+	}
+	mac, ok := parseEthAddr(want)
+	switch {
+	case !ok:
+		b.log.Error("interface mac not an Ethernet address", zap.String("interface", rp.cfg.Name), zap.String("mac", want))
+	case mac[0]&1 != 0:
+		b.log.Error("cannot set MAC to multicast address", zap.String("interface", rp.cfg.Name), zap.String("mac", want))
+	default:
+		if err := setHardwareAddr(rp.p, mac); err != nil {
+			b.log.Error("setting MAC failed", zap.String("interface", rp.cfg.Name), zap.Error(err))
+		}
+	}
 }

@@ -108,4 +108,17 @@ func TestReconcileLocalMAC(t *testing.T) {
 	if opened["br0"] != lp {
 		t.Errorf("the LOCAL port was reopened")
 	}
+
+	// Interface.mac of an internal port changes in place too
+	// (iface_set_mac); a multicast one is refused.
+	gw := PortConfig{Name: "gw", Type: "internal", MAC: "02:00:00:00:00:0a"}
+	d.Reconcile(state("", local, gw))
+	gwp := opened["gw"]
+	for _, c := range []struct{ set, want string }{{"02:00:00:00:00:0b", "02:00:00:00:00:0b"}, {"01:00:00:00:00:0c", "02:00:00:00:00:0b"}} {
+		gw.MAC = c.set
+		d.Reconcile(state("", local, gw))
+		if opened["gw"] != gwp || gwp.HardwareAddr().String() != c.want {
+			t.Errorf("Interface.mac %s: port reopened %v, MAC %s, want %s", c.set, opened["gw"] != gwp, gwp.HardwareAddr(), c.want)
+		}
+	}
 }

@@ -130,8 +130,10 @@ func (d *Daemon) reconcile(want State) Result {
 					d.Log.Warn("port stopped with an error", zap.String("port", pn), zap.Error(err))
 				}
 			} else {
+				d.setInterfaceMAC(b, rp, wp.MAC)
 				d.mu.Lock()
 				rp.cfg.Tag, rp.cfg.Trunks, rp.cfg.VLANMode, rp.cfg.PortMAC = wp.Tag, wp.Trunks, wp.VLANMode, wp.PortMAC
+				rp.cfg.MAC = wp.MAC
 				d.mu.Unlock()
 			}
 		}
@@ -225,6 +227,9 @@ func samePort(have, want PortConfig) bool {
 			p.Options = nil
 		}
 		p.Tag, p.Trunks, p.VLANMode, p.PrevOFPort, p.PortMAC = 0, nil, "", 0, ""
+		if p.Type == datapath.KindInternal {
+			p.MAC = "" // set in place (setInterfaceMAC)
+		}
 		return p
 	}
 	h, w := norm(have), norm(want)
