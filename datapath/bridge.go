@@ -92,7 +92,7 @@ type Bridge struct {
 	pmd *pmd // started with the first polled port
 
 	name     string
-	dpid     uint64
+	dpid     atomic.Uint64 // changes in place, as OVS's ofproto_set_datapath_id
 	pipeline *flowtable.Pipeline
 	log      *zap.Logger
 	// batching counts the PortBatch calls under way: ports added meanwhile
@@ -224,7 +224,8 @@ func NewBridge(name string, dpid uint64, pipeline *flowtable.Pipeline, log *zap.
 	if log == nil {
 		log = zap.NewNop()
 	}
-	b := &Bridge{name: name, dpid: dpid, pipeline: pipeline, log: log.With(zap.String("bridge", name))}
+	b := &Bridge{name: name, pipeline: pipeline, log: log.With(zap.String("bridge", name))}
+	b.dpid.Store(dpid)
 	b.ports.Store(&portSet{byNo: map[uint32]*bridgePort{}})
 	pipeline.Ports = b
 	pipeline.OnXlateError = func(e flowtable.XlateError, k *flowtable.Key) {
@@ -239,7 +240,11 @@ func NewBridge(name string, dpid uint64, pipeline *flowtable.Pipeline, log *zap.
 func (b *Bridge) Name() string { return b.name }
 
 // DatapathID is the OpenFlow datapath id.
-func (b *Bridge) DatapathID() uint64 { return b.dpid }
+func (b *Bridge) DatapathID() uint64 { return b.dpid.Load() }
+
+// SetDatapathID changes the datapath id of a running bridge (OVS picks it
+// again whenever its ports change); the flows and ports stay.
+func (b *Bridge) SetDatapathID(dpid uint64) { b.dpid.Store(dpid) }
 
 // Pipeline is the bridge's OpenFlow state.
 func (b *Bridge) Pipeline() *flowtable.Pipeline { return b.pipeline }

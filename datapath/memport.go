@@ -32,7 +32,7 @@ type MemPortConfig struct {
 // lets the packet loop be tested and benchmarked without system calls.
 type MemPort struct {
 	name     string
-	mac      net.HardwareAddr
+	mac      atomic.Pointer[net.HardwareAddr]
 	mtu      int
 	maxFrame int
 	record   bool
@@ -71,10 +71,11 @@ func NewMemPort(cfg MemPortConfig) *MemPort {
 		cfg.RxQueue = 4096
 	}
 	p := &MemPort{
-		name: cfg.Name, mac: cfg.MAC, mtu: cfg.MTU, maxFrame: port.MaxFrameLen(cfg.MTU),
+		name: cfg.Name, mtu: cfg.MTU, maxFrame: port.MaxFrameLen(cfg.MTU),
 		record: cfg.Record, passBad: cfg.PassBadLengths, rxCap: cfg.RxQueue,
 		txSignal: make(chan struct{}, 1),
 	}
+	p.mac.Store(&cfg.MAC)
 	p.rxCond = sync.NewCond(&p.mu)
 	return p
 }
@@ -86,7 +87,13 @@ func (p *MemPort) Name() string { return p.name }
 func (p *MemPort) Ifindex() int { return 0 }
 
 // HardwareAddr implements port.Port.
-func (p *MemPort) HardwareAddr() net.HardwareAddr { return p.mac }
+func (p *MemPort) HardwareAddr() net.HardwareAddr { return *p.mac.Load() }
+
+// SetHardwareAddr changes the port's MAC, as tap.Port's does the device's.
+func (p *MemPort) SetHardwareAddr(mac net.HardwareAddr) error {
+	p.mac.Store(&mac)
+	return nil
+}
 
 // MTU implements port.Port.
 func (p *MemPort) MTU() int { return p.mtu }

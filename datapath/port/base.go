@@ -34,7 +34,7 @@ import (
 // reads and Release, TxMu in its writes, and closes with Close.
 type Base struct {
 	kind, name string
-	mac        net.HardwareAddr // as read at Open: see SetIdentity
+	mac        atomic.Pointer[net.HardwareAddr] // as read at Open (SetIdentity), or as set since (SetHardwareAddr)
 	mtu        int
 	ifindex    atomic.Int64 // changes when the port re-attaches
 
@@ -406,7 +406,8 @@ func (b *Base) SetRxFd(rxFd int) {
 func (b *Base) SetIdentity(ifindex int, mac net.HardwareAddr, mtu int) int {
 	b.ifindex.Store(int64(ifindex))
 	if b.mtu == 0 {
-		b.mac, b.mtu = mac, mtu
+		b.mac.Store(&mac)
+		b.mtu = mtu
 	}
 	return b.mtu
 }
@@ -422,8 +423,18 @@ func (b *Base) Name() string { return b.name }
 // Ifindex returns the index of the interface the port is bound to.
 func (b *Base) Ifindex() int { return int(b.ifindex.Load()) }
 
-// HardwareAddr returns the interface MAC read at Open.
-func (b *Base) HardwareAddr() net.HardwareAddr { return b.mac }
+// HardwareAddr returns the interface MAC read at Open, or the one
+// RecordHardwareAddr recorded since.
+func (b *Base) HardwareAddr() net.HardwareAddr {
+	if m := b.mac.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// RecordHardwareAddr records a MAC the kind set on the interface since it
+// opened.
+func (b *Base) RecordHardwareAddr(mac net.HardwareAddr) { b.mac.Store(&mac) }
 
 // MTU returns the interface MTU read at Open.
 func (b *Base) MTU() int { return b.mtu }

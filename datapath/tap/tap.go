@@ -7,6 +7,7 @@ package tap
 import (
 	"fmt"
 	"net"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -280,3 +281,20 @@ func (p *Port) writeFrame(f []byte, h *port.VnetHdr) error {
 func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error { return p.CloseFd(&p.fd, "device") }
+
+// SetHardwareAddr changes the device's MAC in place (SIOCSIFHWADDR), as
+// OVS's netdev_set_etheraddr does for a bridge's LOCAL port: the device
+// stays up and keeps its addresses and routes (a TAP allows a live
+// address change).
+func (p *Port) SetHardwareAddr(mac net.HardwareAddr) error {
+	ctl, err := ifioctl.ControlSocket()
+	if err != nil {
+		return p.Errorf("%w", err)
+	}
+	defer unix.Close(ctl)
+	if err := ifioctl.SetHardwareAddr(ctl, p.Name(), mac); err != nil {
+		return fmt.Errorf("tap: %w", err)
+	}
+	p.RecordHardwareAddr(slices.Clone(mac))
+	return nil
+}

@@ -531,12 +531,10 @@ func startOVSDBWorker(t *testing.T, vswitchd string, w geneveWorker, plug func(n
 			t.Fatalf("ovs-appctl %s: %v %s", strings.Join(args, " "), err, out)
 		}
 	}
-	// br-phy's LOCAL port has the NIC's MAC, so that the peer's frames to
-	// that MAC reach the node address on br-phy: Open vSwitch picks it
-	// from the NIC by itself (bridge_pick_local_hw_addr), govs only from
-	// other_config:hwaddr, which says it for both.
-	vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev", "fail-mode=standalone",
-		fmt.Sprintf("other_config:hwaddr=%q", w.nodeMAC))
+	// br-phy's LOCAL port takes the NIC's MAC once the NIC is its port
+	// (bridge_pick_local_hw_addr: the lowest global MAC), so that the
+	// peer's frames to that MAC reach the node address on br-phy.
+	vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev", "fail-mode=standalone")
 	vsctl("add-port", "br-phy", nic)
 	cidr := netip.MustParsePrefix(w.nodeCIDR())
 	addr := []string{"ip", "addr", "add", cidr.String(), "dev", "br-phy"}

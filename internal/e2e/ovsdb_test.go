@@ -111,6 +111,17 @@ func (r *ovsdbRig) startGovs() {
 func (r *ovsdbRig) startGovsAt(ns *netnstest.NS, dir, logPath string) *exec.Cmd {
 	r.t.Helper()
 	_, vswitchd := binaries(r.t)
+	return r.startVswitchd(vswitchd, ns, dir, logPath)
+}
+
+// startGovsWith runs the govs-vswitchd binary at path in the rig.
+func (r *ovsdbRig) startGovsWith(path string) *exec.Cmd {
+	r.t.Helper()
+	return r.startVswitchd(path, r.ns, r.dir, r.govsLog)
+}
+
+func (r *ovsdbRig) startVswitchd(vswitchd string, ns *netnstest.NS, dir, logPath string) *exec.Cmd {
+	r.t.Helper()
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		r.t.Fatal(err)
@@ -500,7 +511,11 @@ func TestOVSDBForwarding(t *testing.T) {
 // govs-switch-s/op and ovs-switch-s/op: ovs-vsctl's own work, the same
 // for both, is most of the first. Run by hand:
 //
-//	go test ./internal/e2e -run XXX -bench OVSDB1000Ports -benchtime 3x
+//	go test ./internal/e2e -run XXX -bench OVSDB1000Ports -benchtime 5x
+//
+// With GOVS_E2E_BASELINE_VSWITCHD=PATH (another build of govs-vswitchd)
+// each round measures that one too, for an A/B in the same run. The
+// medians over the rounds of the switch's own part are reported as well.
 func BenchmarkOVSDB1000Ports(b *testing.B) {
 	const n = 1000
 	args := []string{"--timeout=300"}
@@ -536,17 +551,32 @@ func BenchmarkOVSDB1000Ports(b *testing.B) {
 		return total, own
 	}
 	var govs, ovs, db, govsOwn, ovsOwn time.Duration
+	var govsOwns, ovsOwns, baseOwns []time.Duration
+	baseline := os.Getenv("GOVS_E2E_BASELINE_VSWITCHD")
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		g, gOwn := measure(func(r *ovsdbRig) { r.startGovs() })
 		o, oOwn := measure(func(r *ovsdbRig) { r.startOVS() })
 		n, _ := measure(nil)
-		b.Logf("run %d: govs %v (own %v), Open vSwitch %v (own %v), the transaction alone %v", i, g, gOwn, o, oOwn, n)
+		line := fmt.Sprintf("run %d: govs %v (own %v), Open vSwitch %v (own %v), the transaction alone %v; own ovs/govs %.2f",
+			i, g, gOwn, o, oOwn, n, oOwn.Seconds()/gOwn.Seconds())
+		if baseline != "" {
+			_, bOwn := measure(func(r *ovsdbRig) { r.govs = r.startGovsWith(baseline) })
+			line += fmt.Sprintf("; baseline own %v, baseline/govs %.2f", bOwn, bOwn.Seconds()/gOwn.Seconds())
+			baseOwns = append(baseOwns, bOwn)
+		}
+		b.Log(line)
 		govs += g
 		ovs += o
 		db += n
 		govsOwn += gOwn
 		ovsOwn += oOwn
+		govsOwns, ovsOwns = append(govsOwns, gOwn), append(ovsOwns, oOwn)
+	}
+	b.ReportMetric(medianSeconds(govsOwns), "govs-switch-median-s")
+	b.ReportMetric(medianSeconds(ovsOwns), "ovs-switch-median-s")
+	if baseOwns != nil {
+		b.ReportMetric(medianSeconds(baseOwns), "baseline-switch-median-s")
 	}
 	b.ReportMetric(govs.Seconds()/float64(b.N), "govs-s/op")
 	b.ReportMetric(ovs.Seconds()/float64(b.N), "ovs-s/op")
@@ -701,4 +731,13 @@ func TestOVSDBDetachAfterFirstConfig(t *testing.T) {
 	if cur, next := r.get("open_vswitch", ".", "cur_cfg"), r.get("open_vswitch", ".", "next_cfg"); cur != next {
 		t.Errorf("cur_cfg %s, next_cfg %s right after --detach returned", cur, next)
 	}
+}
+
+// medianSeconds is the median of ds in seconds (median: the upper middle).
+func medianSeconds(ds []time.Duration) float64 {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = d.Seconds()
+	}
+	return median(xs)
 }

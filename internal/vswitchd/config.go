@@ -38,6 +38,12 @@ type BridgeConfig struct {
 	// FlowLimits are limits of single tables (OVS's Flow_Table
 	// flow_limit), in place of the daemon's --flow-limit there.
 	FlowLimits map[uint8]int `yaml:"flow_limits"`
+	// HWAddr (other_config:hwaddr) and DefaultMAC (from the Bridge row's
+	// UUID) feed OVS's choice of the LOCAL port's MAC and of the datapath
+	// id (pickLocalMAC); DefaultMAC is nil outside the OVSDB, where the
+	// datapath id is DatapathID or comes from the name.
+	HWAddr     string           `yaml:"-"`
+	DefaultMAC net.HardwareAddr `yaml:"-"`
 }
 
 // PortConfig describes one port.
@@ -61,6 +67,9 @@ type PortConfig struct {
 	// PrevOFPort is the number the port had before (the OVSDB's
 	// Interface.ofport), which it gets back when nothing asks for another.
 	PrevOFPort uint32 `yaml:"-"`
+	// PortMAC is Port.mac, the address that stands for the port when the
+	// bridge's MAC is picked (applied in place).
+	PortMAC string `yaml:"-"`
 }
 
 // LoadConfig reads and validates a YAML configuration file.

@@ -367,13 +367,9 @@ func (d *Daemon) DelPort(br, name string) error {
 // OpenFlow connections.
 func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	cfg.Ports = nil
-	dpid := defaultDatapathID(cfg.Name)
-	if cfg.DatapathID != "" {
-		v, err := ParseDatapathID(cfg.DatapathID)
-		if err != nil {
-			return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
-		}
-		dpid = v
+	dpid, err := initialDatapathID(cfg)
+	if err != nil {
+		return nil, err
 	}
 	p := flowtable.NewPipeline()
 	d.mu.Lock()
@@ -519,6 +515,12 @@ func (d *Daemon) updateBridge(b *bridge, cfg BridgeConfig) error {
 		b.cfg = cfg
 		return nil
 	}
+	return b.reconnect(cfg)
+}
+
+// reconnect stops the bridge's controller connections and extra
+// listeners and starts those of cfg.
+func (b *bridge) reconnect(cfg BridgeConfig) error {
 	b.connCancel()
 	// The management listener is the first; the others belong to the
 	// connections just stopped.

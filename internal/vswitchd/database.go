@@ -344,7 +344,10 @@ func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
 		if br.FailMode != nil {
 			bc.FailMode = *br.FailMode
 		}
-		bc.DatapathID = bridgeDatapathID(br.OtherConfig)
+		if v, ok := dpidFromString(br.OtherConfig["datapath-id"]); ok {
+			bc.DatapathID = fmt.Sprintf("%016x", v)
+		}
+		bc.HWAddr, bc.DefaultMAC = br.OtherConfig["hwaddr"], defaultBridgeMAC(br.UUID)
 		bc.FlowLimits = flowLimits(br.FlowTables, sn.flowTables)
 		for _, cid := range br.Controller {
 			if c := sn.controllers[cid]; c != nil {
@@ -376,8 +379,13 @@ func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
 					invalid[ir.Name] = err
 					continue
 				}
-				if pc.Name == bc.Name && pc.MAC == "" {
-					pc.MAC = br.OtherConfig["hwaddr"]
+				if pc.Name == bc.Name {
+					// OVS ignores Interface.mac on the LOCAL port: the
+					// bridge picks its MAC (pickLocalMAC).
+					pc.MAC = ""
+				}
+				if pr.MAC != nil {
+					pc.PortMAC = *pr.MAC
 				}
 				bc.Ports = append(bc.Ports, pc)
 			}
@@ -405,21 +413,6 @@ func flowLimits(tables map[int]string, rows map[string]*flowTableRow) map[uint8]
 		l[uint8(table)] = *ft.FlowLimit
 	}
 	return l
-}
-
-// bridgeDatapathID is other_config:datapath-id, or one made from
-// other_config:hwaddr as OVS does, or "" (govs derives one from the name,
-// so that a restart keeps it).
-func bridgeDatapathID(oc map[string]string) string {
-	if v := oc["datapath-id"]; v != "" {
-		if _, err := ParseDatapathID(v); err == nil && len(strings.TrimPrefix(v, "0x")) == 16 {
-			return strings.TrimPrefix(v, "0x")
-		}
-	}
-	if mac, err := net.ParseMAC(oc["hwaddr"]); err == nil && len(mac) == 6 {
-		return fmt.Sprintf("0000%x", []byte(mac))
-	}
-	return ""
 }
 
 // portFromRows makes the wanted port of a Port row and its Interface.

@@ -17,26 +17,26 @@ func ptr[T any](v T) *T { return &v }
 
 // TestDesiredState: the rows ovs-vsctl and Antrea write become the
 // desired state: OVS defaults (standalone), controllers split into
-// active and passive targets, ports with their columns, hwaddr as the
-// datapath id and LOCAL MAC, bad rows set aside with their error.
+// active and passive targets, ports with their columns, hwaddr and the
+// default MAC for the bridge's pick, bad rows set aside with their error.
 func TestDesiredState(t *testing.T) {
 	sn := snapshot{
 		ovs: &ovsRow{UUID: "o", Bridges: []string{"b1", "b2", "b3"}, OtherConfig: map[string]string{"flow-restore-wait": "true"}},
 		bridges: map[string]*bridgeRow{
-			"b1": {Name: "br-int", DatapathType: "netdev", Protocols: []string{"OpenFlow15", "OpenFlow10"},
+			"b1": {UUID: "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9fa", Name: "br-int", DatapathType: "netdev", Protocols: []string{"OpenFlow15", "OpenFlow10"},
 				Ports: []string{"p1", "p2", "p3", "p4"}, Controller: []string{"c1", "c2"},
 				OtherConfig: map[string]string{"hwaddr": "aa:bb:cc:dd:ee:ff"}},
 			"b2": {Name: "br-phy", FailMode: ptr("secure"), OtherConfig: map[string]string{"datapath-id": "0000000000000042"}},
 			"b3": {Name: "br-dpdk", DatapathType: "dpdk"},
 		},
 		ports: map[string]*portRow{
-			"p1": {Name: "br-int", Interfaces: []string{"i1"}},
+			"p1": {Name: "br-int", Interfaces: []string{"i1"}, MAC: ptr("00:11:22:33:44:55")},
 			"p2": {Name: "antrea-gw0", Interfaces: []string{"i2"}, Tag: ptr(10)},
 			"p3": {Name: "bond0", Interfaces: []string{"i3", "i4"}},
 			"p4": {Name: "badmac", Interfaces: []string{"i5"}},
 		},
 		ifaces: map[string]*ifaceRow{
-			"i1": {Name: "br-int", Type: "internal"},
+			"i1": {Name: "br-int", Type: "internal", MAC: ptr("00:00:00:00:00:07")},
 			"i2": {Name: "antrea-gw0", Type: "internal", OFPortRequest: ptr(32769), MAC: ptr("aa:bb:cc:00:00:02"), OFPort: ptr(32769), MTURequest: ptr(1450)},
 			"i3": {Name: "eth1"}, "i4": {Name: "eth2"},
 			"i5": {Name: "badmac", MAC: ptr("zz")},
@@ -55,8 +55,13 @@ func TestDesiredState(t *testing.T) {
 	if bi.FailMode != "standalone" || bp.FailMode != "secure" {
 		t.Errorf("fail modes %q %q, want standalone (OVS's default) and secure", bi.FailMode, bp.FailMode)
 	}
-	if bi.DatapathID != "0000aabbccddeeff" || bp.DatapathID != "0000000000000042" {
-		t.Errorf("datapath ids %q %q", bi.DatapathID, bp.DatapathID)
+	if bi.DatapathID != "" || bp.DatapathID != "0000000000000042" {
+		t.Errorf("datapath ids %q %q, want none (picked from the MAC) and 0000000000000042", bi.DatapathID, bp.DatapathID)
+	}
+	// The UUID's first words as OVS holds them (little-endian), marked
+	// locally administered.
+	if bi.HWAddr != "aa:bb:cc:dd:ee:ff" || bi.DefaultMAC.String() != "3e:2d:1c:0b:72:61" {
+		t.Errorf("hwaddr %q default MAC %s", bi.HWAddr, bi.DefaultMAC)
 	}
 	if strings.Join(bi.Protocols, ",") != "OpenFlow10,OpenFlow15" || strings.Join(bi.Controllers, ",") != "tcp:10.0.0.1:6653" || strings.Join(bi.Listeners, ",") != "punix:/tmp/x.sock" {
 		t.Errorf("protocols %v controllers %v listeners %v", bi.Protocols, bi.Controllers, bi.Listeners)
@@ -68,7 +73,9 @@ func TestDesiredState(t *testing.T) {
 	if gw.Name != "antrea-gw0" || gw.OFPortRequest != 32769 || gw.PrevOFPort != 32769 || gw.MAC != "aa:bb:cc:00:00:02" || gw.MTURequest != 1450 || gw.Tag != 10 {
 		t.Errorf("antrea-gw0 %+v", gw)
 	}
-	if local.Name != "br-int" || local.MAC != "aa:bb:cc:dd:ee:ff" || local.wantedOFPort("br-int") != 65534 {
+	// OVS ignores Interface.mac on the LOCAL port; Port.mac takes part in
+	// the bridge's pick.
+	if local.Name != "br-int" || local.MAC != "" || local.PortMAC != "00:11:22:33:44:55" || local.wantedOFPort("br-int") != 65534 {
 		t.Errorf("LOCAL port %+v", local)
 	}
 	if err := invalid["eth1"]; err == nil || !strings.Contains(err.Error(), "govs has no bonds") {

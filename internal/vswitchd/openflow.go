@@ -18,7 +18,7 @@ func OpenFlowBridge(dp *datapath.Bridge, log *zap.Logger) *ofproto.Bridge {
 	ob := ofproto.NewBridge(dpAdapter{dp}, log)
 	dp.OnPacketIn = ob.PacketIn
 	dp.OnPortStatus = func(reason uint8, info datapath.PortInfo) {
-		ob.PortStatus(reason, portInfo(info, linkFlags()))
+		ob.PortStatus(reason, portInfo(info, linkFlagsOf(info.Name)))
 	}
 	return ob
 }
@@ -101,6 +101,29 @@ const (
 	ofppsLinkDown = 1 << 0 // OFPPS_LINK_DOWN
 	ofppsLive     = 1 << 2 // OFPPS_LIVE (OpenFlow 1.1+)
 )
+
+// linkFlagsOf is linkFlags for one device (one ioctl): a port status per
+// added port must not dump every link, which made adding 1,000 ports
+// quadratic.
+func linkFlagsOf(name string) map[string]net.Flags {
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	f, err := ifioctl.Flags(fd, name)
+	if err != nil {
+		return nil
+	}
+	var nf net.Flags
+	if f&unix.IFF_UP != 0 {
+		nf |= net.FlagUp
+	}
+	if f&unix.IFF_RUNNING != 0 {
+		nf |= net.FlagRunning
+	}
+	return map[string]net.Flags{name: nf}
+}
 
 // linkFlags are the flags of the network devices, by name (one netlink
 // dump for all ports).

@@ -61,6 +61,7 @@ type portRow struct {
 	Tag        *int     `ovsdb:"tag"`
 	Trunks     []int    `ovsdb:"trunks"`
 	VLANMode   *string  `ovsdb:"vlan_mode"`
+	MAC        *string  `ovsdb:"mac"`
 }
 
 // ifaceRow is an Interface row: the configuration ovs-vsctl writes and

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/datapath/port/ifioctl"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto"
@@ -109,11 +110,9 @@ func (d *Daemon) reconcile(want State) Result {
 	status := map[string]PortStatus{}
 	res := Result{Ports: status, Bridges: map[string]error{}}
 
-	// Bridges that go, or must be rebuilt (a new datapath id).
+	// Bridges that go (a new datapath id is applied in place, below).
 	for _, name := range d.bridgeNames() {
-		b := d.runningBridge(name)
-		wb := want.Bridge(name)
-		if wb == nil || bridgeIdentity(b.cfg) != bridgeIdentity(*wb) {
+		if want.Bridge(name) == nil {
 			if err := d.stopBridge(name); err != nil {
 				d.Log.Warn("bridge stopped with an error", zap.String("bridge", name), zap.Error(err))
 			}
@@ -131,8 +130,10 @@ func (d *Daemon) reconcile(want State) Result {
 					d.Log.Warn("port stopped with an error", zap.String("port", pn), zap.Error(err))
 				}
 			} else {
+				d.setInterfaceMAC(b, rp, wp.MAC)
 				d.mu.Lock()
-				rp.cfg.Tag, rp.cfg.Trunks, rp.cfg.VLANMode = wp.Tag, wp.Trunks, wp.VLANMode
+				rp.cfg.Tag, rp.cfg.Trunks, rp.cfg.VLANMode, rp.cfg.PortMAC = wp.Tag, wp.Trunks, wp.VLANMode, wp.PortMAC
+				rp.cfg.MAC = wp.MAC
 				d.mu.Unlock()
 			}
 		}
@@ -209,15 +210,10 @@ func (d *Daemon) reconcile(want State) Result {
 			}
 		})
 		d.applyVLANs(b)
+		d.configureDatapathID(b, wb)
 	}
 	d.settlePinnedOffload(want)
 	return res
-}
-
-// bridgeIdentity is what a running bridge cannot change without being
-// rebuilt: its name and datapath id.
-func bridgeIdentity(b BridgeConfig) string {
-	return b.Name + "/" + b.DatapathID
 }
 
 // samePort tells whether a running port opened with have still is the
@@ -230,7 +226,10 @@ func samePort(have, want PortConfig) bool {
 		if len(p.Options) == 0 {
 			p.Options = nil
 		}
-		p.Tag, p.Trunks, p.VLANMode, p.PrevOFPort = 0, nil, "", 0
+		p.Tag, p.Trunks, p.VLANMode, p.PrevOFPort, p.PortMAC = 0, nil, "", 0, ""
+		if p.Type == datapath.KindInternal {
+			p.MAC = "" // set in place (setInterfaceMAC)
+		}
 		return p
 	}
 	h, w := norm(have), norm(want)
@@ -259,6 +258,7 @@ type runningPort struct {
 	cfg    PortConfig
 	ofport uint32
 	kind   string
+	p      port.Port
 }
 
 func (d *Daemon) bridgeNames() []string {
@@ -303,7 +303,7 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig, no uint32) (uint32, error)
 		return 0, fmt.Errorf("port %s: %w", cfg.Name, err)
 	}
 	d.mu.Lock()
-	b.ports[cfg.Name] = &runningPort{cfg: cfg, ofport: got, kind: kind}
+	b.ports[cfg.Name] = &runningPort{cfg: cfg, ofport: got, kind: kind, p: p}
 	d.mu.Unlock()
 	d.Log.Info("port added", zap.String("bridge", b.cfg.Name), zap.String("port", cfg.Name), zap.Uint32("ofport", got), zap.String("type", kind))
 	return got, nil
