@@ -176,6 +176,7 @@ func (r *Result) Mask() *Key { return &r.Masks[0] }
 
 type xlate struct {
 	p         *Pipeline
+	s         *side // the side of the pipeline the walk reads (leftright.go)
 	pkt       *Packet
 	sink      Sink
 	tr        *Trace
@@ -231,7 +232,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		x.counters = r.rec.Counters
 	}
 	x.res.Segments = 1
-	p.rlock()
+	x.s = p.enterWalk()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
 	cookie := uint64(0)
@@ -242,7 +243,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		cookie = r.Cookie
 	}
 	x.finish(cookie)
-	p.mu.RUnlock()
+	p.leaveWalk(x.s)
 	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key
 	}
@@ -301,7 +302,7 @@ func (x *xlate) mask() *Key { return &x.res.Masks[x.seg] }
 // lookup finds the best rule in table t for the packet, with conjunctive
 // match semantics (ovs-fields(7) "Conjunctive Match Fields").
 func (x *xlate) lookup(id uint8) *Rule {
-	t := x.p.tables[id]
+	t := x.s.tables[id]
 	if t == nil {
 		return nil
 	}
@@ -478,7 +479,7 @@ func (x *xlate) do(a Action) {
 		if x.r != nil {
 			x.r.uncacheable("meter")
 		}
-		if !x.p.runMeter(a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+		if !runMeter(x.s, a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
 			x.exit = true
 			x.actionSet = x.actionSet[:0]
 		}
@@ -746,7 +747,7 @@ func (x *xlate) normal() {
 }
 
 func (x *xlate) group(id uint32) {
-	g := x.p.groups[id]
+	g := x.s.groups[id]
 	if g == nil {
 		x.note("group %d does not exist: drop", id)
 		return

@@ -1,0 +1,199 @@
+package flowtable
+
+import (
+	"maps"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// Walks never wait for flow-mods. The pipeline keeps two copies of what a
+// walk reads (a side: the tables' classifiers, the groups and the meters),
+// sharing the rules themselves, and runs the left-right scheme: walks read
+// the active side without a lock, a writer (under p.mu) changes the other
+// side, publishes it with one atomic store, waits for the walks still on
+// the old side to leave (they take microseconds), and then replays on the
+// old side the same inserts and removals. A walk therefore sees the tables
+// either entirely before or entirely after a flow-mod batch (an atomic
+// bundle included), and no writer, however long (a 119k-flow bundle), ever
+// holds it up: the writer pays, twice, for the change it makes.
+//
+// Rules are immutable while a side can see them: a modify installs a copy
+// of the rule with the new actions (sharing its counters), so a walk on the
+// old side keeps running the old actions. Group and meter maps are copied
+// on the first change of a write and shared by both sides afterwards.
+//
+// The same goes for the flow cache: Generation is bumped after the new side
+// is published, so a decision cached under the new generation was made on
+// the new side.
+
+// side is one copy of what a walk reads.
+type side struct {
+	tables [NumTables]*table
+	groups map[uint32]*GroupEntry
+	meters map[uint32]*MeterEntry
+}
+
+func (s *side) table(id uint8) *table {
+	t := s.tables[id]
+	if t == nil {
+		t = newTable()
+		s.tables[id] = t
+	}
+	return t
+}
+
+// sideOp is a change of the writer's side, replayed on the other.
+type sideOp struct {
+	r      *Rule
+	insert bool
+}
+
+// readerCount counts the walks on one side, on a cache line of its own.
+type readerCount struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// writeState is what a writer tracks between lockWrite and unlockWrite
+// (guarded by p.mu).
+type writeState struct {
+	log                      []sideOp
+	groupsOwned, metersOwned bool // the writer's side has its own copy of the map
+	mapsChanged, bump        bool
+	started                  time.Time
+}
+
+// cur is the side flow-mods change and control-plane readers (dumps,
+// stats, under p.mu) read; walks read p.walkSide. At rest both sides hold
+// the same.
+func (p *Pipeline) cur() *side { return &p.sides[1-p.active.Load()] }
+
+// enterWalk registers a walk on the active side and returns it; the walk
+// calls leaveWalk with it when done. It never blocks: it retries only if a
+// writer published the other side between its two loads.
+func (p *Pipeline) enterWalk() *side {
+	i := p.active.Load()
+	p.readers[i].n.Add(1)
+	if p.active.Load() == i {
+		return &p.sides[i]
+	}
+	start := time.Now()
+	for {
+		p.readers[i].n.Add(-1)
+		i = p.active.Load()
+		p.readers[i].n.Add(1)
+		if p.active.Load() == i {
+			break
+		}
+	}
+	p.locks.readWaits.Add(1)
+	atomicMax(&p.locks.readWaitMax, uint64(time.Since(start)))
+	return &p.sides[i]
+}
+
+func (p *Pipeline) leaveWalk(s *side) {
+	i := 0
+	if s == &p.sides[1] {
+		i = 1
+	}
+	p.readers[i].n.Add(-1)
+}
+
+// insertRule and removeRule change the writer's side (p.mu held) and
+// log the change for the other.
+func (p *Pipeline) insertRule(t *table, r *Rule) {
+	t.cls(r).insert(r)
+	p.w.log = append(p.w.log, sideOp{r: r, insert: true})
+}
+
+func (p *Pipeline) removeRule(t *table, r *Rule) {
+	t.cls(r).remove(r)
+	p.w.log = append(p.w.log, sideOp{r: r})
+}
+
+// writeGroups returns the writer's group map, copied first if the other
+// side shares it.
+func (p *Pipeline) writeGroups() map[uint32]*GroupEntry {
+	s := p.cur()
+	if !p.w.groupsOwned {
+		s.groups = maps.Clone(s.groups)
+		p.w.groupsOwned = true
+	}
+	p.w.mapsChanged = true
+	return s.groups
+}
+
+// writeMeters is writeGroups for the meters.
+func (p *Pipeline) writeMeters() map[uint32]*MeterEntry {
+	s := p.cur()
+	if !p.w.metersOwned {
+		s.meters = maps.Clone(s.meters)
+		if s.meters == nil {
+			s.meters = map[uint32]*MeterEntry{}
+		}
+		p.w.metersOwned = true
+	}
+	p.w.mapsChanged = true
+	return s.meters
+}
+
+// bumpLocked asks for a generation bump once the change is published.
+func (p *Pipeline) bumpLocked() { p.w.bump = true }
+
+// publishLocked makes the writer's side the one walks read, bumps the
+// generation if asked, waits for the walks on the old side to leave and
+// brings that side up to date.
+func (p *Pipeline) publishLocked() {
+	w := &p.w
+	if len(w.log) == 0 && !w.mapsChanged {
+		if w.bump {
+			w.bump = false
+			p.BumpGeneration()
+		}
+		return
+	}
+	old := p.active.Load()
+	p.active.Store(1 - old)
+	if w.bump {
+		w.bump = false
+		p.BumpGeneration()
+	}
+	p.drain(old)
+	s, n := &p.sides[old], &p.sides[1-old]
+	for _, op := range w.log {
+		t := s.table(op.r.Table)
+		if op.insert {
+			t.cls(op.r).insert(op.r)
+		} else {
+			t.cls(op.r).remove(op.r)
+		}
+	}
+	s.groups, s.meters = n.groups, n.meters
+	if cap(w.log) > 4096 {
+		w.log = nil // a bulk load's log: do not keep it
+	} else {
+		clear(w.log)
+		w.log = w.log[:0]
+	}
+	w.groupsOwned, w.metersOwned, w.mapsChanged = false, false, false
+}
+
+// drain waits until no walk is on side i: yielding first (walks take
+// microseconds), then sleeping, as a walk can be off the CPU for longer.
+func (p *Pipeline) drain(i uint32) {
+	c := &p.readers[i].n
+	if c.Load() == 0 {
+		return
+	}
+	start := time.Now()
+	for spins := 0; c.Load() != 0; spins++ {
+		if spins < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	p.locks.drains.Add(1)
+	atomicMax(&p.locks.drainMax, uint64(time.Since(start)))
+}
