@@ -9,7 +9,7 @@ import (
 
 type portsSink struct{ ports []uint32 }
 
-func (s *portsSink) Output(port uint32, _ *Packet)  { s.ports = append(s.ports, port) }
+func (s *portsSink) Output(port uint32, _ *Packet)   { s.ports = append(s.ports, port) }
 func (s *portsSink) PacketIn(_ *Packet, _ *PacketIn) {}
 
 // batchOps is batch i of TestWalksSeeWholeBatches: table 0's flow is

@@ -20,8 +20,8 @@ type Rule struct {
 	// copy (walks on the other side still run the old one: leftright.go)
 	// and the copy shares them, as does a flow an add replaces.
 	Stats *RuleStats
-	seq         uint64 // insertion order, for a stable tie-break among equal priorities
-	match       sparseMatch
+	seq   uint64 // insertion order, for a stable tie-break among equal priorities
+	match sparseMatch
 	// conj are the clauses of a conjunctive flow, sorted by conjunction id
 	// (set while the rule is in a table's soft classifier).
 	conj []conjClause

@@ -35,7 +35,7 @@ type connMonitors struct {
 	// paused: the connection's backlog passed monitorPauseBytes, so
 	// updates wait: the changes it would have seen are kept (flow ->
 	// its last event) and sent when it resumes.
-	paused  bool
+	paused bool
 	// pending is keyed by the flow's counters, which a flow keeps
 	// across modifies (each installs a new *Rule).
 	pending map[*flowtable.RuleStats]flowChange
