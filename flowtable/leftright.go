@@ -10,22 +10,23 @@ import (
 // Walks never wait for flow-mods. The pipeline keeps two copies of what a
 // walk reads (a side: the tables' classifiers, the groups and the meters),
 // sharing the rules themselves, and runs the left-right scheme: walks read
-// the active side without a lock, a writer (under p.mu) changes the other
-// side, publishes it with one atomic store, waits for the walks still on
-// the old side to leave (they take microseconds), and then replays on the
-// old side the same inserts and removals. A walk therefore sees the tables
-// either entirely before or entirely after a flow-mod batch (an atomic
-// bundle included), and no writer, however long (a 119k-flow bundle), ever
-// holds it up: the writer pays, twice, for the change it makes.
+// the active side without a lock; a writer (under p.mu) changes the other
+// side and publishes it with one atomic store. The side it replaced gets
+// the same inserts and removals replayed later, once the walks that were
+// on it have left: at the next write, or from a timer soon after (at once
+// after a bulk change, so that deleted flows do not stay alive). A walk
+// therefore sees the tables either entirely before or entirely after a
+// flow-mod batch (an atomic bundle included), and no writer, however long
+// (a 119k-flow bundle), ever holds it up: the writer pays, twice, for the
+// change it makes, and almost never waits for a walk.
 //
 // Rules are immutable while a side can see them: a modify installs a copy
 // of the rule with the new actions (sharing its counters), so a walk on the
 // old side keeps running the old actions. Group and meter maps are copied
 // on the first change of a write and shared by both sides afterwards.
 //
-// The same goes for the flow cache: Generation is bumped after the new side
-// is published, so a decision cached under the new generation was made on
-// the new side.
+// The flow cache: Generation is bumped after the new side is published, so
+// a decision cached under the new generation was made on the new side.
 
 // side is one copy of what a walk reads.
 type side struct {
@@ -55,19 +56,29 @@ type readerCount struct {
 	_ [56]byte
 }
 
-// writeState is what a writer tracks between lockWrite and unlockWrite
-// (guarded by p.mu).
+// writeState is what writers track (guarded by p.mu).
 type writeState struct {
+	// latest is the side with the latest state: the one being written
+	// during a write, the active one otherwise.
+	latest uint32
+	// log is what the other side lacks (replayed by catchUpLocked).
 	log                      []sideOp
 	groupsOwned, metersOwned bool // the writer's side has its own copy of the map
 	mapsChanged, bump        bool
-	started                  time.Time
+	timer                    *time.Timer
 }
 
-// cur is the side flow-mods change and control-plane readers (dumps,
-// stats, under p.mu) read; walks read p.walkSide. At rest both sides hold
-// the same.
-func (p *Pipeline) cur() *side { return &p.sides[1-p.active.Load()] }
+// catchUpDelay is how long a replaced side may lag when no other write
+// comes: enough for the walks on it to have left.
+const catchUpDelay = 5 * time.Millisecond
+
+// bulkReplay is the size of a change replayed at once rather than later.
+const bulkReplay = 4096
+
+// cur is the side with the latest state, which writers change and
+// control-plane readers (dumps, stats, under p.mu) read; walks read the
+// active side (enterWalk).
+func (p *Pipeline) cur() *side { return &p.sides[p.w.latest] }
 
 // enterWalk registers a walk on the active side and returns it; the walk
 // calls leaveWalk with it when done. It never blocks: it retries only if a
@@ -141,26 +152,54 @@ func (p *Pipeline) writeMeters() map[uint32]*MeterEntry {
 // bumpLocked asks for a generation bump once the change is published.
 func (p *Pipeline) bumpLocked() { p.w.bump = true }
 
-// publishLocked makes the writer's side the one walks read, bumps the
-// generation if asked, waits for the walks on the old side to leave and
-// brings that side up to date.
+// beginWriteLocked prepares the inactive side for a writer: brought up to
+// date, it becomes the latest.
+func (p *Pipeline) beginWriteLocked() {
+	p.catchUpLocked()
+	p.w.latest = 1 - p.active.Load()
+}
+
+// publishLocked makes the writer's side the one walks read and bumps the
+// generation if asked. The replaced side is replayed later.
 func (p *Pipeline) publishLocked() {
 	w := &p.w
-	if len(w.log) == 0 && !w.mapsChanged {
-		if w.bump {
-			w.bump = false
-			p.BumpGeneration()
+	if len(w.log) > 0 || w.mapsChanged {
+		p.active.Store(w.latest)
+		w.mapsChanged = false
+		switch {
+		case len(w.log) > bulkReplay:
+			defer p.catchUpLocked() // after the bump: the walks see the change first
+		case w.timer == nil:
+			w.timer = time.AfterFunc(catchUpDelay, p.catchUp)
+		default:
+			w.timer.Reset(catchUpDelay)
 		}
-		return
+	} else {
+		w.latest = p.active.Load() // nothing changed: both sides are the same
 	}
-	old := p.active.Load()
-	p.active.Store(1 - old)
 	if w.bump {
 		w.bump = false
 		p.BumpGeneration()
 	}
-	p.drain(old)
-	s, n := &p.sides[old], &p.sides[1-old]
+}
+
+// catchUp replays what the inactive side lacks.
+func (p *Pipeline) catchUp() {
+	p.mu.Lock()
+	p.catchUpLocked()
+	p.mu.Unlock()
+}
+
+// catchUpLocked waits for the walks on the inactive side to leave (they
+// have mostly long gone) and replays on it the changes of the active one.
+func (p *Pipeline) catchUpLocked() {
+	w := &p.w
+	if len(w.log) == 0 && !w.groupsOwned && !w.metersOwned {
+		return
+	}
+	a := p.active.Load()
+	p.drain(1 - a)
+	s, n := &p.sides[1-a], &p.sides[a]
 	for _, op := range w.log {
 		t := s.table(op.r.Table)
 		if op.insert {
@@ -170,13 +209,14 @@ func (p *Pipeline) publishLocked() {
 		}
 	}
 	s.groups, s.meters = n.groups, n.meters
-	if cap(w.log) > 4096 {
-		w.log = nil // a bulk load's log: do not keep it
+	if cap(w.log) > bulkReplay {
+		w.log = nil // a bulk change's log: do not keep it
 	} else {
 		clear(w.log)
 		w.log = w.log[:0]
 	}
-	w.groupsOwned, w.metersOwned, w.mapsChanged = false, false, false
+	w.groupsOwned, w.metersOwned = false, false
+	w.latest = a
 }
 
 // drain waits until no walk is on side i: yielding first (walks take

@@ -141,7 +141,8 @@ func TestFailedBatchPublishesNothingNew(t *testing.T) {
 	if err == nil {
 		t.Fatal("an add using a missing group went in")
 	}
-	for i := 0; i < 2; i++ { // each Run may meet either side: walk both
+	p.catchUp()
+	for i := 0; i < 2; i++ { // walk both sides
 		var s portsSink
 		var pkt Packet
 		p.Run(&pkt, &s, nil)
@@ -149,5 +150,43 @@ func TestFailedBatchPublishesNothingNew(t *testing.T) {
 			t.Fatalf("walk %d after a failed batch outputs %v, want [1]", i, s.ports)
 		}
 		p.active.Store(1 - p.active.Load())
+	}
+}
+
+// TestReplacedSideCatchesUp: the side a write replaced gets the change
+// soon after without another write, and at once after a bulk change.
+func TestReplacedSideCatchesUp(t *testing.T) {
+	p := NewPipeline()
+	lag := func() (int, [2]int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var n [2]int
+		for i := range p.sides {
+			if tb := p.sides[i].tables[0]; tb != nil {
+				n[i] = tb.hard.n
+			}
+		}
+		return len(p.w.log), n
+	}
+	if err := p.AddFlow(&Flow{Priority: 1, Actions: []Action{&Output{Port: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if pending, n := lag(); pending == 0 && n == [2]int{1, 1} {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("10 s after an add, %d changes pending, sides hold %v flows", pending, n)
+		}
+	}
+	fs := make([]*Flow, bulkReplay+1)
+	for i := range fs {
+		fs[i] = &Flow{Priority: 2}
+		fs[i].Match.SetUint64(FieldInPort, uint64(i+1))
+	}
+	if err := p.AddFlows(fs); err != nil {
+		t.Fatal(err)
+	}
+	if pending, n := lag(); pending != 0 || n != [2]int{bulkReplay + 2, bulkReplay + 2} {
+		t.Fatalf("after a bulk add, %d changes pending, sides hold %v flows", pending, n)
 	}
 }

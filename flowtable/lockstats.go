@@ -10,8 +10,8 @@ import (
 // how long walks were held up by them. Walks take no lock (leftright.go):
 // a walk is held up only when a writer publishes its change between the
 // two loads with which the walk picks its side, and then only for that
-// retry. A writer, after publishing, waits for the walks still on the old
-// side before it updates that side (DrainMax).
+// retry. A writer waits for the walks still on the side it replaced
+// before it brings that side up to date (DrainMax).
 type LockStats struct {
 	// ReadWaits counts walks that had to pick their side again because a
 	// writer published meanwhile; ReadWaitMax is the longest such wait.
@@ -25,8 +25,9 @@ type LockStats struct {
 	WriteHold     time.Duration
 	WriteHoldMax  time.Duration
 	WriteHoldLog2 [lockBuckets]uint64
-	// Drains counts writers that found walks on the side they had just
-	// replaced; DrainMax is the longest they waited for them to leave.
+	// Drains counts writers that found walks still on the side they
+	// were about to bring up to date; DrainMax is the longest they waited
+	// for them to leave.
 	Drains   uint64
 	DrainMax time.Duration
 }
@@ -55,6 +56,7 @@ func atomicMax(a *atomic.Uint64, v uint64) {
 // when it did.
 func (p *Pipeline) lockWrite() time.Time {
 	p.mu.Lock()
+	p.beginWriteLocked()
 	return time.Now()
 }
 
