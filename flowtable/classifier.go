@@ -90,7 +90,11 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 
 func (c *classifier) insert(r *Rule) {
 	if c.soft {
-		r.conj = conjClauses(r.Actions)
+		if r.conj == nil {
+			// Set once, before any walk can see the rule: the other
+			// side's insert (leftright.go) and an undo find it set.
+			r.conj = conjClauses(r.Actions)
+		}
 		if repeatsID(r.conj) {
 			c.repeated++
 		}

@@ -133,6 +133,7 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 					}
 					if c != nil {
 						old.Actions = append(old.Actions, c)
+						old.conj = nil // insert computes a rule's clauses once
 					}
 					tb.soft.insert(old)
 					continue

@@ -42,14 +42,18 @@ func (t *table) cls(r *Rule) *classifier {
 
 // Pipeline is the OpenFlow state of one bridge: flow tables, groups and
 // the TLV map, plus what the interpreter needs (conntrack, MAC learning).
-// It is safe for concurrent use: packets look up under a read lock while
-// flow-mods change the tables under the write lock.
+// It is safe for concurrent use: flow-mods change the tables under the
+// write lock, dumps read them under the read lock, and packet walks take
+// no lock at all (leftright.go).
 type Pipeline struct {
-	mu     sync.RWMutex
-	locks  lockStats // lockstats.go
-	tables [NumTables]*table
-	groups map[uint32]*GroupEntry
-	meters map[uint32]*MeterEntry // meter.go
+	mu    sync.RWMutex
+	locks lockStats // lockstats.go
+	// sides are the two copies of the tables, groups and meters; walks
+	// read sides[active], writers change the other (leftright.go).
+	sides   [2]side
+	active  atomic.Uint32
+	readers [2]readerCount
+	w       writeState
 	// meterIDs are the datapath ids the meters hold (meter.go).
 	meterIDs providerPool
 	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
@@ -105,20 +109,16 @@ type PortLister interface {
 
 // NewPipeline returns an empty pipeline.
 func NewPipeline() *Pipeline {
-	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
+	p := &Pipeline{TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
 		MaxResubmitDepth: 64, Limits: DefaultLimits, Now: time.Now}
 	p.sharedCounters.shared = true
+	groups := map[uint32]*GroupEntry{}
+	p.sides[0].groups, p.sides[1].groups = groups, groups
 	return p
 }
 
-func (p *Pipeline) table(id uint8) *table {
-	t := p.tables[id]
-	if t == nil {
-		t = newTable()
-		p.tables[id] = t
-	}
-	return t
-}
+// table returns table id of the writer's side, created if need be.
+func (p *Pipeline) table(id uint8) *table { return p.cur().table(id) }
 
 // Errors of flow-mods, matching the OpenFlow errors OVS sends.
 var (
@@ -189,7 +189,7 @@ func (p *Pipeline) validateGroups(f *Flow) error {
 func (p *Pipeline) validateGroupsLocked(f *Flow) error {
 	for _, a := range f.Actions {
 		if g, ok := a.(*Group); ok {
-			if _, ok := p.groups[g.ID]; !ok {
+			if _, ok := p.cur().groups[g.ID]; !ok {
 				return fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup)
 			}
 		}
@@ -212,27 +212,28 @@ func (p *Pipeline) addLocked(f *Flow, staged *Rule, now time.Time) (r, old *Rule
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {
-		t.cls(old).remove(old)
+		p.removeRule(t, old)
 		p.nRules--
 		if f.Flags&FlagResetCounts == 0 {
-			r.Stats.Packets.Store(old.Stats.Packets.Load())
-			r.Stats.Bytes.Store(old.Stats.Bytes.Load())
-			r.Stats.Created = old.Stats.Created
+			// The counters go on in the old flow's: walks still on the
+			// other side count there until the change is published.
+			r.Stats = old.Stats
+			r.Stats.LastUsed.Store(now.UnixNano())
 		}
 	}
 	p.seq++
 	r.seq = p.seq
-	t.cls(r).insert(r)
+	p.insertRule(t, r)
 	p.nRules++
 	if f.IdleTimeout != 0 || f.HardTimeout != 0 {
 		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
 	}
-	p.BumpGeneration()
+	p.bumpLocked()
 	return r, old
 }
 
 func (p *Pipeline) overlapsLocked(f *Flow) bool {
-	t := p.tables[f.Table]
+	t := p.cur().tables[f.Table]
 	if t == nil {
 		return false
 	}
@@ -369,7 +370,7 @@ func (p *Pipeline) forEachSelected(ff *FlowFilter, fn func(t *table, r *Rule)) {
 		if ff.Table != 255 && id != int(ff.Table) {
 			continue
 		}
-		t := p.tables[id]
+		t := p.cur().tables[id]
 		if t == nil {
 			continue
 		}
@@ -454,7 +455,7 @@ func (p *Pipeline) TableFlowCounts() map[uint8]int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := map[uint8]int{}
-	for id, t := range p.tables {
+	for id, t := range p.cur().tables {
 		if t != nil && t.hard.n+t.soft.n > 0 {
 			out[uint8(id)] = t.hard.n + t.soft.n
 		}
@@ -511,7 +512,7 @@ func (p *Pipeline) SetLimits(l Limits) {
 // that an add below the limits costs no extra lookup.
 func (p *Pipeline) roomForLocked(f *Flow) error {
 	l := &p.Limits
-	t := p.tables[f.Table]
+	t := p.cur().tables[f.Table]
 	n := 0
 	if t != nil {
 		n = t.hard.n + t.soft.n
