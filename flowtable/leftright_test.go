@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,5 +189,52 @@ func TestReplacedSideCatchesUp(t *testing.T) {
 	}
 	if pending, n := lag(); pending != 0 || n != [2]int{bulkReplay + 2, bulkReplay + 2} {
 		t.Fatalf("after a bulk add, %d changes pending, sides hold %v flows", pending, n)
+	}
+}
+
+// TestMeterIDsOncePerMeter: a meter's datapath id is taken once, not once
+// per side, and is the same entry on both sides once the replaced side
+// has caught up; a controller(meter_id) added right after its meter is
+// bound on the side being written.
+func TestMeterIDsOncePerMeter(t *testing.T) {
+	p := NewPipeline()
+	bands := []MeterBand{{Type: MeterBandDrop, Rate: 10}}
+	for id := uint32(1); id <= 3; id++ {
+		if err := p.AddMeter(&MeterEntry{ID: id, Flags: MeterPktps, Bands: bands}); err != nil {
+			t.Fatal(err)
+		}
+		// A flow-mod between meter-mods: a write that catches the other
+		// side up first.
+		if err := p.AddFlow(&Flow{Priority: uint16(id), Actions: []Action{&Meter{ID: id}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.DeleteMeter(2)
+	if err := p.AddMeter(&MeterEntry{ID: 4, Flags: MeterPktps, Bands: bands}); err != nil {
+		t.Fatal(err)
+	}
+	ctl := &Controller{Reason: ReasonAction, MeterID: 4}
+	if err := p.AddFlow(&Flow{Priority: 9, Actions: []Action{ctl}}); err != nil {
+		t.Fatal(err)
+	}
+	if !ctl.MeterBound {
+		t.Error("controller(meter_id=4) added right after meter 4 is not bound")
+	}
+	p.catchUp()
+	want := map[uint32]uint32{1: 0, 3: 2, 4: 1} // OVS's id_pool: the lowest freed id is reused
+	for i := range p.sides {
+		got := map[uint32]uint32{}
+		for id, m := range p.sides[i].meters {
+			got[id] = m.Provider
+			if m != p.sides[1-i].meters[id] {
+				t.Errorf("meter %d is a different entry on each side", id)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("side %d: meter -> datapath id %v, want %v", i, got, want)
+		}
+	}
+	if len(p.meterIDs.used) != 3 {
+		t.Errorf("%d datapath meter ids in use for 3 meters", len(p.meterIDs.used))
 	}
 }
