@@ -105,6 +105,9 @@ type undoStep struct {
 // state before or the state after.
 func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 	defer p.unlockWrite(p.lockWrite())
+	p.batch.on = true
+	defer p.batch.sweep()
+	deletes := false
 	for i := range ops {
 		switch k := ops[i].Kind; {
 		case k == OpAdd:
@@ -122,11 +125,20 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				return nil, &OpError{i, err}
 			}
 		case isGroupOp(k):
+			deletes = deletes || k == OpGroupDelete
 		case ops[i].Filter == nil:
 			return nil, &OpError{i, fmt.Errorf("flow-mod kind %d without a filter", k)}
+		default:
+			deletes = deletes || k == OpDelete || k == OpDeleteStrict
 		}
 	}
-	undo := make([]undoStep, 0, len(ops))
+	n := len(ops)
+	if deletes {
+		// Room for deleting every flow (ovn-controller's bundles start
+		// with a delete-all): the undo log is not copied as it grows.
+		n += p.nRules
+	}
+	undo := make([]undoStep, 0, n)
 	results := make([]OpResult, len(ops))
 	now := p.Now() // one creation time for the whole batch, as it is atomic
 	fail := func(i int, err error) ([]OpResult, error) {
@@ -242,7 +254,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	p.BumpGeneration()
-	n := len(ops)
+	n = len(ops)
 	for i := range results {
 		n += len(results[i].Removed)
 	}

@@ -27,8 +27,9 @@ type table struct {
 	hard, soft *classifier
 }
 
-func newTable() *table {
+func newTable(batch *changeBatch) *table {
 	t := &table{hard: newClassifier(), soft: newClassifier()}
+	t.hard.batch, t.soft.batch = batch, batch
 	t.soft.soft = true
 	return t
 }
@@ -48,6 +49,7 @@ type Pipeline struct {
 	mu     sync.RWMutex
 	locks  lockStats // lockstats.go
 	tables [NumTables]*table
+	batch  changeBatch // Apply's, for the classifiers
 	groups map[uint32]*GroupEntry
 	meters map[uint32]*MeterEntry // meter.go
 	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
@@ -112,7 +114,7 @@ func NewPipeline() *Pipeline {
 func (p *Pipeline) table(id uint8) *table {
 	t := p.tables[id]
 	if t == nil {
-		t = newTable()
+		t = newTable(&p.batch)
 		p.tables[id] = t
 	}
 	return t
