@@ -200,6 +200,25 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		case OpDelete, OpDeleteStrict:
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpDeleteStrict
+			if ff.selectsAll() {
+				// Every flow of the tables: each classifier is emptied at
+				// once, its subtables kept for the adds that follow.
+				for id, t := range p.tables {
+					if t == nil || (ff.Table != 255 && id != int(ff.Table)) {
+						continue
+					}
+					for _, c := range []*classifier{t.hard, t.soft} {
+						c.each(func(r *Rule) bool {
+							results[i].Removed = append(results[i].Removed, r)
+							undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
+							return true
+						})
+						p.nRules -= c.n
+						c.clear()
+					}
+				}
+				break
+			}
 			p.forEachSelected(&ff, func(t *table, r *Rule) {
 				t.cls(r).remove(r)
 				p.nRules--

@@ -191,6 +191,35 @@ func (c *classifier) subtableFor(mask *Key) *subtable {
 	return st
 }
 
+// clear removes every rule. In a batch the subtables stay, empty, for
+// the rules the batch adds next; otherwise they go.
+func (c *classifier) clear() {
+	if c.n == 0 {
+		return
+	}
+	for _, st := range c.subtables {
+		st.buckets.each(func(b []*Rule) bool {
+			clear(b) // bucket arrays outlive the rules: keep none alive
+			return true
+		})
+	}
+	c.n, c.repeated = 0, 0
+	if c.batch == nil || !c.batch.on {
+		*c = classifier{byMask: map[Key]*subtable{}, soft: c.soft, batch: c.batch}
+		return
+	}
+	for _, st := range c.subtables {
+		st.buckets.reset()
+		st.n, st.maxPriority, st.nMax = 0, -1, 0
+	}
+	if c.dormant == 0 {
+		c.batch.dormant = append(c.batch.dormant, c)
+	}
+	c.dormant += len(c.subtables)
+	clear(c.subtables)
+	c.subtables = c.subtables[:0]
+}
+
 func (c *classifier) remove(r *Rule) {
 	mask := r.match.mask()
 	st := c.subtableFor(&mask)

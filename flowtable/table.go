@@ -282,6 +282,13 @@ func AllFlows() FlowFilter {
 	return FlowFilter{Table: 255, OutPort: PortNone, OutGroup: 0xffffffff}
 }
 
+// selectsAll reports whether the filter selects every flow of the
+// tables it names (a non-strict delete of everything).
+func (ff *FlowFilter) selectsAll() bool {
+	return !ff.Strict && ff.CookieMask == 0 && ff.OutPort == PortNone && ff.OutGroup == 0xffffffff &&
+		ff.Match.Mask == (Key{})
+}
+
 // Selects reports whether the filter selects r (flow monitors use it on
 // each changed flow).
 func (ff *FlowFilter) Selects(r *Rule) bool { return ff.selects(r) }
