@@ -152,28 +152,35 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		op := &ops[i]
 		switch op.Kind {
 		case OpAdd:
-			f := op.Flow
-			if op.Rule != nil {
-				op.Rule.flowInto(&staged)
-				f = &staged
+			r := op.Rule
+			if r == nil {
+				r = newRule(op.Flow)
 			}
 			// Checked in order: an earlier group-mod of the batch may
 			// have added or removed a group the flow uses.
-			if err := p.validateGroupsLocked(f); err != nil {
+			if err := p.validateGroupsLocked(r.Actions); err != nil {
 				return fail(i, err)
 			}
-			if err := p.validateMetersLocked(f.Actions); err != nil {
+			if err := p.validateMetersLocked(r.Actions); err != nil {
 				return fail(i, err)
 			}
-			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
-				return fail(i, ErrOverlap)
+			if r.Flags&FlagCheckOverlap != 0 {
+				// The whole match is needed: a staged add's is rebuilt.
+				f := op.Flow
+				if f == nil {
+					r.flowInto(&staged)
+					f = &staged
+				}
+				if p.overlapsLocked(f) {
+					return fail(i, ErrOverlap)
+				}
 			}
-			if err := p.roomForLocked(f); err != nil {
+			if err := p.roomForLocked(r); err != nil {
 				return fail(i, err)
 			}
-			r, old := p.addLocked(f, op.Rule, now)
+			r, old := p.addLocked(r, now)
 			results[i].Added = r
-			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
+			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[r.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
 			if err := p.validateMetersLocked(op.Flow.Actions); err != nil {
 				return fail(i, err)

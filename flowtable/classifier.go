@@ -344,6 +344,26 @@ func (c *classifier) find(m *Match, priority uint16) *Rule {
 	return nil
 }
 
+// findSame returns the rule with r's match and priority (r itself or the
+// one r would replace), from r's compact match.
+func (c *classifier) findSame(r *Rule) *Rule {
+	if c.n == 0 {
+		return nil
+	}
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
+	if st == nil {
+		return nil
+	}
+	vals := r.match.values()
+	for _, x := range st.buckets.get(hashValues(vals)) {
+		if x.Priority == r.Priority && slices.Equal(x.match.values(), vals) {
+			return x
+		}
+	}
+	return nil
+}
+
 // each calls fn for every rule (in no particular order) until fn returns false.
 func (c *classifier) each(fn func(*Rule) bool) {
 	for _, st := range c.subtables {
