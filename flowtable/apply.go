@@ -103,6 +103,9 @@ type undoStep struct {
 // state before or the state after.
 func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 	defer p.unlockWrite(p.lockWrite())
+	p.batch.on = true
+	defer p.batch.sweep()
+	deletes := false
 	for i := range ops {
 		switch k := ops[i].Kind; {
 		case k == OpAdd:
@@ -120,11 +123,20 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				return nil, &OpError{i, err}
 			}
 		case isGroupOp(k):
+			deletes = deletes || k == OpGroupDelete
 		case ops[i].Filter == nil:
 			return nil, &OpError{i, fmt.Errorf("flow-mod kind %d without a filter", k)}
+		default:
+			deletes = deletes || k == OpDelete || k == OpDeleteStrict
 		}
 	}
-	undo := make([]undoStep, 0, len(ops))
+	n := len(ops)
+	if deletes {
+		// Room for deleting every flow (ovn-controller's bundles start
+		// with a delete-all): the undo log is not copied as it grows.
+		n += p.nRules
+	}
+	undo := make([]undoStep, 0, n)
 	results := make([]OpResult, len(ops))
 	now := p.Now() // one creation time for the whole batch, as it is atomic
 	fail := func(i int, err error) ([]OpResult, error) {
@@ -138,28 +150,35 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		op := &ops[i]
 		switch op.Kind {
 		case OpAdd:
-			f := op.Flow
-			if op.Rule != nil {
-				op.Rule.flowInto(&staged)
-				f = &staged
+			r := op.Rule
+			if r == nil {
+				r = newRule(op.Flow)
 			}
 			// Checked in order: an earlier group-mod of the batch may
 			// have added or removed a group the flow uses.
-			if err := p.validateGroupsLocked(f); err != nil {
+			if err := p.validateGroupsLocked(r.Actions); err != nil {
 				return fail(i, err)
 			}
-			if err := p.validateMetersLocked(f.Actions); err != nil {
+			if err := p.validateMetersLocked(r.Actions); err != nil {
 				return fail(i, err)
 			}
-			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
-				return fail(i, ErrOverlap)
+			if r.Flags&FlagCheckOverlap != 0 {
+				// The whole match is needed: a staged add's is rebuilt.
+				f := op.Flow
+				if f == nil {
+					r.flowInto(&staged)
+					f = &staged
+				}
+				if p.overlapsLocked(f) {
+					return fail(i, ErrOverlap)
+				}
 			}
-			if err := p.roomForLocked(f); err != nil {
+			if err := p.roomForLocked(r); err != nil {
 				return fail(i, err)
 			}
-			r, old := p.addLocked(f, op.Rule, now)
+			r, old := p.addLocked(r, now)
 			results[i].Added = r
-			undo = append(undo, undoStep{kind: OpAdd, t: p.cur().tables[f.Table], r: r, old: old})
+			undo = append(undo, undoStep{kind: OpAdd, t: p.cur().tables[r.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
 			if err := p.validateMetersLocked(op.Flow.Actions); err != nil {
 				return fail(i, err)
@@ -190,6 +209,25 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		case OpDelete, OpDeleteStrict:
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpDeleteStrict
+			if ff.selectsAll() {
+				// Every flow of the tables: each classifier is emptied at
+				// once, its subtables kept for the adds that follow.
+				for id, t := range p.cur().tables {
+					if t == nil || (ff.Table != 255 && id != int(ff.Table)) {
+						continue
+					}
+					for _, c := range []*classifier{t.hard, t.soft} {
+						c.each(func(r *Rule) bool {
+							results[i].Removed = append(results[i].Removed, r)
+							undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
+							return true
+						})
+						p.nRules -= c.n
+						p.clearRules(uint8(id), c)
+					}
+				}
+				break
+			}
 			p.forEachSelected(&ff, func(t *table, r *Rule) {
 				p.removeRule(t, r)
 				p.nRules--
@@ -246,7 +284,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	p.bumpLocked()
-	n := len(ops)
+	n = len(ops)
 	for i := range results {
 		n += len(results[i].Removed)
 	}

@@ -33,21 +33,27 @@ type side struct {
 	tables [NumTables]*table
 	groups map[uint32]*GroupEntry
 	meters map[uint32]*MeterEntry
+	batch  *changeBatch // the pipeline's, for the classifiers (classifier.go)
 }
 
 func (s *side) table(id uint8) *table {
 	t := s.tables[id]
 	if t == nil {
-		t = newTable()
+		t = newTable(s.batch)
 		s.tables[id] = t
 	}
 	return t
 }
 
-// sideOp is a change of the writer's side, replayed on the other.
+// sideOp is a change of the writer's side, replayed on the other: an
+// insert or a removal of r, or (clear) every rule of one classifier of a
+// table removed at once.
 type sideOp struct {
 	r      *Rule
 	insert bool
+	clear  bool
+	table  uint8
+	soft   bool
 }
 
 // readerCount counts the walks on one side, on a cache line of its own.
@@ -62,7 +68,10 @@ type writeState struct {
 	// during a write, the active one otherwise.
 	latest uint32
 	// log is what the other side lacks (replayed by catchUpLocked).
-	log                      []sideOp
+	log []sideOp
+	// cleared counts the rules the log's clears removed: with the log's
+	// length, the size of the change.
+	cleared                  int
 	groupsOwned, metersOwned bool // the writer's side has its own copy of the map
 	mapsChanged, bump        bool
 	timer                    *time.Timer
@@ -123,6 +132,18 @@ func (p *Pipeline) removeRule(t *table, r *Rule) {
 	p.w.log = append(p.w.log, sideOp{r: r})
 }
 
+// clearRules empties c, the hard or soft classifier of table id of the
+// writer's side, in one go (p.mu held), and logs it for the other side,
+// where it is replayed the same way.
+func (p *Pipeline) clearRules(id uint8, c *classifier) {
+	if c.n == 0 {
+		return
+	}
+	p.w.cleared += c.n
+	c.clear()
+	p.w.log = append(p.w.log, sideOp{clear: true, table: id, soft: c.soft})
+}
+
 // writeGroups returns the writer's group map, copied first if the other
 // side shares it.
 func (p *Pipeline) writeGroups() map[uint32]*GroupEntry {
@@ -167,7 +188,7 @@ func (p *Pipeline) publishLocked() {
 		p.active.Store(w.latest)
 		w.mapsChanged = false
 		switch {
-		case len(w.log) > bulkReplay:
+		case len(w.log)+w.cleared > bulkReplay:
 			defer p.catchUpLocked() // after the bump: the walks see the change first
 		case w.timer == nil:
 			w.timer = time.AfterFunc(catchUpDelay, p.catchUp)
@@ -200,12 +221,26 @@ func (p *Pipeline) catchUpLocked() {
 	a := p.active.Load()
 	p.drain(1 - a)
 	s, n := &p.sides[1-a], &p.sides[a]
+	// The replay is a batch too (classifier.go): the subtables a
+	// delete-all empties are there for the adds that follow it.
+	if !p.batch.on {
+		p.batch.on = true
+		defer p.batch.sweep()
+	}
 	for _, op := range w.log {
-		t := s.table(op.r.Table)
-		if op.insert {
-			t.cls(op.r).insert(op.r)
-		} else {
-			t.cls(op.r).remove(op.r)
+		switch {
+		case op.clear:
+			if t := s.tables[op.table]; t != nil {
+				if op.soft {
+					t.soft.clear()
+				} else {
+					t.hard.clear()
+				}
+			}
+		case op.insert:
+			s.table(op.r.Table).cls(op.r).insert(op.r)
+		default:
+			s.table(op.r.Table).cls(op.r).remove(op.r)
 		}
 	}
 	s.groups, s.meters = n.groups, n.meters
@@ -215,6 +250,7 @@ func (p *Pipeline) catchUpLocked() {
 		clear(w.log)
 		w.log = w.log[:0]
 	}
+	w.cleared = 0
 	w.groupsOwned, w.metersOwned = false, false
 	w.latest = a
 }

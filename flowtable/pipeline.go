@@ -282,10 +282,11 @@ func (x *xlate) finishRecording() {
 
 func (p *Pipeline) addLearned(f *Flow) {
 	defer p.unlockWrite(p.lockWrite())
-	if p.roomForLocked(f) != nil {
+	r := newRule(f)
+	if p.roomForLocked(r) != nil {
 		return // counted in LimitRefusals; OVS also drops such a learn
 	}
-	p.addLocked(f, nil, p.Now())
+	p.addLocked(r, p.Now())
 }
 
 func (x *xlate) note(format string, args ...any) {

@@ -27,8 +27,9 @@ type table struct {
 	hard, soft *classifier
 }
 
-func newTable() *table {
+func newTable(batch *changeBatch) *table {
 	t := &table{hard: newClassifier(), soft: newClassifier()}
+	t.hard.batch, t.soft.batch = batch, batch
 	t.soft.soft = true
 	return t
 }
@@ -54,6 +55,7 @@ type Pipeline struct {
 	active  atomic.Uint32
 	readers [2]readerCount
 	w       writeState
+	batch   changeBatch // Apply's, for the classifiers
 	// meterIDs are the datapath ids the meters hold (meter.go).
 	meterIDs providerPool
 	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
@@ -114,6 +116,7 @@ func NewPipeline() *Pipeline {
 	p.sharedCounters.shared = true
 	groups := map[uint32]*GroupEntry{}
 	p.sides[0].groups, p.sides[1].groups = groups, groups
+	p.sides[0].batch, p.sides[1].batch = &p.batch, &p.batch
 	return p
 }
 
@@ -143,7 +146,7 @@ func (p *Pipeline) AddFlow(f *Flow) error {
 		return err
 	}
 	defer p.unlockWrite(p.lockWrite())
-	p.addLocked(f, nil, p.Now())
+	p.addLocked(newRule(f), p.Now())
 	return nil
 }
 
@@ -166,7 +169,7 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 	}
 	now := p.Now()
 	for _, f := range fs {
-		p.addLocked(f, nil, now)
+		p.addLocked(newRule(f), now)
 	}
 	p.noteBulk(len(fs))
 	return nil
@@ -179,15 +182,15 @@ func (p *Pipeline) CheckGroups(f *Flow) error { return p.validateGroups(f) }
 func (p *Pipeline) validateGroups(f *Flow) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if err := p.validateGroupsLocked(f); err != nil {
+	if err := p.validateGroupsLocked(f.Actions); err != nil {
 		return err
 	}
 	return p.validateMetersLocked(f.Actions)
 }
 
 // validateGroupsLocked is validateGroups with p.mu held (read or write).
-func (p *Pipeline) validateGroupsLocked(f *Flow) error {
-	for _, a := range f.Actions {
+func (p *Pipeline) validateGroupsLocked(acts []Action) error {
+	for _, a := range acts {
 		if g, ok := a.(*Group); ok {
 			if _, ok := p.cur().groups[g.ID]; !ok {
 				return fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup)
@@ -197,24 +200,20 @@ func (p *Pipeline) validateGroupsLocked(f *Flow) error {
 	return nil
 }
 
-// addLocked installs f, created at now, and returns its rule and the rule
-// it replaced (nil if none).
-func (p *Pipeline) addLocked(f *Flow, staged *Rule, now time.Time) (r, old *Rule) {
-	t := p.table(f.Table)
-	if o := t.hard.find(&f.Match, f.Priority); o != nil {
-		old = o
-	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
-		old = o
-	}
-	if r = staged; r == nil {
-		r = newRule(f)
+// addLocked installs r (a new rule: newRule), created at now, and returns
+// it and the rule it replaced (nil if none).
+func (p *Pipeline) addLocked(r *Rule, now time.Time) (*Rule, *Rule) {
+	t := p.table(r.Table)
+	old := t.hard.findSame(r)
+	if old == nil {
+		old = t.soft.findSame(r)
 	}
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {
 		p.removeRule(t, old)
 		p.nRules--
-		if f.Flags&FlagResetCounts == 0 {
+		if r.Flags&FlagResetCounts == 0 {
 			// The counters go on in the old flow's: walks still on the
 			// other side count there until the change is published.
 			r.Stats = old.Stats
@@ -225,7 +224,7 @@ func (p *Pipeline) addLocked(f *Flow, staged *Rule, now time.Time) (r, old *Rule
 	r.seq = p.seq
 	p.insertRule(t, r)
 	p.nRules++
-	if f.IdleTimeout != 0 || f.HardTimeout != 0 {
+	if r.IdleTimeout != 0 || r.HardTimeout != 0 {
 		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
 	}
 	p.bumpLocked()
@@ -281,6 +280,13 @@ type FlowFilter struct {
 // AllFlows is a filter that selects every flow.
 func AllFlows() FlowFilter {
 	return FlowFilter{Table: 255, OutPort: PortNone, OutGroup: 0xffffffff}
+}
+
+// selectsAll reports whether the filter selects every flow of the
+// tables it names (a non-strict delete of everything).
+func (ff *FlowFilter) selectsAll() bool {
+	return !ff.Strict && ff.CookieMask == 0 && ff.OutPort == PortNone && ff.OutGroup == 0xffffffff &&
+		ff.Match.Mask == (Key{})
 }
 
 // Selects reports whether the filter selects r (flow monitors use it on
@@ -507,17 +513,17 @@ func (p *Pipeline) SetLimits(l Limits) {
 	p.mu.Unlock()
 }
 
-// roomForLocked checks that adding f stays within Limits; replacing a flow
+// roomForLocked checks that adding r stays within Limits; replacing a flow
 // with the same match and priority always fits. The counts come first so
 // that an add below the limits costs no extra lookup.
-func (p *Pipeline) roomForLocked(f *Flow) error {
+func (p *Pipeline) roomForLocked(r *Rule) error {
 	l := &p.Limits
-	t := p.cur().tables[f.Table]
+	t := p.cur().tables[r.Table]
 	n := 0
 	if t != nil {
 		n = t.hard.n + t.soft.n
 	}
-	tableMax, set := l.TableFlows[f.Table]
+	tableMax, set := l.TableFlows[r.Table]
 	if !set {
 		tableMax, set = l.MaxFlowsPerTable, l.MaxFlowsPerTable > 0
 	}
@@ -526,12 +532,12 @@ func (p *Pipeline) roomForLocked(f *Flow) error {
 	if !tableFull && !allFull {
 		return nil
 	}
-	if t != nil && (t.hard.find(&f.Match, f.Priority) != nil || t.soft.find(&f.Match, f.Priority) != nil) {
+	if t != nil && (t.hard.findSame(r) != nil || t.soft.findSame(r) != nil) {
 		return nil
 	}
 	p.LimitRefusals.Add(1)
 	if tableFull {
-		return fmt.Errorf("table %d holds %d flows, the limit: %w", f.Table, n, ErrTableFull)
+		return fmt.Errorf("table %d holds %d flows, the limit: %w", r.Table, n, ErrTableFull)
 	}
 	return fmt.Errorf("the tables hold %d flows, the limit: %w", p.nRules, ErrTableFull)
 }
