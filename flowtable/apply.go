@@ -87,12 +87,10 @@ type undoStep struct {
 	kind FlowOpKind // OpAdd, OpModify, OpDelete or a group kind
 	t    *table
 	r    *Rule // the rule added, modified or removed
-	// old is the rule an add replaced (nil if none).
+	// old is the rule an add replaced (nil if none), or the rule a modify
+	// replaced with r.
 	old *Rule
-	// oldActions, oldCookie, packets and bytes are a modified rule's
-	// state before.
-	oldActions     []Action
-	oldCookie      uint64
+	// packets and bytes are a modified rule's counters before.
 	packets, bytes uint64
 	// group is the group an OpGroupAdd added (to remove), or the one an
 	// OpGroupModify replaced or an OpGroupDelete removed (to put back).
@@ -105,6 +103,9 @@ type undoStep struct {
 // state before or the state after.
 func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 	defer p.unlockWrite(p.lockWrite())
+	p.batch.on = true
+	defer p.batch.sweep()
+	deletes := false
 	for i := range ops {
 		switch k := ops[i].Kind; {
 		case k == OpAdd:
@@ -122,11 +123,20 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				return nil, &OpError{i, err}
 			}
 		case isGroupOp(k):
+			deletes = deletes || k == OpGroupDelete
 		case ops[i].Filter == nil:
 			return nil, &OpError{i, fmt.Errorf("flow-mod kind %d without a filter", k)}
+		default:
+			deletes = deletes || k == OpDelete || k == OpDeleteStrict
 		}
 	}
-	undo := make([]undoStep, 0, len(ops))
+	n := len(ops)
+	if deletes {
+		// Room for deleting every flow (ovn-controller's bundles start
+		// with a delete-all): the undo log is not copied as it grows.
+		n += p.nRules
+	}
+	undo := make([]undoStep, 0, n)
 	results := make([]OpResult, len(ops))
 	now := p.Now() // one creation time for the whole batch, as it is atomic
 	fail := func(i int, err error) ([]OpResult, error) {
@@ -140,28 +150,35 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		op := &ops[i]
 		switch op.Kind {
 		case OpAdd:
-			f := op.Flow
-			if op.Rule != nil {
-				op.Rule.flowInto(&staged)
-				f = &staged
+			r := op.Rule
+			if r == nil {
+				r = newRule(op.Flow)
 			}
 			// Checked in order: an earlier group-mod of the batch may
 			// have added or removed a group the flow uses.
-			if err := p.validateGroupsLocked(f); err != nil {
+			if err := p.validateGroupsLocked(r.Actions); err != nil {
 				return fail(i, err)
 			}
-			if err := p.validateMetersLocked(f.Actions); err != nil {
+			if err := p.validateMetersLocked(r.Actions); err != nil {
 				return fail(i, err)
 			}
-			if f.Flags&FlagCheckOverlap != 0 && p.overlapsLocked(f) {
-				return fail(i, ErrOverlap)
+			if r.Flags&FlagCheckOverlap != 0 {
+				// The whole match is needed: a staged add's is rebuilt.
+				f := op.Flow
+				if f == nil {
+					r.flowInto(&staged)
+					f = &staged
+				}
+				if p.overlapsLocked(f) {
+					return fail(i, ErrOverlap)
+				}
 			}
-			if err := p.roomForLocked(f); err != nil {
+			if err := p.roomForLocked(r); err != nil {
 				return fail(i, err)
 			}
-			r, old := p.addLocked(f, op.Rule, now)
+			r, old := p.addLocked(r, now)
 			results[i].Added = r
-			undo = append(undo, undoStep{kind: OpAdd, t: p.tables[f.Table], r: r, old: old})
+			undo = append(undo, undoStep{kind: OpAdd, t: p.cur().tables[r.Table], r: r, old: old})
 		case OpModify, OpModifyStrict:
 			if err := p.validateMetersLocked(op.Flow.Actions); err != nil {
 				return fail(i, err)
@@ -169,62 +186,87 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpModifyStrict
 			p.forEachSelected(&ff, func(t *table, r *Rule) {
-				step := undoStep{kind: OpModify, t: t, r: r, oldActions: r.Actions, oldCookie: r.Cookie,
-					packets: r.Stats.Packets.Load(), bytes: r.Stats.Bytes.Load()}
-				t.cls(r).remove(r)
-				r.Actions = detachActions(op.Flow.Actions)
+				// Walks on the other side may be running r: it stays as
+				// it is and a copy with the new actions takes its place.
+				cookie := r.Cookie
 				if op.SetCookie {
-					r.Cookie = op.Flow.Cookie
+					cookie = op.Flow.Cookie
 				}
-				t.cls(r).insert(r)
+				nr := r.withActions(detachActions(op.Flow.Actions), cookie)
+				step := undoStep{kind: OpModify, t: t, r: nr, old: r,
+					packets: r.Stats.Packets.Load(), bytes: r.Stats.Bytes.Load()}
+				p.removeRule(t, r)
+				p.insertRule(t, nr)
+				p.moveTimed(r, nr)
 				if op.ResetCounts {
-					r.Stats.Packets.Store(0)
-					r.Stats.Bytes.Store(0)
+					nr.Stats.Packets.Store(0)
+					nr.Stats.Bytes.Store(0)
 				}
 				results[i].Modified++
-				results[i].Changed = append(results[i].Changed, r)
+				results[i].Changed = append(results[i].Changed, nr)
 				undo = append(undo, step)
 			})
 		case OpDelete, OpDeleteStrict:
 			ff := *op.Filter
 			ff.Strict = op.Kind == OpDeleteStrict
+			if ff.selectsAll() {
+				// Every flow of the tables: each classifier is emptied at
+				// once, its subtables kept for the adds that follow.
+				for id, t := range p.cur().tables {
+					if t == nil || (ff.Table != 255 && id != int(ff.Table)) {
+						continue
+					}
+					for _, c := range []*classifier{t.hard, t.soft} {
+						c.each(func(r *Rule) bool {
+							results[i].Removed = append(results[i].Removed, r)
+							undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
+							return true
+						})
+						p.nRules -= c.n
+						p.clearRules(uint8(id), c)
+					}
+				}
+				break
+			}
 			p.forEachSelected(&ff, func(t *table, r *Rule) {
-				t.cls(r).remove(r)
+				p.removeRule(t, r)
 				p.nRules--
 				results[i].Removed = append(results[i].Removed, r)
 				undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
 			})
 		case OpGroupAdd:
 			g := op.Group
-			if _, ok := p.groups[g.ID]; ok {
+			groups := p.cur().groups
+			if _, ok := groups[g.ID]; ok {
 				return fail(i, fmt.Errorf("group %d: %w", g.ID, ErrGroupExists))
 			}
-			if m := p.Limits.MaxGroups; m > 0 && len(p.groups) >= m {
+			if m := p.Limits.MaxGroups; m > 0 && len(groups) >= m {
 				p.LimitRefusals.Add(1)
-				return fail(i, fmt.Errorf("group %d: %d groups: %w", g.ID, len(p.groups), ErrOutOfGroups))
+				return fail(i, fmt.Errorf("group %d: %d groups: %w", g.ID, len(groups), ErrOutOfGroups))
 			}
-			p.groups[g.ID] = g
+			p.writeGroups()[g.ID] = g
 			undo = append(undo, undoStep{kind: OpGroupAdd, group: g})
 		case OpGroupModify:
 			g := op.Group
-			old, ok := p.groups[g.ID]
+			old, ok := p.cur().groups[g.ID]
 			if !ok {
 				return fail(i, fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup))
 			}
-			p.groups[g.ID] = g
+			p.writeGroups()[g.ID] = g
 			undo = append(undo, undoStep{kind: OpGroupModify, group: old})
 		case OpGroupDelete:
 			var gone []uint32
+			groups := p.cur().groups
 			drop := func(id uint32, g *GroupEntry) {
-				delete(p.groups, id)
+				delete(p.writeGroups(), id)
 				gone = append(gone, id)
 				undo = append(undo, undoStep{kind: OpGroupDelete, group: g})
 			}
 			if op.GroupID == GroupAllID {
-				for id, g := range p.groups {
+				for id, g := range groups {
 					drop(id, g)
 				}
-			} else if g, ok := p.groups[op.GroupID]; ok {
+			} else if g, ok := groups[op.GroupID]; ok {
 				drop(op.GroupID, g)
 			}
 			// As OpenFlow requires, the flows that use a deleted group
@@ -233,7 +275,7 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				ff := AllFlows()
 				ff.OutGroup = id
 				p.forEachSelected(&ff, func(t *table, r *Rule) {
-					t.cls(r).remove(r)
+					p.removeRule(t, r)
 					p.nRules--
 					results[i].Removed = append(results[i].Removed, r)
 					undo = append(undo, undoStep{kind: OpDelete, t: t, r: r})
@@ -241,8 +283,8 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 			}
 		}
 	}
-	p.BumpGeneration()
-	n := len(ops)
+	p.bumpLocked()
+	n = len(ops)
 	for i := range results {
 		n += len(results[i].Removed)
 	}
@@ -254,24 +296,32 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 func (p *Pipeline) undoLocked(u *undoStep) {
 	switch u.kind {
 	case OpAdd:
-		u.t.cls(u.r).remove(u.r)
+		p.removeRule(u.t, u.r)
 		p.nRules--
 		if u.old != nil {
-			u.t.cls(u.old).insert(u.old)
+			p.insertRule(u.t, u.old)
 			p.nRules++
 		}
 	case OpModify:
-		u.t.cls(u.r).remove(u.r)
-		u.r.Actions, u.r.Cookie = u.oldActions, u.oldCookie
-		u.t.cls(u.r).insert(u.r)
-		u.r.Stats.Packets.Store(u.packets)
-		u.r.Stats.Bytes.Store(u.bytes)
+		p.removeRule(u.t, u.r)
+		p.insertRule(u.t, u.old)
+		p.moveTimed(u.r, u.old)
+		u.old.Stats.Packets.Store(u.packets)
+		u.old.Stats.Bytes.Store(u.bytes)
 	case OpDelete:
-		u.t.cls(u.r).insert(u.r)
+		p.insertRule(u.t, u.r)
 		p.nRules++
 	case OpGroupAdd:
-		delete(p.groups, u.group.ID)
+		delete(p.writeGroups(), u.group.ID)
 	case OpGroupModify, OpGroupDelete:
-		p.groups[u.group.ID] = u.group
+		p.writeGroups()[u.group.ID] = u.group
+	}
+}
+
+// moveTimed gives to's timeout tracking to from's replacement to.
+func (p *Pipeline) moveTimed(from, to *Rule) {
+	if ts, ok := p.timed[from]; ok {
+		delete(p.timed, from)
+		p.timed[to] = ts
 	}
 }

@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"slices"
 	"sort"
 )
 
@@ -24,6 +25,39 @@ type classifier struct {
 	// its flows that are two clauses of one conjunction.
 	soft     bool
 	repeated int
+	// batch, if set, is the pipeline's batch of changes (Apply): while it
+	// runs, a subtable that empties stays in byMask, out of subtables
+	// (lookups never see it), so that a batch that deletes flows and adds
+	// them again (ovn-controller's delete-all and re-add on reconnect)
+	// finds the subtable, its mask words and its hash index as they were.
+	// The batch drops the subtables still empty at its end (sweep).
+	batch   *changeBatch
+	dormant int // empty subtables kept in byMask
+}
+
+// changeBatch is a batch of classifier changes in progress.
+type changeBatch struct {
+	on bool
+	// dormant are the classifiers that kept empty subtables.
+	dormant []*classifier
+}
+
+// sweep drops the subtables that are still empty at the end of a batch.
+func (b *changeBatch) sweep() {
+	for _, c := range b.dormant {
+		for mask, st := range c.byMask {
+			if st.n == 0 {
+				delete(c.byMask, mask)
+				if c.last == st {
+					c.last = nil
+				}
+			}
+		}
+		c.dormant = 0
+	}
+	clear(b.dormant)
+	b.dormant = b.dormant[:0]
+	b.on = false
 }
 
 const bucketChunk = 64
@@ -90,16 +124,24 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 
 func (c *classifier) insert(r *Rule) {
 	if c.soft {
-		r.conj = conjClauses(r.Actions)
+		if r.conj == nil {
+			// Set once, before any walk can see the rule: the other
+			// side's insert (leftright.go) and an undo find it set.
+			r.conj = conjClauses(r.Actions)
+		}
 		if repeatsID(r.conj) {
 			c.repeated++
 		}
 	}
 	mask := r.match.mask()
 	st := c.subtableFor(&mask)
-	if st == nil {
+	switch {
+	case st == nil:
 		st = newSubtable(&mask)
 		c.byMask[mask] = st
+		c.subtables = append(c.subtables, st)
+	case st.n == 0: // emptied earlier in the batch: back in use
+		c.dormant--
 		c.subtables = append(c.subtables, st)
 	}
 	h := hashValues(r.match.values())
@@ -124,7 +166,7 @@ func (c *classifier) insert(r *Rule) {
 	switch {
 	case int(r.Priority) > st.maxPriority:
 		st.maxPriority, st.nMax = int(r.Priority), 1
-		c.sortSubtables()
+		c.resort(st)
 	case int(r.Priority) == st.maxPriority:
 		st.nMax++
 	}
@@ -153,6 +195,35 @@ func (c *classifier) subtableFor(mask *Key) *subtable {
 	return st
 }
 
+// clear removes every rule. In a batch the subtables stay, empty, for
+// the rules the batch adds next; otherwise they go.
+func (c *classifier) clear() {
+	if c.n == 0 {
+		return
+	}
+	for _, st := range c.subtables {
+		st.buckets.each(func(b []*Rule) bool {
+			clear(b) // bucket arrays outlive the rules: keep none alive
+			return true
+		})
+	}
+	c.n, c.repeated = 0, 0
+	if c.batch == nil || !c.batch.on {
+		*c = classifier{byMask: map[Key]*subtable{}, soft: c.soft, batch: c.batch}
+		return
+	}
+	for _, st := range c.subtables {
+		st.buckets.reset()
+		st.n, st.maxPriority, st.nMax = 0, -1, 0
+	}
+	if c.dormant == 0 {
+		c.batch.dormant = append(c.batch.dormant, c)
+	}
+	c.dormant += len(c.subtables)
+	clear(c.subtables)
+	c.subtables = c.subtables[:0]
+}
+
 func (c *classifier) remove(r *Rule) {
 	mask := r.match.mask()
 	st := c.subtableFor(&mask)
@@ -176,9 +247,16 @@ func (c *classifier) remove(r *Rule) {
 	st.n--
 	c.n--
 	if st.n == 0 {
-		delete(c.byMask, st.mask)
-		if c.last == st {
-			c.last = nil
+		if c.batch != nil && c.batch.on {
+			st.maxPriority, st.nMax = -1, 0
+			if c.dormant++; c.dormant == 1 {
+				c.batch.dormant = append(c.batch.dormant, c)
+			}
+		} else {
+			delete(c.byMask, st.mask)
+			if c.last == st {
+				c.last = nil
+			}
 		}
 		for i, x := range c.subtables {
 			if x == st {
@@ -207,14 +285,23 @@ func (c *classifier) remove(r *Rule) {
 			}
 			return true
 		})
-		c.sortSubtables()
+		c.resort(st)
 	}
 }
 
-func (c *classifier) sortSubtables() {
-	sort.SliceStable(c.subtables, func(i, j int) bool {
-		return c.subtables[i].maxPriority > c.subtables[j].maxPriority
-	})
+// resort moves st, whose maxPriority just changed, to its place in
+// subtables, which is sorted otherwise: after the subtables of a higher
+// or equal maximum that came before it, as a stable sort would, in one
+// pass and without allocating (a bundle's adds raise a maximum often).
+func (c *classifier) resort(st *subtable) {
+	i := slices.Index(c.subtables, st)
+	for ; i > 0 && c.subtables[i-1].maxPriority < st.maxPriority; i-- {
+		c.subtables[i] = c.subtables[i-1]
+	}
+	for ; i+1 < len(c.subtables) && c.subtables[i+1].maxPriority > st.maxPriority; i++ {
+		c.subtables[i] = c.subtables[i+1]
+	}
+	c.subtables[i] = st
 }
 
 // lookup returns the highest-priority rule matching k, or nil. If wc is
@@ -256,6 +343,26 @@ func (c *classifier) find(m *Match, priority uint16) *Rule {
 	for _, r := range st.buckets.get(st.hash(&m.Value)) {
 		if r.Priority == priority && st.equal(&m.Value, r) {
 			return r
+		}
+	}
+	return nil
+}
+
+// findSame returns the rule with r's match and priority (r itself or the
+// one r would replace), from r's compact match.
+func (c *classifier) findSame(r *Rule) *Rule {
+	if c.n == 0 {
+		return nil
+	}
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
+	if st == nil {
+		return nil
+	}
+	vals := r.match.values()
+	for _, x := range st.buckets.get(hashValues(vals)) {
+		if x.Priority == r.Priority && slices.Equal(x.match.values(), vals) {
+			return x
 		}
 	}
 	return nil

@@ -82,7 +82,7 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("clauses=%d/conjs=%d/priorities=%d/repeat=%v", tc.clauses, tc.conjs, tc.priorities, tc.repeat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.clauses), uint64(tc.conjs)))
-			tb := newTable()
+			tb := newTable(nil)
 			var hard, soft []*Rule
 			seq := uint64(0)
 			// Each conjunction has 2 or 3 clauses and its own priority.
@@ -133,6 +133,7 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 					}
 					if c != nil {
 						old.Actions = append(old.Actions, c)
+						old.conj = nil // insert computes a rule's clauses once
 					}
 					tb.soft.insert(old)
 					continue

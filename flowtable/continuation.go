@@ -161,10 +161,10 @@ func (p *Pipeline) newControllerXlate(pkt *Packet, sink Sink, tr *Trace) xlate {
 // runActions runs acts as the top level of x's walk, then the action set
 // (or the pause's packet-in), and installs what the walk learned.
 func (p *Pipeline) runActions(x *xlate, acts []Action) Result {
-	p.rlock()
+	x.s = p.enterWalk()
 	x.execute(acts)
 	x.finish(x.cookie)
-	p.mu.RUnlock()
+	p.leaveWalk(x.s)
 	if x.tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		x.tr.Final = x.pkt.Key
 	}

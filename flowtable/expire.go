@@ -30,7 +30,7 @@ func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
 	defer p.unlockWrite(p.lockWrite())
 	var out []Expired
 	for r, st := range p.timed {
-		t := p.tables[r.Table]
+		t := p.cur().tables[r.Table]
 		if m := r.Match(); t == nil || t.cls(r).find(&m, r.Priority) != r {
 			delete(p.timed, r) // replaced or deleted meanwhile
 			continue
@@ -48,13 +48,13 @@ func (p *Pipeline) ExpireFlows(now time.Time) []Expired {
 		if reason < 0 {
 			continue
 		}
-		t.cls(r).remove(r)
+		p.removeRule(t, r)
 		p.nRules--
 		delete(p.timed, r)
 		out = append(out, Expired{Rule: r, Reason: uint8(reason)})
 	}
 	if len(out) > 0 {
-		p.BumpGeneration()
+		p.bumpLocked()
 	}
 	p.noteBulk(len(out))
 	return out

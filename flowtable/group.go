@@ -79,8 +79,9 @@ func (p *Pipeline) applyOne(op FlowOp) (OpResult, error) {
 func (p *Pipeline) Groups() []*GroupEntry {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	out := make([]*GroupEntry, 0, len(p.groups))
-	for _, g := range p.groups {
+	groups := p.cur().groups
+	out := make([]*GroupEntry, 0, len(groups))
+	for _, g := range groups {
 		out = append(out, g)
 	}
 	sortGroups(out)

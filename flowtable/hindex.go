@@ -116,6 +116,12 @@ func (h *hindex) remove(hash uint64) {
 	}
 }
 
+// reset removes every entry and keeps the slots for new ones.
+func (h *hindex) reset() {
+	clear(h.slots)
+	h.n = 0
+}
+
 // each calls fn for every bucket.
 func (h *hindex) each(fn func([]*Rule) bool) {
 	for _, s := range h.slots {

@@ -2,28 +2,34 @@ package flowtable
 
 import (
 	"math/bits"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
 
-// LockStats says how long packet walks waited for the pipeline's lock and
-// how long flow-mods held it: a walk (an upcall of the datapath) can only
-// wait while a writer holds the lock, so WriteHoldMax bounds the stall a
-// flow-mod causes on the packet path. Cheap enough to be always on: an
-// uncontended walk takes the lock with TryRLock and reads no clock.
+// LockStats says how long flow-mods held the pipeline's write lock and
+// how long walks were held up by them. Walks take no lock (leftright.go):
+// a walk is held up only when a writer publishes its change between the
+// two loads with which the walk picks its side, and then only for that
+// retry. A writer waits for the walks still on the side it replaced
+// before it brings that side up to date (DrainMax).
 type LockStats struct {
-	// ReadWaits counts walks that found the lock taken (or wanted) by a
-	// writer; ReadWaitMax is the longest such wait.
+	// ReadWaits counts walks that had to pick their side again because a
+	// writer published meanwhile; ReadWaitMax is the longest such wait.
 	ReadWaits   uint64
 	ReadWaitMax time.Duration
-	// WriteHolds counts write-lock holds by flow-mods (Apply) and flow
-	// expiry; WriteHold is their total and WriteHoldMax the longest, and
-	// WriteHoldLog2[i] counts holds of [2^i, 2^(i+1)) ns.
+	// WriteHolds counts write-lock holds by flow-mods (Apply), flow
+	// expiry, meter-mods and learn; WriteHold is their total and
+	// WriteHoldMax the longest, and WriteHoldLog2[i] counts holds of
+	// [2^i, 2^(i+1)) ns.
 	WriteHolds    uint64
 	WriteHold     time.Duration
 	WriteHoldMax  time.Duration
 	WriteHoldLog2 [lockBuckets]uint64
+	// Drains counts writers that found walks still on the side they
+	// were about to bring up to date; DrainMax is the longest they waited
+	// for them to leave.
+	Drains   uint64
+	DrainMax time.Duration
 }
 
 const lockBuckets = 40 // up to 2^40 ns, 18 minutes
@@ -33,6 +39,7 @@ type lockStats struct {
 	readWaits, readWaitMax  atomic.Uint64
 	holds, holdSum, holdMax atomic.Uint64
 	holdLog2                [lockBuckets]atomic.Uint64
+	drains, drainMax        atomic.Uint64
 }
 
 func atomicMax(a *atomic.Uint64, v uint64) {
@@ -44,49 +51,19 @@ func atomicMax(a *atomic.Uint64, v uint64) {
 	}
 }
 
-// rlock takes the read lock for a walk, timing the wait if there is one.
-func (p *Pipeline) rlock() {
-	if p.mu.TryRLock() {
-		return
-	}
-	start := time.Now()
-	p.mu.RLock()
-	p.locks.readWaits.Add(1)
-	atomicMax(&p.locks.readWaitMax, uint64(time.Since(start)))
-}
-
-// lockWrite takes the write lock and returns when it did. A writer queued
-// in Lock stops new walks until it holds the lock, and on a busy machine
-// the OS can keep its thread off the CPU for milliseconds after the last
-// walk left: walks would wait all that time for a flow-mod that has not
-// even started. So a writer first asks with TryLock between walks (they
-// hold the lock for microseconds) and queues only after lockPoll. In
-// BenchmarkScaleChurnDatapath (1,000 flow-mods/s, 6 runs each) the longest
-// wait of a walk went from 1-143 ms (median 11) to 0.04-6 ms (median 1.2).
-// (Walks polling too, rather than parking, made holds longer.)
+// lockWrite takes the write lock (flow-mods, and control-plane readers
+// with the read lock, wait for each other; walks never do) and returns
+// when it did.
 func (p *Pipeline) lockWrite() time.Time {
-	if !p.mu.TryLock() {
-		start := time.Now()
-		for i := 1; ; i++ {
-			runtime.Gosched()
-			if p.mu.TryLock() {
-				break
-			}
-			if i%16 == 0 && time.Since(start) > lockPoll {
-				p.mu.Lock()
-				break
-			}
-		}
-	}
+	p.mu.Lock()
+	p.beginWriteLocked()
 	return time.Now()
 }
 
-// lockPoll bounds how long a writer asks for the lock before it queues,
-// so that a stream of walks cannot starve it.
-const lockPoll = 200 * time.Microsecond
-
-// unlockWrite releases the write lock taken at held.
+// unlockWrite publishes what the writer changed (leftright.go) and
+// releases the write lock taken at held.
 func (p *Pipeline) unlockWrite(held time.Time) {
+	p.publishLocked()
 	d := uint64(time.Since(held))
 	p.mu.Unlock()
 	s := &p.locks
@@ -114,7 +91,8 @@ func (p *Pipeline) LockStats(reset bool) LockStats {
 		return a.Load()
 	}
 	out := LockStats{ReadWaits: load(&s.readWaits), ReadWaitMax: time.Duration(load(&s.readWaitMax)),
-		WriteHolds: load(&s.holds), WriteHold: time.Duration(load(&s.holdSum)), WriteHoldMax: time.Duration(load(&s.holdMax))}
+		WriteHolds: load(&s.holds), WriteHold: time.Duration(load(&s.holdSum)), WriteHoldMax: time.Duration(load(&s.holdMax)),
+		Drains: load(&s.drains), DrainMax: time.Duration(load(&s.drainMax))}
 	for i := range s.holdLog2 {
 		out.WriteHoldLog2[i] = load(&s.holdLog2[i])
 	}

@@ -1,8 +1,8 @@
 package flowtable
 
 import (
-	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -72,14 +72,24 @@ func (t *trimmer) run() {
 }
 
 // freeOSMemory returns freed heap to the OS; it reports how much it
-// released and the heap in use after.
+// released and the heap in use after. It reads runtime/metrics rather
+// than runtime.ReadMemStats, which stops the world (twice per trim, and
+// packet loops with it).
 func freeOSMemory() (released, inuse uint64) {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
+	before := heapMetrics()
 	debug.FreeOSMemory()
-	runtime.ReadMemStats(&after)
-	if after.HeapReleased > before.HeapReleased {
-		released = after.HeapReleased - before.HeapReleased
+	after := heapMetrics()
+	if after[0] > before[0] {
+		released = after[0] - before[0]
 	}
-	return released, after.HeapInuse
+	return released, after[1] + after[2]
+}
+
+// heapMetrics reads the heap's released bytes, and its object and
+// unused bytes (together MemStats.HeapInuse).
+func heapMetrics() [3]uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	metrics.Read(s)
+	return [3]uint64{s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()}
 }

@@ -1,6 +1,7 @@
 package flowtable
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,5 +90,23 @@ func TestRuleDetachesActions(t *testing.T) {
 	}
 	if n := r.Actions[2].(*Note); n.Data[0] != 0 {
 		t.Errorf("rule's note changed with the flow-mod's buffer: %v", n.Data)
+	}
+}
+
+// TestFreeOSMemoryReports: the trim's figures are those of MemStats.
+func TestFreeOSMemoryReports(t *testing.T) {
+	garbage := make([][]byte, 0, 512)
+	for i := 0; i < 512; i++ {
+		garbage = append(garbage, make([]byte, 64<<10))
+	}
+	garbage = nil
+	released, inuse := freeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if released == 0 {
+		t.Errorf("32 MB of garbage, nothing released")
+	}
+	if inuse == 0 || inuse > 2*ms.HeapInuse+8<<20 || ms.HeapInuse > 2*inuse+8<<20 {
+		t.Errorf("heap in use %d, MemStats says %d", inuse, ms.HeapInuse)
 	}
 }

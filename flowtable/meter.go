@@ -175,21 +175,18 @@ func (p *Pipeline) AddMeter(m *MeterEntry) error {
 	if err := validateMeter(m); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.meters[m.ID]; ok {
+	defer p.unlockWrite(p.lockWrite())
+	meters := p.cur().meters
+	if _, ok := meters[m.ID]; ok {
 		return fmt.Errorf("meter %d: %w", m.ID, ErrMeterExists)
 	}
-	if len(p.meters) >= MaxMeters {
-		return &MeterError{Kind: MeterOutOfMeters, Msg: fmt.Sprintf("%d meters", len(p.meters))}
-	}
-	if p.meters == nil {
-		p.meters = map[uint32]*MeterEntry{}
+	if len(meters) >= MaxMeters {
+		return &MeterError{Kind: MeterOutOfMeters, Msg: fmt.Sprintf("%d meters", len(meters))}
 	}
 	m.Created = p.Now()
 	m.start(m.Created)
 	m.Provider = p.meterIDs.alloc()
-	p.meters[m.ID] = m
+	p.writeMeters()[m.ID] = m
 	return nil
 }
 
@@ -228,9 +225,8 @@ func (p *Pipeline) ModifyMeter(m *MeterEntry) error {
 	if err := validateMeter(m); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	old, ok := p.meters[m.ID]
+	defer p.unlockWrite(p.lockWrite())
+	old, ok := p.cur().meters[m.ID]
 	if !ok {
 		return fmt.Errorf("meter %d: %w", m.ID, ErrUnknownMeter)
 	}
@@ -238,7 +234,7 @@ func (p *Pipeline) ModifyMeter(m *MeterEntry) error {
 	m.Packets.Store(old.Packets.Load())
 	m.Bytes.Store(old.Bytes.Load())
 	m.start(p.Now())
-	p.meters[m.ID] = m
+	p.writeMeters()[m.ID] = m
 	return nil
 }
 
@@ -246,33 +242,33 @@ func (p *Pipeline) ModifyMeter(m *MeterEntry) error {
 // error, as in OVS) and, as OpenFlow requires, the flows that use it,
 // which it returns.
 func (p *Pipeline) DeleteMeter(id uint32) []*Rule {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlockWrite(p.lockWrite())
 	var gone []uint32
 	if id == MeterAllID {
-		for id := range p.meters {
+		for id := range p.cur().meters {
 			gone = append(gone, id)
 		}
-	} else if _, ok := p.meters[id]; ok {
+	} else if _, ok := p.cur().meters[id]; ok {
 		gone = append(gone, id)
 	}
 	if len(gone) == 0 {
 		return nil
 	}
+	meters := p.writeMeters()
 	for _, id := range gone {
-		p.meterIDs.free(p.meters[id].Provider)
-		delete(p.meters, id)
+		p.meterIDs.free(meters[id].Provider)
+		delete(meters, id)
 	}
 	var removed []*Rule
 	ff := AllFlows()
 	p.forEachSelected(&ff, func(t *table, r *Rule) {
 		if id, ok := ruleMeter(r); ok && slices.Contains(gone, id) {
-			t.cls(r).remove(r)
+			p.removeRule(t, r)
 			p.nRules--
 			removed = append(removed, r)
 		}
 	})
-	p.BumpGeneration()
+	p.bumpLocked()
 	return removed
 }
 
@@ -282,7 +278,7 @@ func (p *Pipeline) Meters(id uint32) []*MeterEntry {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*MeterEntry
-	for _, m := range p.meters {
+	for _, m := range p.cur().meters {
 		if id == MeterAllID || m.ID == id {
 			out = append(out, m)
 		}
@@ -334,12 +330,12 @@ func (p *Pipeline) validateMetersLocked(acts []Action) error {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case *Meter:
-			if _, ok := p.meters[a.ID]; !ok {
+			if _, ok := p.cur().meters[a.ID]; !ok {
 				return fmt.Errorf("meter %d: %w", a.ID, ErrUnknownMeter)
 			}
 		case *Controller:
 			if a.MeterID != 0 {
-				_, a.MeterBound = p.meters[a.MeterID]
+				_, a.MeterBound = p.cur().meters[a.MeterID]
 			}
 		case *Clone:
 			if err := p.validateMetersLocked(a.Actions); err != nil {
@@ -355,9 +351,9 @@ func (p *Pipeline) validateMetersLocked(acts []Action) error {
 }
 
 // runMeter runs the packet through meter id; false: the meter dropped it
-// (or the meter is gone). p.mu is read-held by the run.
-func (p *Pipeline) runMeter(id uint32, now int64, size int) bool {
-	m := p.meters[id]
+// (or the meter is gone). s is the side the walk reads.
+func runMeter(s *side, id uint32, now int64, size int) bool {
+	m := s.meters[id]
 	if m == nil {
 		return false
 	}

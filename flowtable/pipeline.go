@@ -180,6 +180,7 @@ func (r *Result) Mask() *Key { return &r.Masks[0] }
 
 type xlate struct {
 	p         *Pipeline
+	s         *side // the side of the pipeline the walk reads (leftright.go)
 	pkt       *Packet
 	sink      Sink
 	tr        *Trace
@@ -241,7 +242,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		x.counters = r.rec.Counters
 	}
 	x.begin()
-	p.rlock()
+	x.s = p.enterWalk()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
 	cookie := uint64(0)
@@ -252,7 +253,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 		cookie = r.Cookie
 	}
 	x.finish(cookie)
-	p.mu.RUnlock()
+	p.leaveWalk(x.s)
 	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key
 	}
@@ -281,10 +282,11 @@ func (x *xlate) finishRecording() {
 
 func (p *Pipeline) addLearned(f *Flow) {
 	defer p.unlockWrite(p.lockWrite())
-	if p.roomForLocked(f) != nil {
+	r := newRule(f)
+	if p.roomForLocked(r) != nil {
 		return // counted in LimitRefusals; OVS also drops such a learn
 	}
-	p.addLocked(f, nil, p.Now())
+	p.addLocked(r, p.Now())
 }
 
 func (x *xlate) note(format string, args ...any) {
@@ -350,7 +352,7 @@ func (x *xlate) maskTunnel() {
 // lookup finds the best rule in table t for the packet, with conjunctive
 // match semantics (ovs-fields(7) "Conjunctive Match Fields").
 func (x *xlate) lookup(id uint8) *Rule {
-	t := x.p.tables[id]
+	t := x.s.tables[id]
 	if t == nil {
 		return nil
 	}
@@ -545,14 +547,14 @@ func (x *xlate) do(a Action) {
 		if x.dry {
 			// A trace runs no meter; it names the meter's datapath id.
 			if x.tr != nil {
-				x.tr.Events[len(x.tr.Events)-1].Meter = x.p.meters[a.ID]
+				x.tr.Events[len(x.tr.Events)-1].Meter = x.s.meters[a.ID]
 			}
 			return
 		}
 		if x.r != nil {
 			x.r.uncacheable("meter")
 		}
-		if !x.p.runMeter(a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+		if !runMeter(x.s, a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
 			x.exit = true
 			x.actionSet = x.actionSet[:0]
 		}
@@ -721,9 +723,9 @@ func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
 		meter = MeterControllerID
 	}
 	// A meter that does not exist (or no longer: OVS's datapath passes
-	// packets through a deleted meter) lets the packet-in through. p.mu
-	// is read-held by the run.
-	m := x.p.meters[meter]
+	// packets through a deleted meter) lets the packet-in through. x.s is
+	// the side the walk reads.
+	m := x.s.meters[meter]
 	if m != nil && !x.dry && !m.admit(x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
 		x.uncacheable("meter")
 		x.note("packet-in dropped by meter %d", int(meter))
@@ -838,7 +840,7 @@ func (x *xlate) normal() {
 }
 
 func (x *xlate) group(id uint32) {
-	g := x.p.groups[id]
+	g := x.s.groups[id]
 	if g == nil {
 		x.note("group %d does not exist: drop", id)
 		return

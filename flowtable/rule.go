@@ -16,9 +16,12 @@ type Rule struct {
 	Flags       FlowFlags
 	Cookie      uint64
 	Actions     []Action
-	Stats       RuleStats
-	seq         uint64 // insertion order, for a stable tie-break among equal priorities
-	match       sparseMatch
+	// Stats are the flow's counters. A modify replaces the rule with a
+	// copy (walks on the other side still run the old one: leftright.go)
+	// and the copy shares them, as does a flow an add replaces.
+	Stats *RuleStats
+	seq   uint64 // insertion order, for a stable tie-break among equal priorities
+	match sparseMatch
 	// conj are the clauses of a conjunctive flow, sorted by conjunction id
 	// (set while the rule is in a table's soft classifier).
 	conj []conjClause
@@ -26,8 +29,24 @@ type Rule struct {
 
 // newRule returns the rule of flow f (f itself is not kept).
 func newRule(f *Flow) *Rule {
-	return &Rule{Table: f.Table, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
-		Importance: f.Importance, Flags: f.Flags, Cookie: f.Cookie, Actions: detachActions(f.Actions), match: newSparseMatch(&f.Match)}
+	a := &ruleAlloc{Rule: Rule{Table: f.Table, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
+		Importance: f.Importance, Flags: f.Flags, Cookie: f.Cookie, Actions: detachActions(f.Actions), match: newSparseMatch(&f.Match)}}
+	a.Stats = &a.stats
+	return &a.Rule
+}
+
+// ruleAlloc is a rule and its counters in one allocation.
+type ruleAlloc struct {
+	Rule
+	stats RuleStats
+}
+
+// withActions returns a copy of r with other actions and cookie that
+// shares r's counters: what a modify installs in place of r.
+func (r *Rule) withActions(acts []Action, cookie uint64) *Rule {
+	c := *r
+	c.Actions, c.Cookie, c.conj = acts, cookie, nil
+	return &c
 }
 
 // NewRule returns the rule flow f becomes when added, to stage an add

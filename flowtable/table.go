@@ -27,8 +27,9 @@ type table struct {
 	hard, soft *classifier
 }
 
-func newTable() *table {
+func newTable(batch *changeBatch) *table {
 	t := &table{hard: newClassifier(), soft: newClassifier()}
+	t.hard.batch, t.soft.batch = batch, batch
 	t.soft.soft = true
 	return t
 }
@@ -42,14 +43,19 @@ func (t *table) cls(r *Rule) *classifier {
 
 // Pipeline is the OpenFlow state of one bridge: flow tables, groups and
 // the TLV map, plus what the interpreter needs (conntrack, MAC learning).
-// It is safe for concurrent use: packets look up under a read lock while
-// flow-mods change the tables under the write lock.
+// It is safe for concurrent use: flow-mods change the tables under the
+// write lock, dumps read them under the read lock, and packet walks take
+// no lock at all (leftright.go).
 type Pipeline struct {
-	mu     sync.RWMutex
-	locks  lockStats // lockstats.go
-	tables [NumTables]*table
-	groups map[uint32]*GroupEntry
-	meters map[uint32]*MeterEntry // meter.go
+	mu    sync.RWMutex
+	locks lockStats // lockstats.go
+	// sides are the two copies of the tables, groups and meters; walks
+	// read sides[active], writers change the other (leftright.go).
+	sides   [2]side
+	active  atomic.Uint32
+	readers [2]readerCount
+	w       writeState
+	batch   changeBatch // Apply's, for the classifiers
 	// meterIDs are the datapath ids the meters hold (meter.go).
 	meterIDs providerPool
 	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
@@ -105,20 +111,17 @@ type PortLister interface {
 
 // NewPipeline returns an empty pipeline.
 func NewPipeline() *Pipeline {
-	p := &Pipeline{groups: map[uint32]*GroupEntry{}, TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
+	p := &Pipeline{TLV: NewTLVMap(), timed: map[*Rule]*timedState{}, MACs: NewMACTable(300 * time.Second),
 		MaxResubmitDepth: 64, Limits: DefaultLimits, Now: time.Now}
 	p.sharedCounters.shared = true
+	groups := map[uint32]*GroupEntry{}
+	p.sides[0].groups, p.sides[1].groups = groups, groups
+	p.sides[0].batch, p.sides[1].batch = &p.batch, &p.batch
 	return p
 }
 
-func (p *Pipeline) table(id uint8) *table {
-	t := p.tables[id]
-	if t == nil {
-		t = newTable()
-		p.tables[id] = t
-	}
-	return t
-}
+// table returns table id of the writer's side, created if need be.
+func (p *Pipeline) table(id uint8) *table { return p.cur().table(id) }
 
 // Errors of flow-mods, matching the OpenFlow errors OVS sends.
 var (
@@ -143,7 +146,7 @@ func (p *Pipeline) AddFlow(f *Flow) error {
 		return err
 	}
 	defer p.unlockWrite(p.lockWrite())
-	p.addLocked(f, nil, p.Now())
+	p.addLocked(newRule(f), p.Now())
 	return nil
 }
 
@@ -166,7 +169,7 @@ func (p *Pipeline) AddFlows(fs []*Flow) error {
 	}
 	now := p.Now()
 	for _, f := range fs {
-		p.addLocked(f, nil, now)
+		p.addLocked(newRule(f), now)
 	}
 	p.noteBulk(len(fs))
 	return nil
@@ -179,17 +182,17 @@ func (p *Pipeline) CheckGroups(f *Flow) error { return p.validateGroups(f) }
 func (p *Pipeline) validateGroups(f *Flow) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if err := p.validateGroupsLocked(f); err != nil {
+	if err := p.validateGroupsLocked(f.Actions); err != nil {
 		return err
 	}
 	return p.validateMetersLocked(f.Actions)
 }
 
 // validateGroupsLocked is validateGroups with p.mu held (read or write).
-func (p *Pipeline) validateGroupsLocked(f *Flow) error {
-	for _, a := range f.Actions {
+func (p *Pipeline) validateGroupsLocked(acts []Action) error {
+	for _, a := range acts {
 		if g, ok := a.(*Group); ok {
-			if _, ok := p.groups[g.ID]; !ok {
+			if _, ok := p.cur().groups[g.ID]; !ok {
 				return fmt.Errorf("group %d: %w", g.ID, ErrUnknownGroup)
 			}
 		}
@@ -197,42 +200,39 @@ func (p *Pipeline) validateGroupsLocked(f *Flow) error {
 	return nil
 }
 
-// addLocked installs f, created at now, and returns its rule and the rule
-// it replaced (nil if none).
-func (p *Pipeline) addLocked(f *Flow, staged *Rule, now time.Time) (r, old *Rule) {
-	t := p.table(f.Table)
-	if o := t.hard.find(&f.Match, f.Priority); o != nil {
-		old = o
-	} else if o := t.soft.find(&f.Match, f.Priority); o != nil {
-		old = o
-	}
-	if r = staged; r == nil {
-		r = newRule(f)
+// addLocked installs r (a new rule: newRule), created at now, and returns
+// it and the rule it replaced (nil if none).
+func (p *Pipeline) addLocked(r *Rule, now time.Time) (*Rule, *Rule) {
+	t := p.table(r.Table)
+	old := t.hard.findSame(r)
+	if old == nil {
+		old = t.soft.findSame(r)
 	}
 	r.Stats.Created = now
 	r.Stats.LastUsed.Store(now.UnixNano())
 	if old != nil {
-		t.cls(old).remove(old)
+		p.removeRule(t, old)
 		p.nRules--
-		if f.Flags&FlagResetCounts == 0 {
-			r.Stats.Packets.Store(old.Stats.Packets.Load())
-			r.Stats.Bytes.Store(old.Stats.Bytes.Load())
-			r.Stats.Created = old.Stats.Created
+		if r.Flags&FlagResetCounts == 0 {
+			// The counters go on in the old flow's: walks still on the
+			// other side count there until the change is published.
+			r.Stats = old.Stats
+			r.Stats.LastUsed.Store(now.UnixNano())
 		}
 	}
 	p.seq++
 	r.seq = p.seq
-	t.cls(r).insert(r)
+	p.insertRule(t, r)
 	p.nRules++
-	if f.IdleTimeout != 0 || f.HardTimeout != 0 {
+	if r.IdleTimeout != 0 || r.HardTimeout != 0 {
 		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
 	}
-	p.BumpGeneration()
+	p.bumpLocked()
 	return r, old
 }
 
 func (p *Pipeline) overlapsLocked(f *Flow) bool {
-	t := p.tables[f.Table]
+	t := p.cur().tables[f.Table]
 	if t == nil {
 		return false
 	}
@@ -280,6 +280,13 @@ type FlowFilter struct {
 // AllFlows is a filter that selects every flow.
 func AllFlows() FlowFilter {
 	return FlowFilter{Table: 255, OutPort: PortNone, OutGroup: 0xffffffff}
+}
+
+// selectsAll reports whether the filter selects every flow of the
+// tables it names (a non-strict delete of everything).
+func (ff *FlowFilter) selectsAll() bool {
+	return !ff.Strict && ff.CookieMask == 0 && ff.OutPort == PortNone && ff.OutGroup == 0xffffffff &&
+		ff.Match.Mask == (Key{})
 }
 
 // Selects reports whether the filter selects r (flow monitors use it on
@@ -369,7 +376,7 @@ func (p *Pipeline) forEachSelected(ff *FlowFilter, fn func(t *table, r *Rule)) {
 		if ff.Table != 255 && id != int(ff.Table) {
 			continue
 		}
-		t := p.tables[id]
+		t := p.cur().tables[id]
 		if t == nil {
 			continue
 		}
@@ -454,7 +461,7 @@ func (p *Pipeline) TableFlowCounts() map[uint8]int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := map[uint8]int{}
-	for id, t := range p.tables {
+	for id, t := range p.cur().tables {
 		if t != nil && t.hard.n+t.soft.n > 0 {
 			out[uint8(id)] = t.hard.n + t.soft.n
 		}
@@ -506,17 +513,17 @@ func (p *Pipeline) SetLimits(l Limits) {
 	p.mu.Unlock()
 }
 
-// roomForLocked checks that adding f stays within Limits; replacing a flow
+// roomForLocked checks that adding r stays within Limits; replacing a flow
 // with the same match and priority always fits. The counts come first so
 // that an add below the limits costs no extra lookup.
-func (p *Pipeline) roomForLocked(f *Flow) error {
+func (p *Pipeline) roomForLocked(r *Rule) error {
 	l := &p.Limits
-	t := p.tables[f.Table]
+	t := p.cur().tables[r.Table]
 	n := 0
 	if t != nil {
 		n = t.hard.n + t.soft.n
 	}
-	tableMax, set := l.TableFlows[f.Table]
+	tableMax, set := l.TableFlows[r.Table]
 	if !set {
 		tableMax, set = l.MaxFlowsPerTable, l.MaxFlowsPerTable > 0
 	}
@@ -525,12 +532,12 @@ func (p *Pipeline) roomForLocked(f *Flow) error {
 	if !tableFull && !allFull {
 		return nil
 	}
-	if t != nil && (t.hard.find(&f.Match, f.Priority) != nil || t.soft.find(&f.Match, f.Priority) != nil) {
+	if t != nil && (t.hard.findSame(r) != nil || t.soft.findSame(r) != nil) {
 		return nil
 	}
 	p.LimitRefusals.Add(1)
 	if tableFull {
-		return fmt.Errorf("table %d holds %d flows, the limit: %w", f.Table, n, ErrTableFull)
+		return fmt.Errorf("table %d holds %d flows, the limit: %w", r.Table, n, ErrTableFull)
 	}
 	return fmt.Errorf("the tables hold %d flows, the limit: %w", p.nRules, ErrTableFull)
 }

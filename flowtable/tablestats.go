@@ -90,7 +90,7 @@ type TableStat struct {
 func (p *Pipeline) TableStats() [NumTables]TableStat {
 	var out [NumTables]TableStat
 	p.mu.RLock()
-	for id, t := range p.tables {
+	for id, t := range p.cur().tables {
 		if t != nil {
 			out[id].Active = t.hard.n + t.soft.n
 		}

@@ -8,10 +8,10 @@ package flowtable
 func (p *Pipeline) TraceRun(pkt *Packet, ct Conntrack, sink Sink, tr *Trace) Result {
 	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, dry: true, traceCT: ct}
 	x.begin()
-	p.mu.RLock()
+	x.s = p.enterWalk()
 	x.runTable(0)
 	x.finish(0)
-	p.mu.RUnlock()
+	p.leaveWalk(x.s)
 	if tr != nil && x.res.Outputs+x.res.PacketIns == 0 {
 		tr.Final = pkt.Key
 	}

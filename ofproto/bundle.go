@@ -25,7 +25,7 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		if m.Flags&^(wire.OFPBF_ATOMIC|wire.OFPBF_ORDERED) != 0 {
 			return ofpErr(c, wire.OFPBFC_BAD_FLAGS, "flags %#x", m.Flags)
 		}
-		c.State.Bundles[m.BundleID] = &Bundle{ID: m.BundleID, Flags: m.Flags}
+		c.State.Bundles[m.BundleID] = c.newBundle(m.BundleID, m.Flags)
 		return reply(wire.OFPBCT_OPEN_REPLY)
 	case wire.OFPBCT_CLOSE_REQUEST:
 		if bd == nil {
@@ -44,7 +44,9 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		if len(bd.mods) >= reclaimFlows {
 			c.reclaim = true // the bundle's translations are garbage now
 		}
-		if err := b.commitBundle(c, bd); err != nil {
+		err := b.commitBundle(c, bd)
+		c.recycle(bd)
+		if err != nil {
 			return err
 		}
 		return reply(wire.OFPBCT_COMMIT_REPLY)
@@ -53,6 +55,7 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 			return ofpErr(c, wire.OFPBFC_BAD_ID, "no bundle %d", m.BundleID)
 		}
 		delete(c.State.Bundles, m.BundleID)
+		c.recycle(bd)
 		return reply(wire.OFPBCT_DISCARD_REPLY)
 	}
 	return ofpErr(c, wire.OFPBFC_BAD_TYPE, "bundle control type %d", m.Type)
@@ -70,7 +73,7 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 	bd := c.State.Bundles[m.BundleID]
 	if bd == nil {
 		// OVS opens a bundle implicitly on the first add.
-		bd = &Bundle{ID: m.BundleID, Flags: m.Flags}
+		bd = c.newBundle(m.BundleID, m.Flags)
 		c.State.Bundles[m.BundleID] = bd
 	}
 	if bd.Closed {
@@ -103,6 +106,32 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 		bd.portMods = append(bd.portMods, bundledPortMod{after: len(bd.mods), h: m.InnerHeader, raw: bd.quote(raw), m: pm})
 	}
 	return nil
+}
+
+// maxSpareMods is the longest request list a connection keeps for its
+// next bundle: a controller that reinstalls its tables in bundles of a
+// few thousand messages (ovn-controller on every reconnect) reuses the
+// same memory, while one 100,000-flow bundle does not pin its list.
+const maxSpareMods = 4096
+
+// newBundle opens a bundle with the memory of the connection's last one.
+func (c *Conn) newBundle(id uint32, flags uint16) *Bundle {
+	bd := &Bundle{ID: id, Flags: flags, mods: c.spareMods, quoted: c.spareQuoted}
+	c.spareMods, c.spareQuoted = nil, nil
+	return bd
+}
+
+// recycle keeps a finished bundle's request list and quote chunk for the
+// next one. Nothing refers to them any more: the commit applied the
+// requests (a staged rule is the pipeline's now) and encoded its error
+// replies.
+func (c *Conn) recycle(bd *Bundle) {
+	if cap(bd.mods) <= maxSpareMods {
+		clear(bd.mods) // no rule or flow stays reachable from here
+		c.spareMods = bd.mods[:0]
+	}
+	c.spareQuoted = bd.quoted[:0] // the last chunk (of 64 KB) quote filled
+	bd.mods, bd.quoted, bd.portMods = nil, nil, nil
 }
 
 // quote keeps the part of a bundled message an error reply would quote, in

@@ -76,6 +76,10 @@ type Conn struct {
 	// reclaim asks for freed memory to go back to the kernel once the
 	// current request is done (a big dump or delete; see reclaimMemory).
 	reclaim bool
+	// spareMods and spareQuoted are the memory of the last bundle, for
+	// the next (newBundle, recycle).
+	spareMods   []modReq
+	spareQuoted []byte
 	// flowMod is the scratch a flow-mod add is translated in
 	// (newFlowModReq); only the connection's reader uses it.
 	flowMod translate.FlowMod

@@ -294,3 +294,33 @@ func TestConnRecoversPanics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConnRepliesInOrderPastSocketBuffer: replies written at once while
+// nothing is queued, partly written when the socket fills and finished
+// by the writer, reach a client that reads late whole and in order.
+func TestConnRepliesInOrderPastSocketBuffer(t *testing.T) {
+	p := flowtable.NewPipeline()
+	b := ofproto.NewBridge(&fakeDP{p}, nil)
+	srv, cli := unixPair(t)
+	c := serveConnOpts(t, b, wire.OFP13, srv, cli, ofproto.ConnOptions{})
+	const n = 40 // 40 x 30 KB: several times what the socket buffers hold
+	var burst []byte
+	for i := range n {
+		data := bytes.Repeat([]byte{byte(i)}, 30000+i)
+		burst = append(burst, encode(t, wire.OFP13, uint32(i), &wire.EchoRequest{Data: data})...)
+	}
+	cli.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := cli.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the switch fills the socket before anything is read
+	for i := range n {
+		h, body, err := c.Recv()
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if h.Type != wire.OFPT_ECHO_REPLY || h.Xid != uint32(i) || !bytes.Equal(body, bytes.Repeat([]byte{byte(i)}, 30000+i)) {
+			t.Fatalf("reply %d: type %d xid %d, %d bytes of data", i, h.Type, h.Xid, len(body))
+		}
+	}
+}

@@ -35,8 +35,10 @@ type connMonitors struct {
 	// paused: the connection's backlog passed monitorPauseBytes, so
 	// updates wait: the changes it would have seen are kept (flow ->
 	// its last event) and sent when it resumes.
-	paused  bool
-	pending map[*flowtable.Rule]flowChange
+	paused bool
+	// pending is keyed by the flow's counters, which a flow keeps
+	// across modifies (each installs a new *Rule).
+	pending map[*flowtable.RuleStats]flowChange
 }
 
 // monitorPauseBytes is the backlog at which OVS pauses a connection's
@@ -229,12 +231,12 @@ func (cm *connMonitors) hold(mons []flowMonitor, changes []flowChange) bool {
 		for i := range mons {
 			if mons[i].selects(ch.rule) {
 				if cm.pending == nil {
-					cm.pending = map[*flowtable.Rule]flowChange{}
+					cm.pending = map[*flowtable.RuleStats]flowChange{}
 				}
-				if old, ok := cm.pending[ch.rule]; ok && old.event == wire.FlowUpdateAdded && ch.event == wire.FlowUpdateDeleted {
-					delete(cm.pending, ch.rule) // came and went while paused
+				if old, ok := cm.pending[ch.rule.Stats]; ok && old.event == wire.FlowUpdateAdded && ch.event == wire.FlowUpdateDeleted {
+					delete(cm.pending, ch.rule.Stats) // came and went while paused
 				} else {
-					cm.pending[ch.rule] = ch
+					cm.pending[ch.rule.Stats] = ch
 				}
 				break
 			}

@@ -136,6 +136,21 @@ func (c *Conn) enqueue(b []byte, kind uint8) error {
 		c.Close()
 		return errConnClosed
 	}
+	if rs, ok := c.nc.(*rawSocket); ok && q.bytes == 0 && kind == kindReply {
+		// Nothing queued or being written: a reply goes out right away
+		// if the socket takes it without waiting, which spares it the
+		// writer goroutine's wakeup (the lock keeps the writer from
+		// starting a batch meanwhile). Packet-ins still go through the
+		// writer: the datapath goroutines that send them make no system
+		// calls for it.
+		n := rs.tryWrite(b)
+		if n == len(b) {
+			q.recycleLocked(b)
+			q.mu.Unlock()
+			return nil
+		}
+		b = b[n:] // the writer sends the rest
+	}
 	q.msgs = append(q.msgs, queuedMsg{b: b, kind: kind})
 	q.bytes += len(b)
 	if kind == kindPacketIn {

@@ -162,6 +162,26 @@ func (s *rawSocket) WriteBuffers(bufs [][]byte) (int64, error) {
 	return total, nil
 }
 
+// tryWrite writes what of p the socket takes without waiting
+// (MSG_DONTWAIT): all of it when the peer keeps up. An error writes
+// nothing; the writer then meets it and closes the connection.
+func (s *rawSocket) tryWrite(p []byte) int {
+	if !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	for {
+		n, err := unix.SendmsgBuffers(s.fd, [][]byte{p}, nil, nil, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+}
+
 func (s *rawSocket) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

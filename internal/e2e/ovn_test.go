@@ -386,8 +386,9 @@ func ovnBundleTimes(t *testing.T, vswitchd string) []ovntest.BundleTiming {
 // installs its whole pipeline (delete all, ~565 flows, the group), on Open
 // vSwitch and on govs in the same run, where an OpenFlow tap in front of
 // the switch sees it: from the open request to the commit reply (the
-// switch decoding and staging every message, then committing) and from
-// the commit request to the reply, and the CPU time the switch daemon
+// switch decoding and staging every message, then committing) and the
+// commit phase alone (the tap sends a barrier ahead of the commit request
+// and times the commit request to its reply), and the CPU time the switch daemon
 // used in between (all threads, /proc schedstat), the least noisy on a
 // shared machine. Issue 22 asks for half Open vSwitch's time, which govs
 // does not reach yet (the medians are logged; govs's CPU varies with its
@@ -409,15 +410,20 @@ func TestOVNBundleTime(t *testing.T) {
 		}
 		return ovntest.Median(ds)
 	}
-	total, commit := ovntest.BundleTiming.Total, ovntest.BundleTiming.Commit
-	cpu := func(b ovntest.BundleTiming) time.Duration { return b.CPU }
-	ot, gt := median(ovs, total), median(govs, total)
-	oc, gc := median(ovs, commit), median(govs, commit)
-	ou, gu := median(ovs, cpu), median(govs, cpu)
-	t.Logf("bundle of %d adds, medians: open..commit reply OVS %v govs %v (%.2fx); commit request..reply OVS %v govs %v (%.2fx); switch CPU OVS %v govs %v (%.2fx)",
-		govs[0].Adds, ot, gt, float64(gt)/float64(ot), oc, gc, float64(gc)/float64(oc), ou, gu, float64(gu)/float64(ou))
-	for i := range ovs {
-		t.Logf("round %d: OVS %d adds %v/%v cpu %v, govs %d adds %v/%v cpu %v", i, ovs[i].Adds, ovs[i].Total(), ovs[i].Commit(), ovs[i].CPU,
+	for _, m := range []struct {
+		name string
+		f    func(ovntest.BundleTiming) time.Duration
+	}{
+		{"(a) whole bundle, open request..commit reply", ovntest.BundleTiming.Total},
+		{"    of which open..all adds staged", ovntest.BundleTiming.Staging},
+		{"(b) commit phase, commit request..reply", ovntest.BundleTiming.Commit},
+		{"switch CPU, open..commit reply", func(b ovntest.BundleTiming) time.Duration { return b.CPU }},
+	} {
+		o, g := median(ovs, m.f), median(govs, m.f)
+		t.Logf("bundle of %d adds, median %s: OVS %v govs %v (govs/OVS %.2f)", govs[0].Adds, m.name, o, g, float64(g)/float64(o))
+	}
+	for i := range min(len(ovs), len(govs)) {
+		t.Logf("round %d: OVS %d adds %v/%v cpu %v, govs %d adds %v/%v cpu %v (whole/commit)", i, ovs[i].Adds, ovs[i].Total(), ovs[i].Commit(), ovs[i].CPU,
 			govs[i].Adds, govs[i].Total(), govs[i].Commit(), govs[i].CPU)
 	}
 	least := func(bs []ovntest.BundleTiming) time.Duration {

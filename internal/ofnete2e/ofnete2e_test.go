@@ -505,7 +505,10 @@ var bundleReps = flag.Int("bundle.reps", 1, "alternating repetitions of TestBund
 
 // TestBundleSpeed commits a node's pipeline (Services' select groups, then
 // 20,000 flows) in one ORDERED bundle from ofnet, on Open vSwitch and govs
-// alternately, and prints the times. Both must end with every flow installed.
+// alternately, and prints the times: the whole bundle (open to commit
+// reply) and the commit phase alone (commit request to reply, after the
+// close reply said every add was staged). Both must end with every flow
+// installed; the ratios are printed, not asserted (a shared machine).
 func TestBundleSpeed(t *testing.T) {
 	tgs := startTargets(t)
 	agents := []*Agent{tgs[0].connect(t), tgs[1].connect(t)}
@@ -561,17 +564,32 @@ func TestBundleSpeed(t *testing.T) {
 		}
 		return d
 	}
+	// The median resists a repetition slowed by the rest of a shared machine.
+	median := func(name string, f func(BundleStats) time.Duration) time.Duration {
+		var ds []time.Duration
+		for _, s := range total[name] {
+			ds = append(ds, f(s))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
 	for _, m := range []struct {
 		name string
 		f    func(BundleStats) time.Duration
 	}{
-		{"commit", func(s BundleStats) time.Duration { return s.Commit }},
-		{"send+commit", func(s BundleStats) time.Duration { return s.Send + s.Commit }},
+		// (a) what the agent waits for; (b) the commit alone: the close
+		// reply came after the switch staged every add, so the switch
+		// applies the bundle between commit request and reply (Open
+		// vSwitch inserts the flows into its classifier there).
+		{"(a) whole bundle, open request..commit reply", func(s BundleStats) time.Duration { return s.Send + s.Commit }},
+		{"(b) commit phase, commit request..reply", func(s BundleStats) time.Duration { return s.Commit }},
 		{"switch cpu", func(s BundleStats) time.Duration { return s.CPU }},
 		{"client cpu", func(s BundleStats) time.Duration { return s.ClientCPU }},
 	} {
 		g, o := sum("govs", m.f), sum("ovs", m.f)
-		t.Logf("%s: govs/ovs = %.2f (%v / %v)", m.name, float64(g)/float64(o), g, o)
+		gm, om := median("govs", m.f), median("ovs", m.f)
+		t.Logf("%s: govs/ovs = %.2f (sums %v / %v), medians %.2f (%v / %v)", m.name, float64(g)/float64(o), g, o,
+			float64(gm)/float64(om), gm, om)
 	}
 }
 

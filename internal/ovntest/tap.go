@@ -24,15 +24,22 @@ const (
 	ofpbctOpenRequest    = 0
 	ofpbctCommitRequest  = 4
 	ofpbctCommitReply    = 5
+	ofptBarrierRequest   = 20
+	ofptBarrierReply     = 21
+	// tapBarrierXid marks the tap's own barrier requests (ovn-controller
+	// numbers its requests from 1 upward).
+	tapBarrierXid = 0x7a9b0000
 )
 
 // BundleTiming is one bundle the controller opened and the switch
-// committed, timed where the tap saw it: Open and CommitRequest when the
-// controller's messages reached the tap, CommitReply when the switch's
-// answer did.
+// committed, timed where the tap saw it: Open when the controller's open
+// request reached the tap, Staged when the switch answered the barrier
+// the tap sends ahead of the commit request (every add is read and
+// staged then), CommitRequest when the tap forwarded the commit request,
+// CommitReply when the switch's answer reached the tap.
 type BundleTiming struct {
-	Adds                             int // OFPT_BUNDLE_ADD_MESSAGEs
-	Open, CommitRequest, CommitReply time.Time
+	Adds                                     int // OFPT_BUNDLE_ADD_MESSAGEs
+	Open, Staged, CommitRequest, CommitReply time.Time
 	// CPU is the CPU time the switch daemon used from the open request to
 	// the commit reply (all its threads; 0 without a CPU source).
 	CPU  time.Duration
@@ -43,8 +50,13 @@ type BundleTiming struct {
 // switch parsing and staging every message, then committing).
 func (b BundleTiming) Total() time.Duration { return b.CommitReply.Sub(b.Open) }
 
-// Commit is the commit request to its reply.
+// Commit is the commit phase alone: the commit request, sent once the
+// switch has staged every add, to its reply (where Open vSwitch inserts
+// the flows into its classifier and replaces the old ones).
 func (b BundleTiming) Commit() time.Duration { return b.CommitReply.Sub(b.CommitRequest) }
+
+// Staging is the open request until every add was staged.
+func (b BundleTiming) Staging() time.Duration { return b.Staged.Sub(b.Open) }
 
 // OpenFlowTap sits between ovn-controller and the switch's br-int.mgmt
 // socket, forwards every message unchanged and times the bundles, so the
@@ -87,11 +99,13 @@ func (t *OpenFlowTap) accept() {
 		t.mu.Unlock()
 		open := map[uint32]*BundleTiming{}
 		var mu sync.Mutex // open is shared by both directions
-		go t.pipe(c, s, func(typ uint8, body []byte) {
+		staged := make(chan time.Time, 1)
+		var barriers uint32
+		go t.pipe(c, s, func(hdr, body []byte, w *bufio.Writer) bool {
 			if len(body) < 8 {
-				return
+				return true
 			}
-			id := binary.BigEndian.Uint32(body)
+			typ, id := hdr[1], binary.BigEndian.Uint32(body)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -102,18 +116,47 @@ func (t *OpenFlowTap) accept() {
 				}
 				open[id] = b
 			case typ == ofptBundleControl && binary.BigEndian.Uint16(body[4:]) == ofpbctCommitRequest:
-				if b := open[id]; b != nil {
-					b.CommitRequest = time.Now()
+				b := open[id]
+				if b == nil {
+					break
 				}
+				// A barrier first: the switch answers it once it has read
+				// and staged every add, so that the commit request is
+				// timed alone, not behind adds the switch has yet to read.
+				barriers++
+				barrier := make([]byte, 8)
+				barrier[0], barrier[1] = hdr[0], ofptBarrierRequest
+				binary.BigEndian.PutUint16(barrier[2:], 8)
+				binary.BigEndian.PutUint32(barrier[4:], tapBarrierXid+barriers)
+				if _, err := w.Write(barrier); err != nil || w.Flush() != nil {
+					return true
+				}
+				mu.Unlock() // the replies' direction takes it
+				var at time.Time
+				select {
+				case at = <-staged:
+				case <-time.After(30 * time.Second):
+				}
+				mu.Lock()
+				b.Staged, b.CommitRequest = at, time.Now()
 			case typ == ofptBundleAddMessage:
 				if b := open[id]; b != nil {
 					b.Adds++
 				}
 			}
+			return true
 		})
-		go t.pipe(s, c, func(typ uint8, body []byte) {
+		go t.pipe(s, c, func(hdr, body []byte, _ *bufio.Writer) bool {
+			typ := hdr[1]
+			if typ == ofptBarrierReply && binary.BigEndian.Uint32(hdr[4:])&0xffff0000 == tapBarrierXid {
+				select {
+				case staged <- time.Now():
+				default:
+				}
+				return false // the tap's own
+			}
 			if typ != ofptBundleControl || len(body) < 8 || binary.BigEndian.Uint16(body[4:]) != ofpbctCommitReply {
-				return
+				return true
 			}
 			now := time.Now()
 			id := binary.BigEndian.Uint32(body)
@@ -130,14 +173,16 @@ func (t *OpenFlowTap) accept() {
 				t.bundles = append(t.bundles, *b)
 				t.mu.Unlock()
 			}
+			return true
 		})
 	}
 }
 
 // pipe copies OpenFlow messages from src to dst, calling see on each
-// (type and body) before forwarding it, and flushes whenever src has
+// (header and body, with dst's writer for messages of the tap's own)
+// and forwarding it unless see says no; it flushes whenever src has
 // nothing more buffered.
-func (t *OpenFlowTap) pipe(src, dst net.Conn, see func(typ uint8, body []byte)) {
+func (t *OpenFlowTap) pipe(src, dst net.Conn, see func(hdr, body []byte, w *bufio.Writer) bool) {
 	defer src.Close()
 	defer dst.Close()
 	r := bufio.NewReaderSize(src, 1<<16)
@@ -157,9 +202,10 @@ func (t *OpenFlowTap) pipe(src, dst net.Conn, see func(typ uint8, body []byte)) 
 		if _, err := io.ReadFull(r, msg[8:]); err != nil {
 			return
 		}
-		see(hdr[1], msg[8:])
-		if _, err := w.Write(msg); err != nil {
-			return
+		if see(hdr, msg[8:], w) {
+			if _, err := w.Write(msg); err != nil {
+				return
+			}
 		}
 		if r.Buffered() == 0 {
 			if err := w.Flush(); err != nil {
