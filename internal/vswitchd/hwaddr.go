@@ -185,6 +185,13 @@ func (d *Daemon) configureDatapathID(b *bridge, wb *BridgeConfig) {
 		if local != nil && !bytes.Equal(local.p.HardwareAddr(), mac) {
 			if err := setHardwareAddr(local.p, mac); err != nil {
 				b.log.Error("failed to set bridge Ethernet address", zap.Stringer("mac", mac), zap.Error(err))
+			} else if b.of != nil {
+				// OVS sees the netdev change at once (update_port): the
+				// LOCAL port is announced with its new address now, not
+				// at the next link notification of some other port.
+				if info, ok := b.dp.Port(flowtable.PortLocal); ok {
+					b.of.RefreshPort(portInfo(info, linkFlagsOf(info.Name)))
+				}
 			}
 		}
 		dpid = pickDatapathID(wb.DatapathID, mac)
