@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
 )
@@ -50,9 +51,9 @@ type loop struct {
 	cacheMu sync.Mutex
 
 	// offload: the port feeds the kernel fast path (kernelpath.go).
-	offload   bool
-	start     flowtable.Key
-	ifindexOf func(ofport uint32) (int, bool)
+	offload bool
+	start   flowtable.Key
+	output  offload.OutputFunc
 }
 
 // outQueue is the frames queued for one destination port.
@@ -207,7 +208,7 @@ func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
 			continue
 		}
 		if l.offload {
-			l.processOffload()
+			l.processOffload(i)
 		} else if l.cache != nil {
 			l.cache.Process(&l.pkt, l)
 		} else {

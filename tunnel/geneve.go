@@ -177,6 +177,9 @@ type Metadata struct {
 
 	Src, Dst         uint32 // outer IPv4 source/destination (tun_src/tun_dst), host order
 	SrcPort, DstPort uint16 // outer UDP ports
+	// Ifindex is the interface the datagram arrived on (0: unknown); the
+	// kernel fast path matches it.
+	Ifindex int
 }
 
 // Iter walks the options.

@@ -315,6 +315,21 @@ func (p *Port) MTU() int { return p.mtu - tunnel.OuterOverhead - tunnel.EthHeade
 // UnderlayMTU returns the underlay IP MTU the port checks against.
 func (p *Port) UnderlayMTU() int { return p.mtu }
 
+// Outer is the part of the port's configuration that shapes the outer
+// headers it sends (the kernel fast path builds the same ones).
+type Outer struct {
+	Local, Remote [4]byte // zero: unset (remote_ip=flow)
+	DstPort       uint16
+	Csum          bool
+	TTL           uint8
+	MTU           int // underlay IP MTU
+}
+
+// Outer returns the port's outer header configuration.
+func (p *Port) Outer() Outer {
+	return Outer{Local: p.local, Remote: p.remote, DstPort: p.dstPort, Csum: p.csum, TTL: p.ttl, MTU: p.mtu}
+}
+
 // SetTLVMap recompiles the option map after the bridge's TLV map changed.
 // Frames in flight finish with the old map.
 func (p *Port) SetTLVMap(tlv *flowtable.TLVMap) error {
@@ -417,7 +432,7 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	var hdrErrs uint64
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
-		dst := p.parseControl(&h.Hdr, &p.rxCtl[i])
+		dst, ifindex := p.parseControl(&h.Hdr, &p.rxCtl[i])
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			c.LengthErrors++
 			continue
@@ -436,6 +451,7 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 		m.SrcPort = ntohs(name.Port)
 		m.Dst = binary.BigEndian.Uint32(dst[:])
 		m.DstPort = p.dstPort
+		m.Ifindex = ifindex
 		b.Frames[n] = inner
 		b.Meta[n] = port.Meta{}
 		n++
@@ -452,9 +468,10 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 
 // parseControl walks the control messages of one datagram: it returns the
 // outer destination address (IP_PKTINFO; the bound address otherwise) and
-// records the socket's drop counter (SO_RXQ_OVFL).
-func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
-	dst := p.local
+// the interface it arrived on (IP_PKTINFO; 0 otherwise), and records the
+// socket's drop counter (SO_RXQ_OVFL).
+func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) (dst [4]byte, ifindex int) {
+	dst = p.local
 	c := ctl[:min(int(h.Controllen), rxCtlLen)]
 	for len(c) >= unix.SizeofCmsghdr {
 		cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
@@ -466,7 +483,7 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 		switch {
 		case cm.Level == unix.IPPROTO_IP && cm.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
 			info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
-			dst = info.Addr
+			dst, ifindex = info.Addr, int(info.Ifindex)
 		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
 			ovfl := binary.NativeEndian.Uint32(data)
 			if p.rxOvflOK {
@@ -478,7 +495,7 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) [4]byte {
 		}
 		c = c[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(c)):]
 	}
-	return dst
+	return dst, ifindex
 }
 
 // WriteBatch implements port.Port: it sends every frame with VNI 0 and no
