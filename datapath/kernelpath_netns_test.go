@@ -393,11 +393,17 @@ func TestNetnsKernelPathOneWayUDP(t *testing.T) {
 	const n, size = 200, 64
 	s := newKPSetup(t, true, conntrack.Timeouts{})
 	var srv, cli *net.UDPConn
-	if err := s.nsB.Do(func() (err error) { srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 2), Port: 9101}); return err }); err != nil {
+	if err := s.nsB.Do(func() (err error) {
+		srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 2), Port: 9101})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if err := s.nsA.Do(func() (err error) { cli, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 1), Port: 5201}); return err }); err != nil {
+	if err := s.nsA.Do(func() (err error) {
+		cli, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 1), Port: 5201})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
