@@ -121,14 +121,9 @@ func TestConcurrentCommitLookupExpiry(t *testing.T) {
 
 // lookupTuple reports whether a tuple finds a live connection (test helper).
 func (t *Tracker) lookupTuple(zone uint16, tup Tuple, now int64) bool {
-	k := key{zone: zone, proto: tup.Proto, sport: tup.SrcPort, dport: tup.DstPort}
-	if tup.Src.Is4() {
-		s, d := tup.Src.As4(), tup.Dst.As4()
-		copy(k.src[:4], s[:])
-		copy(k.dst[:4], d[:])
-	} else {
-		k.v6 = 1
-		k.src, k.dst = tup.Src.As16(), tup.Dst.As16()
+	k, err := keyOfTuple(zone, &tup)
+	if err != nil {
+		return false
 	}
 	return t.exists(&k, k.hash(t.seed), now)
 }

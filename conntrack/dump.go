@@ -345,28 +345,9 @@ var ErrNotFound = errors.New("conntrack: connection not found")
 // reply tuple (like `ovs-appctl dpctl/flush-conntrack zone=N 'ct_nw_src=...'`).
 // For ICMP, ICMPID and ICMPType (the type of tup's direction) identify it.
 func (t *Tracker) FlushTuple(zone uint16, tup Tuple) error {
-	if !tup.Src.IsValid() || !tup.Dst.IsValid() || tup.Src.Is4() != tup.Dst.Is4() {
-		return fmt.Errorf("flush conntrack tuple: source %v and destination %v must be addresses of one family", tup.Src, tup.Dst)
-	}
-	k := key{zone: zone, proto: tup.Proto}
-	if tup.Src.Is4() {
-		s, d := tup.Src.As4(), tup.Dst.As4()
-		copy(k.src[:4], s[:])
-		copy(k.dst[:4], d[:])
-	} else {
-		k.v6 = 1
-		k.src, k.dst = tup.Src.As16(), tup.Dst.As16()
-	}
-	if k.isICMP() {
-		k.sport, k.dport = tup.ICMPID, tup.ICMPID
-		k.styp = tup.ICMPType
-		if k.v6 == 1 {
-			k.dtyp = reverseICMP6(tup.ICMPType)
-		} else {
-			k.dtyp = reverseICMP4(tup.ICMPType)
-		}
-	} else {
-		k.sport, k.dport = tup.SrcPort, tup.DstPort
+	k, err := keyOfTuple(zone, &tup)
+	if err != nil {
+		return fmt.Errorf("flush conntrack tuple: %w", err)
 	}
 	now := t.clock()
 	h := k.hash(t.seed)

@@ -685,15 +685,24 @@ func (t *Tracker) commit(frame []byte, p *pkt, k *key, h0 uint64, a *Args, pl *n
 			t.setExp(c, tmOtherFirst, now)
 		}
 		c.unlock()
-		s0.insertEntry(h0, ref, 0)
-		if nat != 0 {
-			t.shards[a1].insertEntry(h1, ref, 1)
-		}
-		s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
-		if n := s0.count.Add(1); n%countBatch == 0 {
-			t.approx.Add(countBatch)
-		}
+		t.publishConn(a0, a1, ref, c, h0, h1, nat)
 		t.unlockPair(a0, a1)
 		return c, commitOK
+	}
+}
+
+// publishConn indexes a new connection c (ref, original key hash h0 in
+// shard a0, reply key hash h1 in shard a1; a second index entry with
+// NAT), links it on its expiry wheel and counts it. The caller holds both
+// shards' locks.
+func (t *Tracker) publishConn(a0, a1 int, ref uint32, c *conn, h0, h1 uint64, nat uint8) {
+	s0 := &t.shards[a0]
+	s0.insertEntry(h0, ref, 0)
+	if nat != 0 {
+		t.shards[a1].insertEntry(h1, ref, 1)
+	}
+	s0.wheelLink(ref&refMask, c, s0.slotOf(c.exp.Load(), t.tick))
+	if n := s0.count.Add(1); n%countBatch == 0 {
+		t.approx.Add(countBatch)
 	}
 }

@@ -98,6 +98,10 @@ type Bridge struct {
 	// batching counts the PortBatch calls under way: ports added meanwhile
 	// invalidate the caches once, when the last batch ends.
 	batching atomic.Int32
+	// batchAdded: a port was added in the batch (nothing to invalidate
+	// otherwise: a reconfiguration that adds no port must not drop the
+	// kernel fast path's entries).
+	batchAdded atomic.Bool
 
 	// OnPacketIn receives every packet-in. It is called on the goroutine
 	// of the port the packet came from (or the PacketOut caller), so it
@@ -144,6 +148,22 @@ type Bridge struct {
 type portSet struct {
 	byNo    map[uint32]*bridgePort
 	numbers []uint32 // sorted; returned by PortNumbers, never modified
+	// byRx finds the tunnel port a frame read from a shared Geneve
+	// socket is for (TunnelPort.RxPort).
+	byRx map[*geneve.Port]*bridgePort
+}
+
+// indexTunnels fills byRx from byNo.
+func (s *portSet) indexTunnels() {
+	s.byRx = nil
+	for _, bp := range s.byNo {
+		if bp.rxPort != nil {
+			if s.byRx == nil {
+				s.byRx = map[*geneve.Port]*bridgePort{}
+			}
+			s.byRx[bp.rxPort] = bp
+		}
+	}
 }
 
 // bridgePort is a port attached to the bridge.
@@ -164,6 +184,8 @@ type bridgePort struct {
 	// pipeline generation its option map was compiled at.
 	tun    TunnelPort
 	tlvGen atomic.Uint64
+	// rxPort is the Geneve port behind tun, as RxPort names it.
+	rxPort *geneve.Port
 
 	// poller is p when the bridge's PMD thread serves it (nil: the port
 	// has its own goroutine).
@@ -180,6 +202,7 @@ type bridgePort struct {
 	txConfigDrops  atomic.Uint64 // port down / no-fwd
 	txErrors       atomic.Uint64 // WriteBatch failures
 	rxPanics       atomic.Uint64 // frames whose processing panicked
+	rxNoPort       atomic.Uint64 // tunnel frames for a port of another bridge
 
 	// processed counts received frames whose processing, transmission
 	// included, is over (tests wait on it).
@@ -289,6 +312,7 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	}
 	if tp, ok := p.(TunnelPort); ok {
 		bp.tun = tp
+		bp.rxPort, _ = p.(*geneve.Port)
 		bp.tlvGen.Store(^uint64(0))
 		b.syncTLV(bp)
 	}
@@ -309,6 +333,7 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	next.byNo[ofport] = bp
 	next.numbers = append(slices.Clone(cur.numbers), ofport)
 	slices.Sort(next.numbers)
+	next.indexTunnels()
 	b.ports.Store(next)
 
 	if !opts.NoOffload {
@@ -320,6 +345,8 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	// batch, once at its end).
 	if b.batching.Load() == 0 {
 		b.pipeline.BumpGeneration()
+	} else {
+		b.batchAdded.Store(true)
 	}
 	if bp.poller != nil {
 		b.pmd.add(bp)
@@ -355,6 +382,7 @@ func (b *Bridge) DelPort(ofport uint32) error {
 		}
 	}
 	next.numbers = slices.DeleteFunc(slices.Clone(cur.numbers), func(n uint32) bool { return n == ofport })
+	next.indexTunnels()
 	b.ports.Store(next)
 	b.pipeline.BumpGeneration()
 	err := b.stopPort(bp)
@@ -419,7 +447,7 @@ func (bp *bridgePort) info() PortInfo {
 	le := bp.rxLengthErrors.Load()
 	st.RxErrors += le + bp.rxPanics.Load()
 	st.RxLengthErrors += le
-	st.RxDropped += bp.rxConfigDrops.Load()
+	st.RxDropped += bp.rxConfigDrops.Load() + bp.rxNoPort.Load()
 	st.TxDropped += bp.txConfigDrops.Load()
 	st.TxErrors += bp.txErrors.Load()
 	bp.addOffloadStats(&st)
@@ -625,7 +653,7 @@ func (b *Bridge) DumpFlows() (flows []flowcache.DumpEntry, now int64) {
 func (b *Bridge) PortBatch(add func()) {
 	b.batching.Add(1)
 	defer func() {
-		if b.batching.Add(-1) == 0 {
+		if b.batching.Add(-1) == 0 && b.batchAdded.Swap(false) {
 			b.pipeline.BumpGeneration()
 		}
 	}()

@@ -113,7 +113,7 @@ func newGeneveKP(t *testing.T, kernel [2]bool, option bool) [2]*gkNode {
 			}
 		})
 		if kernel[i] {
-			m, err := offload.NewManager(nil)
+			m, err := offload.NewManager(nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/conntrack"
+	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
@@ -47,7 +49,7 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 	if b.offload == nil || kind != KindSystem || !ok || bp.vnet != nil || b.CacheDisabled {
 		return
 	}
-	x, err := b.offload.Attach(ix.Ifindex())
+	x, err := b.offload.Attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
 		b.offloadAttachFailed(bp, err)
 		return
@@ -96,7 +98,7 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	}
 	bp.geneve, bp.resolver, bp.underlay, bp.off, bp.offID = g, r, ifi.Index, b.offload, offload.PortID(bp.ofport)
 	copy(bp.underlayMAC[:], ifi.HardwareAddr)
-	x, err := b.offload.Attach(ifi.Index)
+	x, err := b.offload.Attach(ifi.Index, ifi.Name)
 	if err != nil {
 		b.offloadAttachFailed(bp, fmt.Errorf("decapsulation on %s: %w", ifi.Name, err))
 		return
@@ -163,12 +165,25 @@ func (b *Bridge) detachOffload(bp *bridgePort) {
 // initOffload makes the loop of a port the program runs on (a system
 // port, or a tunnel port's underlay) offer what it forwards.
 func (l *loop) initOffload() {
-	if l.in.xdp == nil {
+	// A tunnel port's socket may be shared with ports attached later:
+	// processOffload checks each datagram's port.
+	if l.in.xdp == nil && (l.in.tun == nil || l.b.offload == nil) {
 		return
 	}
 	l.offload = true
 	l.cache.TraceHits = true
 	l.output = l.offloadOutput
+}
+
+// offloadIfindex is the interface the program can redirect to for output
+// port ofport: a system port with the program attached that forwards (a
+// Geneve port's program is on its underlay, which is no output of its
+// own).
+func (ps *portSet) offloadIfindex(ofport uint32) (int, bool) {
+	if bp := ps.byNo[ofport]; bp != nil && bp.xdp != nil && bp.geneve == nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
+		return bp.ifindex, true
+	}
+	return 0, false
 }
 
 // offloadOutput resolves an output port for the program: a system port
@@ -230,17 +245,21 @@ func geneveEncap(bp *bridgePort, k *flowtable.Key) (*offload.Encap, bool) {
 // and offers the decision to the kernel fast path. The generation is read
 // before the cache runs: an entry decided under a generation a change has
 // since replaced is never accepted by the program.
-func (l *loop) processOffload(i int) {
+func (l *loop) processOffload(in *bridgePort, i int) {
 	gen := l.b.pipeline.Generation.Load()
 	var (
 		fk   offload.FlowKey
 		kind offload.KeyKind
 	)
 	if l.in.tun != nil {
+		// The datagram came in on the reading port's shared socket: in is
+		// the port it is for, whose counters the kernel's packets go to.
+		// A port sharing the socket without offload (another remote_ip
+		// not on the program's underlay) stays in userspace.
 		md := l.in.tun.Metadata(i)
-		if md.Ifindex == l.in.underlay {
-			fk, kind = offload.TunnelKeyOf(md, l.in.underlayMAC, &l.pkt.Key)
-			fk.CountAs = l.in.offID
+		if in.off != nil && in.geneve != nil && in.underlay != 0 && md.Ifindex == in.underlay {
+			fk, kind = offload.TunnelKeyOf(md, in.underlayMAC, &l.pkt.Key)
+			fk.CountAs = in.offID
 		}
 	} else {
 		fk, kind = offload.KeyOf(l.in.ifindex, &l.pkt.Key)
@@ -256,3 +275,57 @@ func (l *loop) processOffload(i int) {
 		l.b.offload.Forget(fk)
 	}
 }
+
+// RevalidateOffload ends the adoption of a previous process's kernel
+// entries (offload.Manager.Revalidate): adopt enters their connections
+// into conntrack, then each entry's flow is replayed through the current
+// pipeline (twice, through a private megaflow cache, outputs discarded) and kept only
+// if the new flows still offload it. Call it
+// once the controller has replayed its flows (flow-restore-wait over) and
+// the ports are attached. The replay counts two packets in the flows
+// it hits.
+func (b *Bridge) RevalidateOffload(adopt func(conntrack.Entry) error) (kept, removed int) {
+	m := b.offload
+	if m == nil || !m.Adopting() {
+		return 0, 0
+	}
+	c := flowcache.New(b.pipeline)
+	defer c.Close()
+	c.TraceHits = true
+	ports := b.ports.Load()
+	var pkt flowtable.Packet
+	replay := func(fk offload.FlowKey) (start, final flowtable.Key, hits []*flowcache.Entry, ok bool) {
+		var in *bridgePort
+		for _, bp := range ports.byNo {
+			if bp.xdp != nil && uint32(bp.ifindex) == fk.Ifindex {
+				in = bp
+			}
+		}
+		if in == nil {
+			return start, final, nil, false
+		}
+		// The first run fills the cache (an upcall reports no hits, as
+		// for the packet loop's first packet), the second is the one a
+		// packet of the flow now takes.
+		for range 2 {
+			pkt = flowtable.Packet{}
+			pkt.Key.SetInPort(in.ofport)
+			if err := pkt.Extract(fk.Frame()); err != nil {
+				return start, final, nil, false
+			}
+			if clk, ok := b.pipeline.Conntrack.(flowtable.ConntrackClock); ok {
+				pkt.CtNow = clk.Now()
+			}
+			start = pkt.Key
+			c.Process(&pkt, discard{})
+		}
+		return start, pkt.Key, c.Hits, true
+	}
+	return m.Revalidate(adopt, replay, ports.offloadIfindex)
+}
+
+// discard is the sink of a replayed packet: nothing leaves the switch.
+type discard struct{}
+
+func (discard) Output(uint32, *flowtable.Packet)                {}
+func (discard) PacketIn(*flowtable.Packet, *flowtable.PacketIn) {}

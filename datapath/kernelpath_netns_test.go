@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +45,12 @@ type kpSetup struct {
 	sw    *netnstest.NS
 	tr    *conntrack.Tracker
 	peerA string // A's interface
+	// For restart: the pipeline text, the switch ends of the veths, the
+	// kernel state's pin directory ("": not pinned).
+	flows    string
+	timeouts conntrack.Timeouts
+	hosts    [2]string
+	pinDir   string
 }
 
 func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
@@ -52,19 +59,17 @@ func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup
 
 // newKPSetupFlows is newKPSetup with another pipeline.
 func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flows string) *kpSetup {
-	s := &kpSetup{}
+	return newKPSetupPinned(t, kernel, timeouts, flows, "")
+}
+
+// newKPSetupPinned is newKPSetupFlows with the kernel state pinned in
+// pinDir (restart).
+func newKPSetupPinned(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flows, pinDir string) *kpSetup {
+	s := &kpSetup{flows: flows, timeouts: timeouts, pinDir: pinDir}
 	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA})
 	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB})
-	s.peerA = va.Peer
-	p := flowtable.NewPipeline()
-	if err := flowtext.Load(p, flows, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The kernel path relaxes TCP window tracking (docs/offload.md).
-	s.tr = conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel, Timeouts: timeouts})
-	p.Conntrack = &ctadapter.Adapter{T: s.tr}
-	s.b = NewBridge("br-kp", 1, p, nil)
+	s.peerA, s.hosts = va.Peer, [2]string{va.Host, vb.Host}
 	t.Cleanup(func() {
 		if err := s.b.Close(); err != nil {
 			t.Errorf("close bridge: %v", err)
@@ -73,8 +78,25 @@ func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flo
 			s.m.Close()
 		}
 	})
+	s.start(t, kernel)
+	// Static neighbours: no ARP in the measured traffic.
+	s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+	return s
+}
+
+// start builds the bridge (pipeline, conntrack, kernel path) and adds
+// the two ports.
+func (s *kpSetup) start(t *testing.T, kernel bool) {
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, s.flows, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel path relaxes TCP window tracking (docs/offload.md).
+	s.tr = conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel, Timeouts: s.timeouts})
+	p.Conntrack = &ctadapter.Adapter{T: s.tr}
+	s.b = NewBridge("br-kp", 1, p, nil)
 	if kernel {
-		m, err := offload.NewManager(nil)
+		m, err := offload.NewManager(nil, s.pinDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,8 +106,8 @@ func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flo
 	// The program attaches by ifindex in the caller's namespace: add the
 	// ports from the switch namespace.
 	err := s.sw.Do(func() error {
-		for i, v := range []*netnstest.Veth{va, vb} {
-			pt, err := afpacket.Open(v.Host, afpacket.Config{})
+		for i, name := range s.hosts {
+			pt, err := afpacket.Open(name, afpacket.Config{})
 			if err != nil {
 				return err
 			}
@@ -99,9 +121,23 @@ func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Static neighbours: no ARP in the measured traffic.
-	s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
-	return s
+}
+
+// restart stops the bridge leaving the pinned kernel state (a clean
+// stop of govs-vswitchd), starts a new one with a new conntrack, and
+// revalidates the adopted entries. It returns how many were kept and
+// removed.
+func (s *kpSetup) restart(t *testing.T) (kept, removed int) {
+	s.m.Retain()
+	if err := s.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.m.Close()
+	s.start(t, true)
+	if !s.m.Adopting() {
+		t.Fatal("the new manager adopted nothing")
+	}
+	return s.b.RevalidateOffload(s.tr.Adopt)
 }
 
 // ruleStats returns the counters of the flow with cookie c.
@@ -430,5 +466,82 @@ func TestNetnsKernelPathOneWayUDP(t *testing.T) {
 	}
 	if st := s.m.Stats(); st.Packets == 0 || st.Entries == 0 {
 		t.Errorf("answered stream not offloaded: %+v", st)
+	}
+}
+
+// TestNetnsKernelPathRestartDNAT: a TCP stream to a Service address,
+// offloaded both ways with its NAT, goes on while the bridge is closed
+// with its kernel state retained (no userspace at all) and a new bridge
+// with a new conntrack adopts it: both entries are kept, conntrack
+// knows the connection with its translation (so the replies are still
+// un-DNATed and the FIN closes it), every byte arrives and the kernel
+// keeps forwarding.
+func TestNetnsKernelPathRestartDNAT(t *testing.T) {
+	vip, backend := netip.MustParseAddrPort("10.210.0.100:80"), netip.MustParseAddrPort("10.210.0.2:7101")
+	dir := offload.PinDir(filepath.Join(netnstest.MountBPFFS(t), "govs"), t.TempDir(), "br-kp")
+	s := newKPSetupPinned(t, true, conntrack.Timeouts{}, kpDNATFlows, dir)
+	s.nsA.MustExec(t, "ip", "neigh", "replace", vip.Addr().String(), "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+	c, got := s.tcpConnectVia(t, vip.String(), backend.String())
+	var sent int64
+	write := func(d time.Duration) {
+		buf := make([]byte, 16<<10)
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			n, err := c.Write(buf)
+			sent += int64(n)
+			if err != nil {
+				t.Fatalf("write after %d bytes: %v", sent, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	write(time.Second)
+	if st := s.m.Stats(); st.Entries != 2 || st.Packets == 0 {
+		t.Fatalf("before the restart: %+v, want both directions offloaded", st)
+	}
+	// Each direction's entry records the connection as conntrack has it.
+	want := conntrack.Entry{
+		Orig:  conntrack.Tuple{Src: netip.MustParseAddr("10.210.0.1"), Dst: vip.Addr(), Proto: 6, DstPort: vip.Port()},
+		Reply: conntrack.Tuple{Src: backend.Addr(), Dst: netip.MustParseAddr("10.210.0.1"), Proto: 6, SrcPort: backend.Port()},
+		Zone:  1,
+	}
+	conns := s.m.Conns()
+	for i := range conns {
+		want.Orig.SrcPort, want.Reply.DstPort = conns[i].Orig.SrcPort, conns[i].Orig.SrcPort
+	}
+	if len(conns) != 2 || conns[0] != want || conns[1] != want {
+		t.Fatalf("pinned connection records %+v, want twice %+v", conns, want)
+	}
+	kept, removed := s.restart(t)
+	if kept != 2 || removed != 0 {
+		t.Errorf("revalidation kept %d, removed %d; want 2, 0", kept, removed)
+	}
+	var conn *conntrack.Entry
+	for _, e := range s.tr.Dump(conntrack.DumpFilter{}) {
+		if e.Orig.Dst == vip.Addr() {
+			conn = &e
+		}
+	}
+	if conn == nil || conn.Orig.DstPort != vip.Port() || conn.Reply.Src != backend.Addr() || conn.Reply.SrcPort != backend.Port() || conn.Zone != 1 {
+		t.Fatalf("the new conntrack has %+v, want the Service connection with its DNAT in zone 1", conn)
+	}
+	write(2 * time.Second)
+	if st := s.m.Stats(); st.Entries != 2 || st.Packets == 0 {
+		t.Errorf("after the restart: %+v, want both directions still offloaded", st)
+	}
+	c.Close()
+	select {
+	case m := <-got:
+		if m != sent {
+			t.Errorf("received %d bytes, sent %d", m, sent)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no FIN after the restart")
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, e := range s.tr.Dump(conntrack.DumpFilter{}) {
+		if e.Orig.Dst == vip.Addr() && e.TCPStateName() == "ESTABLISHED" {
+			t.Errorf("after the FIN the adopted connection is still ESTABLISHED")
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
@@ -37,6 +38,11 @@ type loop struct {
 	// ports (their tun_dst, tun_id and tun_metadata).
 	keys  []*flowtable.Key
 	nKeys int
+
+	// lastRx and lastRxBP are the last tunnel port tunnelIn looked up in
+	// ports and what it found, reset with ports.
+	lastRx   *geneve.Port
+	lastRxBP *bridgePort
 
 	poBuf []byte // PacketOut's copy of the controller's frame
 
@@ -129,8 +135,11 @@ func (l *loop) run() {
 func (l *loop) process(frames [][]byte) {
 	in := l.in
 	l.ports = l.b.ports.Load()
+	l.lastRx, l.lastRxBP = nil, nil
 	defer in.processed.Add(uint64(len(frames)))
-	if in.config.Load()&(PortConfigDown|PortConfigNoRecv) != 0 || l.b.restoreWait.Load() {
+	// A tunnel port's frames may be for other ports (tunnelIn checks
+	// each one's config).
+	if in.config.Load()&(PortConfigDown|PortConfigNoRecv) != 0 && in.tun == nil || l.b.restoreWait.Load() {
 		in.rxConfigDrops.Add(uint64(len(frames)))
 		return
 	}
@@ -174,10 +183,15 @@ func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
 			next = i + 1
 		}
 	}()
-	in := l.in
 	pipe := l.b.pipeline
 	for ; i < len(frames); i++ {
 		f := frames[i]
+		in := l.in
+		if in.tun != nil {
+			if in = l.tunnelIn(i); in == nil {
+				continue
+			}
+		}
 		l.pkt.Offload = flowtable.Offload{}
 		maxFrame := in.maxFrame
 		if m := &l.batch.Meta[i]; m.Flags&port.FlagVnet != 0 {
@@ -195,7 +209,7 @@ func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
 		l.pkt.Key.SetInPort(in.ofport)
 		// Tunnel metadata goes in before Extract, which keeps the
 		// metadata part of the key and only rewrites the headers.
-		if in.tun != nil && in.tun.FillKey(in.tun.Metadata(i), &l.pkt.Key) != nil {
+		if in.tun != nil && in.tun.FillKey(l.in.tun.Metadata(i), &l.pkt.Key) != nil {
 			*bad++
 			continue
 		}
@@ -208,7 +222,7 @@ func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
 			continue
 		}
 		if l.offload {
-			l.processOffload(i)
+			l.processOffload(in, i)
 		} else if l.cache != nil {
 			l.cache.Process(&l.pkt, l)
 		} else {
@@ -341,6 +355,7 @@ func (l *loop) flush() {
 	l.nBufs = 0
 	l.nKeys = 0
 	l.ports = nil
+	l.lastRx, l.lastRxBP = nil, nil
 }
 
 // PacketIn implements flowtable.Sink: it copies the packet for the

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/tunnel"
 )
@@ -22,6 +23,7 @@ type recTunnel struct {
 func (r *recTunnel) Metadata(int) *tunnel.Metadata                  { return &tunnel.Metadata{} }
 func (r *recTunnel) FillKey(*tunnel.Metadata, *flowtable.Key) error { return nil }
 func (r *recTunnel) SetTLVMap(*flowtable.TLVMap) error              { return nil }
+func (r *recTunnel) RxPort(int) *geneve.Port                        { return nil }
 func (r *recTunnel) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -20,6 +20,11 @@ type TunnelPort interface {
 	// FillKey writes md into the tunnel fields of k (tun_metadataN through
 	// the port's compiled TLV map); an error means the packet is dropped.
 	FillKey(md *tunnel.Metadata, k *flowtable.Key) error
+	// RxPort is the port frame i of the last ReadBatch is for: this one,
+	// or another port sharing its UDP socket, as Open vSwitch's tnl_find
+	// picks it by the outer source, destination and VNI (a port that is
+	// no *geneve.Port returns nil: every frame is its own).
+	RxPort(i int) *geneve.Port
 	// WriteTunnel sends frames[i] encapsulated for flow key keys[i].
 	WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error)
 	// SetTLVMap recompiles the port's option map from the bridge's TLV map.
@@ -64,6 +69,31 @@ func (b *Bridge) SyncTunnelTLV() {
 			b.syncTLV(bp)
 		}
 	}
+}
+
+// tunnelIn returns the bridge port frame i of a batch read from a tunnel
+// port is received on: the reading port or another port sharing its
+// socket. It returns nil, having counted the drop, when that port is not
+// on this bridge or does not receive (down, no-recv).
+func (l *loop) tunnelIn(i int) *bridgePort {
+	in := l.in
+	to := in.tun.RxPort(i)
+	bp := in
+	if to != in.rxPort {
+		if to != l.lastRx {
+			l.lastRx, l.lastRxBP = to, l.ports.byRx[to]
+		}
+		if bp = l.lastRxBP; bp == nil {
+			in.rxNoPort.Add(1)
+			return nil
+		}
+		l.b.syncTLV(bp)
+	}
+	if bp.config.Load()&(PortConfigDown|PortConfigNoRecv) != 0 {
+		bp.rxConfigDrops.Add(1)
+		return nil
+	}
+	return bp
 }
 
 // copyKey copies k into the next free key of the pool; the keys of tunnel

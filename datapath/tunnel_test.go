@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,14 +24,31 @@ var antreaTLV = flowtable.TLVMapping{Class: 0x104, Type: 0x80, Len: 4, Index: 0}
 // 127.0.0.1 and a peer port on 127.0.0.2 that plays the other node.
 func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
+	return tunnelPairOn(t, "127.0.0.1", "127.0.0.2")
+}
+
+// tunnelPair6 is tunnelPair over IPv6: fd00::1 and fd00::2 on the
+// namespace's loopback.
+func tunnelPair6(t testing.TB) (local, peer *geneve.Port) {
+	t.Helper()
+	return tunnelPairOn(t, "fd00::1", "fd00::2")
+}
+
+func tunnelPairOn(t testing.TB, localIP, peerIP string) (local, peer *geneve.Port) {
+	t.Helper()
 	ns := netnstest.NewNS(t)
+	if strings.Contains(localIP, ":") {
+		for _, a := range []string{localIP, peerIP} {
+			ns.MustExec(t, "ip", "addr", "add", a+"/128", "dev", "lo", "nodad")
+		}
+	}
 	err := ns.Do(func() error {
 		var err error
-		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr("127.0.0.1"), ReadTimeout: 20 * time.Millisecond})
+		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(localIP), ReadTimeout: 20 * time.Millisecond})
 		if err != nil {
 			return err
 		}
-		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr("127.0.0.2"), ReadTimeout: 20 * time.Millisecond})
+		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr(peerIP), ReadTimeout: 20 * time.Millisecond})
 		return err
 	})
 	if err != nil {
@@ -45,7 +63,11 @@ func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 func peerKey(t testing.TB, tlv *flowtable.TLVMap, dst string, tunID uint64, md0 uint32) *flowtable.Key {
 	t.Helper()
 	var k flowtable.Key
-	flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(netip.MustParseAddr(dst).AsSlice())))
+	if a := netip.MustParseAddr(dst); a.Is6() {
+		flowtable.FieldTunIPv6Dst.SetValue(&k, a.AsSlice())
+	} else {
+		flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(a.AsSlice())))
+	}
 	flowtable.FieldTunID.SetUint64(&k, tunID)
 	f, err := tlv.Resolve(flowtable.FieldTunMetadataN[0])
 	if err != nil {
@@ -199,13 +221,23 @@ priority=90,in_port=1,actions=drop
 // sets tun_dst and tun_metadata0, the key copy and the encapsulation and
 // sendmmsg of WriteTunnel (over loopback). One op is one packet.
 func BenchmarkProcessToTunnel(b *testing.B) {
-	local, peer := tunnelPair(b)
-	_ = peer
+	local, _ := tunnelPair(b)
+	benchProcessToTunnel(b, local, "set_field:127.0.0.2->tun_dst")
+}
+
+// BenchmarkProcessToTunnelIPv6 is BenchmarkProcessToTunnel over IPv6
+// (tun_ipv6_dst, raw IPv6 socket, UDP checksum).
+func BenchmarkProcessToTunnelIPv6(b *testing.B) {
+	local, _ := tunnelPair6(b)
+	benchProcessToTunnel(b, local, "set_field:fd00::2->tun_ipv6_dst")
+}
+
+func benchProcessToTunnel(b *testing.B, local *geneve.Port, setDst string) {
 	p := flowtable.NewPipeline()
 	if err := p.TLV.Add(antreaTLV); err != nil {
 		b.Fatal(err)
 	}
-	if err := flowtext.Load(p, "in_port=2,actions=set_field:127.0.0.2->tun_dst,set_field:0xa0000000->tun_metadata0,output:1", nil); err != nil {
+	if err := flowtext.Load(p, "in_port=2,actions="+setDst+",set_field:0xa0000000->tun_metadata0,output:1", nil); err != nil {
 		b.Fatal(err)
 	}
 	br := NewBridge("br-tun", 1, p, nil)
@@ -221,8 +253,8 @@ func BenchmarkProcessToTunnel(b *testing.B) {
 	before := local.Stats().TxPackets
 	benchProcess(b, l, data)
 	st := local.TunnelStats()
-	if got := st.TxPackets + st.TxDropped - before; got < uint64(b.N) {
-		b.Fatalf("tunnel handled %d frames, want %d", got, b.N)
+	if got := st.TxPackets + st.TxDropped - before; got < uint64(b.N) || st.TxPackets == 0 {
+		b.Fatalf("tunnel handled %d frames (%d sent), want %d", got, st.TxPackets, b.N)
 	}
 }
 
@@ -232,11 +264,22 @@ func BenchmarkProcessToTunnel(b *testing.B) {
 // written to a memory port. One op is one packet.
 func BenchmarkProcessFromTunnel(b *testing.B) {
 	local, peer := tunnelPair(b)
+	benchProcessFromTunnel(b, local, peer, "", "127.0.0.1")
+}
+
+// BenchmarkProcessFromTunnelIPv6 is BenchmarkProcessFromTunnel over IPv6;
+// the flow also matches tun_ipv6_src, which the receive fills.
+func BenchmarkProcessFromTunnelIPv6(b *testing.B) {
+	local, peer := tunnelPair6(b)
+	benchProcessFromTunnel(b, local, peer, "tun_ipv6_src=fd00::2,", "fd00::1")
+}
+
+func benchProcessFromTunnel(b *testing.B, local, peer *geneve.Port, match, dst string) {
 	p := flowtable.NewPipeline()
 	if err := p.TLV.Add(antreaTLV); err != nil {
 		b.Fatal(err)
 	}
-	if err := flowtext.Load(p, "in_port=1,tun_metadata0=0xb0000000,actions=output:2", nil); err != nil {
+	if err := flowtext.Load(p, "in_port=1,"+match+"tun_metadata0=0xb0000000,actions=output:2", nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := peer.SetTLVMap(p.TLV); err != nil {
@@ -250,16 +293,18 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 	}
 	// The benchmark reads the tunnel port itself, so port 1 is attached
 	// without a goroutine (done is closed for Close, loop set below).
-	bp := &bridgePort{ofport: 1, p: local, kind: KindTunnel, tun: local, maxFrame: port.MaxFrameLen(local.MTU()), done: make(chan struct{})}
+	bp := &bridgePort{ofport: 1, p: local, kind: KindTunnel, tun: local, rxPort: local, maxFrame: port.MaxFrameLen(local.MTU()), done: make(chan struct{})}
 	close(bp.done)
 	bp.tlvGen.Store(^uint64(0))
 	br.syncTLV(bp)
 	cur := br.ports.Load()
-	br.ports.Store(&portSet{byNo: map[uint32]*bridgePort{1: bp, 2: cur.byNo[2]}, numbers: []uint32{1, 2}})
+	ps := &portSet{byNo: map[uint32]*bridgePort{1: bp, 2: cur.byNo[2]}, numbers: []uint32{1, 2}}
+	ps.indexTunnels()
+	br.ports.Store(ps)
 	data := tcpFrame(b, true, "ack", 1, 1, 64)
 	frames := make([][]byte, BatchSize)
 	keys := make([]*flowtable.Key, BatchSize)
-	k := peerKey(b, p.TLV, "127.0.0.1", 0, 0xb0000000)
+	k := peerKey(b, p.TLV, dst, 0, 0xb0000000)
 	for i := range frames {
 		frames[i], keys[i] = data, k
 	}
@@ -291,4 +336,148 @@ func BenchmarkProcessFromTunnel(b *testing.B) {
 	if got := out.Stats().TxPackets - before; got != uint64(b.N) {
 		b.Fatalf("memory port sent %d frames, want %d", got, b.N)
 	}
+}
+
+// TestGeneveThreeNodes: node A has one Geneve port per peer with a fixed
+// remote_ip (ofport 1 to B, 2 to C), as ovn-controller makes them; B and C
+// are Geneve endpoints in their own namespaces, each joined to A by a veth.
+// Both of A's ports share one UDP socket, and what B and C send enters A's
+// pipeline on the right in_port, with the right tun_src; what A sends on
+// each port reaches its peer. The PMD variant polls the shared socket; in
+// the IPv6 variant C is joined to A over IPv6 (remote_ip=fd00:91:2::3):
+// both families share A's dual-stack socket.
+func TestGeneveThreeNodes(t *testing.T) {
+	for _, c := range []struct{ pmd, ipv6 bool }{{false, false}, {true, false}, {false, true}} {
+		t.Run(fmt.Sprintf("pmd %v ipv6 %v", c.pmd, c.ipv6), func(t *testing.T) { testGeneveThreeNodes(t, c.pmd, c.ipv6) })
+	}
+}
+
+func testGeneveThreeNodes(t *testing.T, pmd, ipv6 bool) {
+	nsA, nsB, nsC := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	netnstest.NewVeth(t, nsA, nsB, netnstest.VethOptions{HostAddr: "10.91.1.1/24", PeerAddr: "10.91.1.2/24"})
+	addrA, addrC, tunSrcC := "10.91.2.1", "10.91.2.3", "tun_src=10.91.2.3"
+	if ipv6 {
+		addrA, addrC, tunSrcC = "fd00:91:2::1", "fd00:91:2::3", "tun_ipv6_src=fd00:91:2::3"
+		netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: addrA + "/64", PeerAddr: addrC + "/64", KeepIPv6: true})
+	} else {
+		netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: addrA + "/24", PeerAddr: addrC + "/24"})
+	}
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
+		t.Helper()
+		cfg.ReadTimeout = 20 * time.Millisecond
+		var p *geneve.Port
+		if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A's ports: no local_ip (OVN's), so they listen on every address.
+	toB := open(nsA, geneve.Config{Name: "ovn-b", RemoteIP: netip.MustParseAddr("10.91.1.2")})
+	toC := open(nsA, geneve.Config{Name: "ovn-c", RemoteIP: netip.MustParseAddr(addrC)})
+	nodeB := open(nsB, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr("10.91.1.1")})
+	nodeC := open(nsC, geneve.Config{Name: "ovn-a", RemoteIP: netip.MustParseAddr(addrA)})
+	t.Cleanup(func() { nodeB.Close(); nodeC.Close() })
+
+	p := flowtable.NewPipeline()
+	b := NewBridge("br-int", 1, p, nil)
+	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+	t.Cleanup(func() { b.Close() })
+	for i, tp := range []*geneve.Port{toB, toC} {
+		if _, err := b.AddPort(uint32(i+1), tp, KindTunnel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := addMemPorts(t, b, MemPortConfig{}, 3, 4)
+	flows := `
+priority=100,in_port=1,tun_src=10.91.1.2,tun_id=11,actions=output:3
+priority=100,in_port=2,` + tunSrcC + `,tun_id=12,actions=output:4
+priority=100,in_port=3,actions=set_field:21->tun_id,output:1
+priority=100,in_port=4,actions=set_field:22->tun_id,output:2
+priority=0,actions=drop
+`
+	if err := flowtext.Load(p, flows, nil); err != nil {
+		t.Fatal(err)
+	}
+	frame := frameOf(t, "udp,dl_src=00:00:00:00:01:02,dl_dst=00:00:00:00:01:03,nw_src=10.0.1.2,nw_dst=10.0.1.3,tp_src=1,tp_dst=2")
+
+	// waitSent waits for mem port n to send one frame.
+	waitSent := func(n uint32) bool {
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if got := ps[n].Sent(); len(got) > 0 {
+				return len(got) == 1 && bytes.Equal(got[0], frame)
+			}
+		}
+		return false
+	}
+	// send has peer send frame to A with VNI vni.
+	send := func(peer *geneve.Port, vni uint64) {
+		t.Helper()
+		var k flowtable.Key
+		flowtable.FieldTunID.SetUint64(&k, vni)
+		if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+	}
+	// Each peer, the VNI it sends, the memory port its frames leave A by
+	// (the in_port flow's) and the one that sends to it with VNI outVNI.
+	peers := []struct {
+		node          *geneve.Port
+		name          string
+		inVNI, outVNI uint32
+		mem           uint32
+	}{{nodeB, "B", 11, 21, 3}, {nodeC, "C", 12, 22, 4}}
+	for _, c := range peers {
+		t.Run("from "+c.name+" on its port", func(t *testing.T) {
+			// The first datagram may wait for ARP on the underlay.
+			send(c.node, uint64(c.inVNI))
+			if !waitSent(c.mem) {
+				t.Fatalf("the frame from %s did not leave mem%d (in_port %d's flow)", c.name, c.mem, c.mem-2)
+			}
+			if other := ps[7-c.mem].Sent(); len(other) != 0 {
+				t.Errorf("the frame from %s also came out of mem%d", c.name, 7-c.mem)
+			}
+		})
+	}
+	for _, c := range peers {
+		t.Run("to "+c.name+" from its port", func(t *testing.T) {
+			inject(t, b, ps, c.mem, frame)
+			got, md := readTunnelFrame(t, c.node)
+			if !bytes.Equal(got, frame) || md.VNI != c.outVNI {
+				t.Errorf("%s received VNI %d frame %x, want VNI %d", c.name, md.VNI, got, c.outVNI)
+			}
+		})
+	}
+	// Each port counts what came for it, though one socket read it all.
+	if sb, sc := toB.Stats(), toC.Stats(); sb.RxPackets != 1 || sc.RxPackets != 1 {
+		t.Errorf("received on ovn-b %d, on ovn-c %d, want 1 each", sb.RxPackets, sc.RxPackets)
+	}
+	// The reading port goes (a chassis left): the other one reads now.
+	t.Run("ovn-c receives after ovn-b is deleted", func(t *testing.T) {
+		if err := b.DelPort(1); err != nil {
+			t.Fatal(err)
+		}
+		send(nodeC, 12)
+		if !waitSent(4) {
+			t.Fatal("the frame from C did not leave mem4")
+		}
+	})
+}
+
+// readTunnelFrame reads one frame (a copy) and its metadata from p within
+// 5 s.
+func readTunnelFrame(t *testing.T, p *geneve.Port) ([]byte, tunnel.Metadata) {
+	t.Helper()
+	batch := port.NewBatch(4)
+	md := make([]tunnel.Metadata, 4)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		n, err := p.ReadTunnelBatch(batch, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return bytes.Clone(batch.Frames[0]), md[0]
+		}
+	}
+	t.Fatalf("%s received nothing", p.Name())
+	return nil, tunnel.Metadata{}
 }

@@ -79,7 +79,10 @@ type Controller struct {
 	Reason       uint8 // OFPR_*: 0 no_match, 1 action (default), 2 invalid_ttl, ...
 	UserData     []byte
 	Pause        bool
-	MeterID      uint32
+	MeterID      uint32 // 0: none (NX_CTLR_NO_METER)
+	// MeterBound: meter MeterID existed when the flow was added (set by
+	// the pipeline; OVS's provider_meter_id).
+	MeterBound bool
 	// Short is true when written as plain CONTROLLER or CONTROLLER:n.
 	Short bool
 }

@@ -111,7 +111,7 @@ func (x *xlate) finishFreezing(cookie uint64) {
 		return
 	}
 	x.emitPacketIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID,
-		UserData: a.UserData, Pause: true, Cookie: cookie, Continuation: c})
+		UserData: a.UserData, Pause: true, Cookie: cookie, Continuation: c}, nil)
 }
 
 // finish ends a translation at its top level: the action set runs unless
@@ -154,7 +154,7 @@ func (p *Pipeline) newControllerXlate(pkt *Packet, sink Sink, tr *Trace) xlate {
 	if pkt.Counters != nil {
 		x.counters = pkt.Counters
 	}
-	x.res.Segments = 1
+	x.begin()
 	return x
 }
 
@@ -185,7 +185,7 @@ func putU64(b []byte, v uint64) {
 // (OVS frozen_metadata_to_flow and pkt_metadata_from_flow). A function:
 // the registers are registered by an init.
 func resumeMetadata() []*Field {
-	fs := []*Field{FieldInPort, FieldTunID, FieldTunSrc, FieldTunDst, FieldMetadata, FieldPktMark,
+	fs := []*Field{FieldInPort, FieldTunID, FieldTunSrc, FieldTunDst, FieldTunIPv6Src, FieldTunIPv6Dst, FieldMetadata, FieldPktMark,
 		FieldCtState, FieldCtZone, FieldCtMark, FieldCtLabel, FieldCtNwProto, FieldCtNwSrc, FieldCtNwDst,
 		FieldCtIPv6Src, FieldCtIPv6Dst, FieldCtTpSrc, FieldCtTpDst}
 	return append(fs, FieldReg[:]...)

@@ -251,6 +251,8 @@ var (
 	FieldTunID        = reg(&Field{Name: "tun_id", ExtraName: "tunnel_id", NXM: "NXM_NX_TUN_ID", OXM: "OXM_OF_TUNNEL_ID", Bytes: 8, Bits: 64, Off: offTunID, Size: 8, Maskable: true, Writable: true, Format: FmtHex})
 	FieldTunSrc       = reg(&Field{Name: "tun_src", NXM: "NXM_NX_TUN_IPV4_SRC", Bytes: 4, Bits: 32, Off: offTunSrc, Size: 4, Maskable: true, Writable: true, Format: FmtIPv4})
 	FieldTunDst       = reg(&Field{Name: "tun_dst", NXM: "NXM_NX_TUN_IPV4_DST", Bytes: 4, Bits: 32, Off: offTunDst, Size: 4, Maskable: true, Writable: true, Format: FmtIPv4})
+	FieldTunIPv6Src   = reg(&Field{Name: "tun_ipv6_src", NXM: "NXM_NX_TUN_IPV6_SRC", Bytes: 16, Bits: 128, Off: offTunIPv6Src, Size: 16, Maskable: true, Writable: true, Format: FmtIPv6})
+	FieldTunIPv6Dst   = reg(&Field{Name: "tun_ipv6_dst", NXM: "NXM_NX_TUN_IPV6_DST", Bytes: 16, Bits: 128, Off: offTunIPv6Dst, Size: 16, Maskable: true, Writable: true, Format: FmtIPv6})
 	FieldTunFlags     = reg(&Field{Name: "tun_flags", NXM: "NXM_NX_TUN_FLAGS", Bytes: 2, Bits: 1, Off: offTunFlags, Size: 2, Maskable: true, Writable: true, Format: FmtTunFlags})
 	FieldCtState      = reg(&Field{Name: "ct_state", NXM: "NXM_NX_CT_STATE", Bytes: 4, Bits: 32, Off: offCtState, Size: 4, Maskable: true, Format: FmtCtState})
 	FieldCtZone       = reg(&Field{Name: "ct_zone", NXM: "NXM_NX_CT_ZONE", Bytes: 2, Bits: 16, Off: offCtZone, Size: 2, Format: FmtHex})

@@ -62,11 +62,13 @@ const (
 	offIPv6ExtHdr   = 254 // ipv6_exthdr flags (9 bits)
 	offCtIPv6Src    = 256
 	offCtIPv6Dst    = 272
-	offTunMetadata  = 288 // 256 bytes, allocated to tun_metadataN by the TLV map
+	offTunIPv6Src   = 288 // outer IPv6 addresses of a tunnel over an IPv6 underlay
+	offTunIPv6Dst   = 304
+	offTunMetadata  = 320 // 256 bytes, allocated to tun_metadataN by the TLV map
 	TunMetadataSize = 256 // OVS's TUN_METADATA_TOT_OPT_SIZE
 
 	// KeySize is the size of a flow key in bytes.
-	KeySize = 544
+	KeySize = 576
 	// KeyWords is the number of 64-bit words in a key.
 	KeyWords = KeySize / 8
 )
@@ -116,13 +118,19 @@ func (k *Key) SetConjID(v uint32)     { k.setU32(offConjID, v) }
 func (k *Key) TunDst() uint32         { return k.u32(offTunDst) }
 func (k *Key) TunSrc() uint32         { return k.u32(offTunSrc) }
 func (k *Key) TunID() uint64          { return k.u64(offTunID) }
-func (k *Key) Metadata() uint64       { return k.u64(offMetadata) }
-func (k *Key) NwSrc() uint32          { return k.u32(offNwSrc) }
-func (k *Key) NwDst() uint32          { return k.u32(offNwDst) }
-func (k *Key) TpSrc() uint16          { return k.u16(offTpSrc) }
-func (k *Key) TpDst() uint16          { return k.u16(offTpDst) }
-func (k *Key) NwTTL() uint8           { return k.u8(offNwTTL) }
-func (k *Key) VlanTCI() uint16        { return k.u16(offVlanTCI) }
+
+// TunIPv6Dst returns tun_ipv6_dst, the outer IPv6 destination of a tunnel.
+func (k *Key) TunIPv6Dst() [16]byte { return [16]byte(k[offTunIPv6Dst : offTunIPv6Dst+16]) }
+
+// TunIPv6Src returns tun_ipv6_src.
+func (k *Key) TunIPv6Src() [16]byte { return [16]byte(k[offTunIPv6Src : offTunIPv6Src+16]) }
+func (k *Key) Metadata() uint64     { return k.u64(offMetadata) }
+func (k *Key) NwSrc() uint32        { return k.u32(offNwSrc) }
+func (k *Key) NwDst() uint32        { return k.u32(offNwDst) }
+func (k *Key) TpSrc() uint16        { return k.u16(offTpSrc) }
+func (k *Key) TpDst() uint16        { return k.u16(offTpDst) }
+func (k *Key) NwTTL() uint8         { return k.u8(offNwTTL) }
+func (k *Key) VlanTCI() uint16      { return k.u16(offVlanTCI) }
 
 // CtLabel returns ct_label as two 64-bit halves (high, low).
 func (k *Key) CtLabel() (hi, lo uint64) { return k.u64(offCtLabel), k.u64(offCtLabel + 8) }

@@ -63,6 +63,9 @@ type MeterEntry struct {
 	Flags   uint16
 	Bands   []MeterBand
 	Created time.Time
+	// Provider is the meter's datapath id, as ofproto-dpif allocates it
+	// (the lowest free from 0, id_pool): the trace's meter(N).
+	Provider uint32
 
 	// Packets and Bytes count the packets that reached the meter.
 	Packets, Bytes atomic.Uint64
@@ -185,8 +188,38 @@ func (p *Pipeline) AddMeter(m *MeterEntry) error {
 	}
 	m.Created = p.Now()
 	m.start(m.Created)
+	m.Provider = p.meterIDs.alloc()
 	p.meters[m.ID] = m
 	return nil
+}
+
+// providerPool hands out datapath meter ids as OVS's id_pool: the one
+// after the last allocated if free, else the lowest free; a freed id
+// below the next one becomes the next.
+type providerPool struct {
+	used map[uint32]bool
+	next uint32
+}
+
+func (pp *providerPool) alloc() uint32 {
+	if pp.used == nil {
+		pp.used = map[uint32]bool{}
+	}
+	id := pp.next
+	if pp.used[id] {
+		for id = 0; pp.used[id]; id++ {
+		}
+	}
+	pp.used[id] = true
+	pp.next = id + 1
+	return id
+}
+
+func (pp *providerPool) free(id uint32) {
+	delete(pp.used, id)
+	if id < pp.next {
+		pp.next = id
+	}
 }
 
 // ModifyMeter replaces a meter's flags and bands (OFPMC_MODIFY); its
@@ -201,7 +234,7 @@ func (p *Pipeline) ModifyMeter(m *MeterEntry) error {
 	if !ok {
 		return fmt.Errorf("meter %d: %w", m.ID, ErrUnknownMeter)
 	}
-	m.Created = old.Created
+	m.Created, m.Provider = old.Created, old.Provider
 	m.Packets.Store(old.Packets.Load())
 	m.Bytes.Store(old.Bytes.Load())
 	m.start(p.Now())
@@ -227,6 +260,7 @@ func (p *Pipeline) DeleteMeter(id uint32) []*Rule {
 		return nil
 	}
 	for _, id := range gone {
+		p.meterIDs.free(p.meters[id].Provider)
 		delete(p.meters, id)
 	}
 	var removed []*Rule
@@ -290,11 +324,30 @@ func ruleMeter(r *Rule) (uint32, bool) {
 
 // validateMetersLocked reports ErrUnknownMeter if acts use a meter that
 // does not exist (OVS: OFPMMFC_INVALID_METER). p.mu is held.
+//
+// It also binds each controller(meter_id=N) to its meter, as OVS's
+// ofproto_fix_controller_action does when the flow is added: a meter that
+// does not exist then is no error (OVS logs it) and the action's
+// packet-ins go through the "controller" meter instead, even once meter N
+// is added.
 func (p *Pipeline) validateMetersLocked(acts []Action) error {
 	for _, a := range acts {
-		if m, ok := a.(*Meter); ok {
-			if _, ok := p.meters[m.ID]; !ok {
-				return fmt.Errorf("meter %d: %w", m.ID, ErrUnknownMeter)
+		switch a := a.(type) {
+		case *Meter:
+			if _, ok := p.meters[a.ID]; !ok {
+				return fmt.Errorf("meter %d: %w", a.ID, ErrUnknownMeter)
+			}
+		case *Controller:
+			if a.MeterID != 0 {
+				_, a.MeterBound = p.meters[a.MeterID]
+			}
+		case *Clone:
+			if err := p.validateMetersLocked(a.Actions); err != nil {
+				return err
+			}
+		case *WriteActions:
+			if err := p.validateMetersLocked(a.Actions); err != nil {
+				return err
 			}
 		}
 	}

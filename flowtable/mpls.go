@@ -163,7 +163,7 @@ func (x *xlate) ttlExpired(action string, ttl uint64) bool {
 		return false
 	}
 	x.note("%s: TTL %d expired, sending to controller (invalid_ttl)", action, ttl)
-	x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff})
+	x.packetIn(&PacketIn{Reason: ReasonInvalidTTL, MaxLen: 0xffff}, 0)
 	x.exit = true
 	return true
 }

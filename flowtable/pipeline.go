@@ -107,6 +107,10 @@ type TraceEvent struct {
 	After  Key // the key after the action (TraceAction)
 	Port   uint32
 	Msg    string
+	// PacketIn is what a TraceOutput to the controller sends; Meter is
+	// the meter it or a meter action (TraceAction) goes through, if any.
+	PacketIn *PacketIn
+	Meter    *MeterEntry
 }
 
 // Trace collects the events of one packet walk (ovs-appctl ofproto/trace).
@@ -206,8 +210,14 @@ type xlate struct {
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
 	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
 	conntracked bool
+	// tunnelMask is the megaflow part of a packet from a tunnel (see
+	// maskTunnel), nil for other packets.
+	tunnelMask *Key
 	// packetOut: output to TABLE runs the pipeline (packet-out only).
 	packetOut bool
+	// ghost: the walk of check_pkt_larger's other branch, for the
+	// counters only (stack.go otherBranch).
+	ghost bool
 }
 
 var seed = maphash.MakeSeed()
@@ -230,7 +240,7 @@ func (p *Pipeline) run(pkt *Packet, table uint8, sink Sink, tr *Trace, r *record
 	} else if r != nil && r.rec.Counters != nil {
 		x.counters = r.rec.Counters
 	}
-	x.res.Segments = 1
+	x.begin()
 	p.rlock()
 	// A pause reports the cookie of the flow the walk started with (OVS
 	// keeps the first rule's cookie in the translation context).
@@ -298,6 +308,45 @@ func (x *xlate) orMask(f *Field) {
 // not a pointer kept in x, so that x and its Result stay on the stack.)
 func (x *xlate) mask() *Key { return &x.res.Masks[x.seg] }
 
+// tunnelMask4 and tunnelMask6 are the tunnel fields every megaflow of a
+// packet received from a tunnel matches exactly, as in OVS's megaflows:
+// tun_id (Geneve always has a key) and the outer addresses of the
+// underlay's family.
+var (
+	tunnelMask4 = fieldsMask(FieldTunID, FieldTunSrc, FieldTunDst)
+	tunnelMask6 = fieldsMask(FieldTunID, FieldTunIPv6Src, FieldTunIPv6Dst)
+)
+
+func fieldsMask(fs ...*Field) Key {
+	var m Match
+	for _, f := range fs {
+		m.Set(f, make([]byte, f.Bytes), nil)
+	}
+	return m.Mask
+}
+
+// begin starts a walk's first segment; a packet from a tunnel gets its
+// tunnel mask.
+func (x *xlate) begin() {
+	x.res.Segments = 1
+	switch {
+	case x.pkt.Key.TunDst() != 0:
+		x.tunnelMask = &tunnelMask4
+	case x.pkt.Key.TunIPv6Dst() != [16]byte{}:
+		x.tunnelMask = &tunnelMask6
+	}
+	x.maskTunnel()
+}
+
+// maskTunnel adds the tunnel mask to the current segment's megaflow when
+// the packet came from a tunnel: a cached flow then never serves another
+// peer's packets, and dpif/dump-flows shows tunnel(...) as OVS does.
+func (x *xlate) maskTunnel() {
+	if x.tunnelMask != nil {
+		x.mask().Or(x.tunnelMask)
+	}
+}
+
 // lookup finds the best rule in table t for the packet, with conjunctive
 // match semantics (ovs-fields(7) "Conjunctive Match Fields").
 func (x *xlate) lookup(id uint8) *Rule {
@@ -347,7 +396,9 @@ func (x *xlate) fail(e XlateError, format string, arg int) {
 	x.res.Error = e
 	x.exit = true
 	x.uncacheable(e.String())
-	x.p.countXlateError(e, &x.pkt.Key)
+	if !x.ghost {
+		x.p.countXlateError(e, &x.pkt.Key)
+	}
 }
 
 // runTable looks the packet up in table id and runs the actions of the
@@ -397,6 +448,9 @@ func (x *xlate) execute(acts []Action) {
 			ev = len(x.tr.Events)
 			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
 		}
+		if c, ok := a.(*CheckPktLarger); ok && !x.dry && !x.ghost && i+1 < len(acts) {
+			x.otherBranch(c, acts[i+1:])
+		}
 		x.do(a)
 		if ev >= 0 {
 			// Nested lookups (resubmit, goto, ct) show their own changes.
@@ -439,11 +493,21 @@ func (x *xlate) do(a Action) {
 		x.orMaskRange(a.Src)
 		x.output(uint32(readRange(k, a.Src)), a.MaxLen)
 	case *Controller:
+		if x.ghost {
+			// OVS freezes the other branch at a pause; nothing reaches
+			// a controller from it.
+			x.exit = a.Pause
+			return
+		}
 		if a.Pause {
 			x.pauseAt(a)
 			return
 		}
-		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData})
+		meter := uint32(0)
+		if a.MeterBound {
+			meter = a.MeterID
+		}
+		x.packetIn(&PacketIn{Reason: a.Reason, MaxLen: a.MaxLen, ControllerID: a.ControllerID, UserData: a.UserData}, meter)
 	case *Enqueue:
 		x.output(a.Port, 0)
 	case *Resubmit:
@@ -475,6 +539,16 @@ func (x *xlate) do(a Action) {
 		// A packet a band drops goes no further: no later action, no
 		// action set. A flow cache cannot replay a meter (yet): the
 		// packets of a metered flow take the slow path.
+		if x.ghost {
+			return
+		}
+		if x.dry {
+			// A trace runs no meter; it names the meter's datapath id.
+			if x.tr != nil {
+				x.tr.Events[len(x.tr.Events)-1].Meter = x.p.meters[a.ID]
+			}
+			return
+		}
 		if x.r != nil {
 			x.r.uncacheable("meter")
 		}
@@ -599,7 +673,7 @@ func (x *xlate) output(port uint32, maxLen uint16) {
 	case PortFlood, PortAll:
 		x.flood(port)
 	case PortController:
-		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen})
+		x.packetIn(&PacketIn{Reason: ReasonAction, MaxLen: maxLen}, 0)
 	case PortTable:
 		if !x.packetOut {
 			x.note("output to TABLE is only valid in packet-out")
@@ -637,23 +711,41 @@ func (x *xlate) emitPort(port uint32, viaInPort bool) {
 	}
 }
 
-func (x *xlate) packetIn(pi *PacketIn) {
+// packetIn sends the packet to the controllers through meter (0: the
+// "controller" meter, if there is one), as OVS's xlate_controller_action
+// composes clone(meter(N),userspace(...)): a packet the meter drops is
+// not sent, and the actions after it run either way. A pause is never
+// metered (OVS's freezing sends its userspace action bare).
+func (x *xlate) packetIn(pi *PacketIn, meter uint32) {
+	if meter == 0 {
+		meter = MeterControllerID
+	}
+	// A meter that does not exist (or no longer: OVS's datapath passes
+	// packets through a deleted meter) lets the packet-in through. p.mu
+	// is read-held by the run.
+	m := x.p.meters[meter]
+	if m != nil && !x.dry && !m.admit(x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
+		x.uncacheable("meter")
+		x.note("packet-in dropped by meter %d", int(meter))
+		return
+	}
 	pi.Table, pi.Cookie = x.table, x.cookie
 	if pi.Reason == ReasonAction && x.miss {
 		pi.Reason = ReasonExplicitMiss
 	}
-	x.emitPacketIn(pi)
+	x.emitPacketIn(pi, m)
 }
 
-// emitPacketIn sends the packet to the controllers as pi says.
-func (x *xlate) emitPacketIn(pi *PacketIn) {
+// emitPacketIn sends the packet to the controllers as pi says, through
+// meter m (nil: none), which a trace names.
+func (x *xlate) emitPacketIn(pi *PacketIn, m *MeterEntry) {
 	x.uncacheable("packet-in")
 	x.pkt.Commit()
 	x.res.PacketIns++
 	if x.tr != nil {
 		x.tr.Final = x.pkt.Key
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceOutput, Depth: x.depth, Port: PortController,
-			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie)})
+			Msg: fmt.Sprintf("packet-in reason=%d table=%d cookie=%#x", pi.Reason, pi.Table, pi.Cookie), PacketIn: pi, Meter: m})
 	}
 	if x.sink != nil {
 		x.sink.PacketIn(x.pkt, pi)
@@ -710,7 +802,7 @@ func (x *xlate) normal() {
 	// the recorded decision stale.
 	gen := x.p.MACs.Gen()
 	learn := MACLearn{VLAN: vlan, MAC: k.EthSrc(), Port: in}
-	if !x.dry {
+	if !x.dry && !x.ghost {
 		x.p.MACs.Learn(vlan, learn.MAC, learn.Port, now)
 	}
 	var expires time.Time
@@ -879,6 +971,13 @@ var ctRequests = sync.Pool{New: func() any { return new(CTRequest) }}
 
 func (x *xlate) conntrack(a *CT) {
 	k := &x.pkt.Key
+	if x.ghost {
+		// No connection is looked up or committed for the branch the
+		// packet does not take; ct(table=N) freezes it, as in OVS.
+		clearCt(k)
+		x.exit = a.Table != TableNone
+		return
+	}
 	req := ctRequests.Get().(*CTRequest)
 	defer ctRequests.Put(req)
 	*req = CTRequest{Zone: a.Zone, Commit: a.Commit, Force: a.Force, Alg: a.Alg, NAT: a.NAT}
@@ -944,6 +1043,7 @@ func (x *xlate) conntrack(a *CT) {
 		x.seg = x.res.Segments
 	}
 	x.res.Segments++
+	x.maskTunnel()
 	var savedRec recorder
 	if x.r != nil {
 		savedRec = *x.r

@@ -9,8 +9,8 @@ import "sync"
 // the register fields are made in an init function.
 var pipelineMask = sync.OnceValue(func() Key {
 	var m Match
-	fields := []*Field{FieldInPort, FieldMetadata, FieldTunID, FieldTunSrc, FieldTunDst, FieldTunFlags}
-	for _, name := range []string{"tun_ipv6_src", "tun_ipv6_dst", "tun_gbp_id", "tun_gbp_flags", "packet_type"} {
+	fields := []*Field{FieldInPort, FieldMetadata, FieldTunID, FieldTunSrc, FieldTunDst, FieldTunIPv6Src, FieldTunIPv6Dst, FieldTunFlags}
+	for _, name := range []string{"tun_gbp_id", "tun_gbp_flags", "packet_type"} {
 		if f := FieldByName(name); f != nil {
 			fields = append(fields, f)
 		}

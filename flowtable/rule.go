@@ -219,6 +219,8 @@ func detachActions(acts []Action) []Action {
 			out[i] = &c
 		case *WriteActions:
 			out[i] = &WriteActions{Actions: detachActions(a.Actions)}
+		case *Clone:
+			out[i] = &Clone{Actions: detachActions(a.Actions)}
 		default:
 			out[i] = a
 		}

@@ -1,5 +1,7 @@
 package flowtable
 
+import "slices"
+
 // The field stack (push/pop) and check_pkt_larger: translation state and
 // packet properties that are not part of the key, so each says what a
 // flow cache may keep.
@@ -56,4 +58,30 @@ func (x *xlate) checkPktLarger(a *CheckPktLarger) {
 	if x.r != nil {
 		x.r.wroteField(a.Dst.Field, mask)
 	}
+}
+
+// otherBranch walks rest, the actions after a check_pkt_larger, with the
+// result the packet did not get, for the counters only. OVS translates
+// the actions that follow into both branches of the datapath's
+// check_pkt_len, so every rule, table and group either branch reaches
+// counts the packet; the walk here has no output, packet-in, conntrack,
+// meter or learning, and a private copy of the packet (check_pkt_larger
+// walks are never cached, so the copy is off the fast path).
+func (x *xlate) otherBranch(a *CheckPktLarger, rest []Action) {
+	pkt := *x.pkt
+	pkt.Frame = append([]byte(nil), x.pkt.Frame...)
+	g := *x
+	g.pkt = &pkt
+	g.sink, g.tr, g.r = nil, nil, nil
+	g.ghost = true
+	g.learned, g.frozen, g.unroll, g.pause, g.freezing = nil, nil, nil, nil, false
+	g.stack = slices.Clone(x.stack)
+	g.actionSet = slices.Clone(x.actionSet)
+	bit := byte(1)
+	if len(x.pkt.Frame) > int(a.Len) {
+		bit = 0
+	}
+	val, mask := placeRange(a.Dst, []byte{bit})
+	setFieldMasked(&pkt.Key, a.Dst.Field, val, mask)
+	g.execute(rest)
 }

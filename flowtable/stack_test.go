@@ -1,8 +1,13 @@
 package flowtable_test
 
 import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govs-project/govs/flowtable"
 )
@@ -92,15 +97,7 @@ func TestCheckPktLarger(t *testing.T) {
 		payload int
 		out     uint32
 	}{{0, 3}, {58, 3}, {59, 2}, {400, 2}} { // 42 bytes of Ethernet, IPv4 and UDP headers
-		k, _ := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=53")
-		frame := flowtable.BuildFrame(&k, c.payload)
-		var pkt flowtable.Packet
-		pkt.Key = k
-		if err := pkt.Extract(frame); err != nil {
-			t.Fatal(err)
-		}
-		sink := &captureSink{}
-		p.Run(&pkt, sink, nil)
+		sink, frame := runUDP(t, p, c.payload)
 		if len(sink.out) != 1 || sink.out[0].port != c.out {
 			t.Errorf("%d-byte frame: output %v, want port %d", len(frame), sink.out, c.out)
 		}
@@ -109,6 +106,23 @@ func TestCheckPktLarger(t *testing.T) {
 	if s := rec.Segments[0]; s.Cacheable || !strings.Contains(s.Why, "check_pkt_larger") {
 		t.Errorf("segment 0: cacheable %v (%q), want uncacheable", s.Cacheable, s.Why)
 	}
+}
+
+// runUDP runs a UDP packet with payload bytes from port 1 and returns
+// what came out and the frame as sent.
+func runUDP(t *testing.T, p *flowtable.Pipeline, payload int) (*captureSink, []byte) {
+	t.Helper()
+	k, _ := packetSpec(t, p, "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=53")
+	frame := flowtable.BuildFrame(&k, payload)
+	var pkt flowtable.Packet
+	pkt.Key = k
+	if err := pkt.Extract(frame); err != nil {
+		t.Fatal(err)
+	}
+	sent := slices.Clone(frame) // the walk may rewrite frame in place
+	sink := &captureSink{}
+	p.Run(&pkt, sink, nil)
+	return sink, sent
 }
 
 // record runs one packet with a flow-cache recording.
@@ -128,4 +142,36 @@ func record(t *testing.T, flows, spec string, payload int) *flowtable.Recording 
 		t.Fatal("nothing recorded")
 	}
 	return &rec
+}
+
+// TestCheckPktLargerOtherBranch: the rules the packet's check_pkt_larger
+// result did not lead to count it too, as in OVS (both branches of the
+// datapath's check_pkt_len are translated), but nothing of that branch
+// happens: no output, packet-in, learned flow, MAC learning, conntrack
+// entry or change of the frame.
+func TestCheckPktLargerOtherBranch(t *testing.T) {
+	const flows = `
+table=0,actions=check_pkt_larger(100)->NXM_NX_REG0[3],resubmit(,1)
+table=1,priority=10,reg0=0x8/0x8,actions=push_vlan:0x8100,learn(table=5,NXM_OF_ETH_DST[]),ct(commit),controller,NORMAL,output:2,resubmit(,2)
+table=1,priority=0,actions=output:3
+table=2,actions=output:4
+`
+	p := loadSeed(t, flows)
+	p.MACs = flowtable.NewMACTable(time.Minute)
+	sink, frame := runUDP(t, p, 0)
+	if len(sink.out) != 1 || sink.out[0].port != 3 || !bytes.Equal(sink.out[0].frame, frame) {
+		t.Fatalf("outputs %v, want the frame unchanged to port 3 only", sink.out)
+	}
+	ff := flowtable.AllFlows()
+	counts := map[string]uint64{}
+	for _, r := range p.Flows(&ff) {
+		counts[fmt.Sprintf("table=%d,priority=%d", r.Table, r.Priority)] = r.Stats.Packets.Load()
+	}
+	want := map[string]uint64{"table=0,priority=32768": 1, "table=1,priority=10": 1, "table=1,priority=0": 1, "table=2,priority=32768": 1}
+	if !maps.Equal(counts, want) {
+		t.Errorf("n_packets %v, want %v", counts, want)
+	}
+	if e := p.MACs.Entries(time.Now()); len(e) != 0 {
+		t.Errorf("the other branch's NORMAL learned %v", e)
+	}
 }

@@ -50,6 +50,8 @@ type Pipeline struct {
 	tables [NumTables]*table
 	groups map[uint32]*GroupEntry
 	meters map[uint32]*MeterEntry // meter.go
+	// meterIDs are the datapath ids the meters hold (meter.go).
+	meterIDs providerPool
 	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
 	// bridge whose controllers have been gone for a while switches every
 	// packet as NORMAL, above all flows, until one comes back. Whoever

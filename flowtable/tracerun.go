@@ -7,7 +7,7 @@ package flowtable
 // tracker (the trace decides the ct_state a recirculation resumes with).
 func (p *Pipeline) TraceRun(pkt *Packet, ct Conntrack, sink Sink, tr *Trace) Result {
 	x := xlate{p: p, pkt: pkt, sink: sink, tr: tr, dry: true, traceCT: ct}
-	x.res.Segments = 1
+	x.begin()
 	p.mu.RLock()
 	x.runTable(0)
 	x.finish(0)

@@ -136,6 +136,11 @@ func (b *Bridge) setAsync(c *Conn, m *wire.AsyncConfig) error {
 		}
 	}
 	c.State.async.Store(&ac)
+	// A service connection that sets its async config asks for async
+	// messages: OVS gives it the default miss_send_len (128) if it had none.
+	if c.opts.Service {
+		c.State.MissSendLen.CompareAndSwap(0, 128)
+	}
 	return nil
 }
 

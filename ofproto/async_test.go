@@ -134,7 +134,9 @@ func (s *asyncSwitch) packetIn(reason uint8) func() {
 }
 
 func (s *asyncSwitch) portStatus(reason uint8) func() {
-	return func() { s.b.PortStatus(reason, ofproto.PortInfo{No: 3, Name: "p3"}) }
+	// Without a carrier: an added port that has one is followed by a
+	// MODIFY that makes it LIVE (TestPortStatusLikeOVS).
+	return func() { s.b.PortStatus(reason, ofproto.PortInfo{No: 3, Name: "p3", State: 1}) }
 }
 
 // flowMod encodes a flow in ovs-ofctl syntax as a flow-mod of c's version.

@@ -22,6 +22,9 @@ type PortInfo struct {
 	State  uint32 // OFPPS_* bits
 	MTU    int
 	Stats  PortStats
+	// NoDevice: the port has no network device to bring up or down (a
+	// tunnel: OVS's vports refuse NETDEV_UP changes), and no link speed.
+	NoDevice bool
 }
 
 // PortStats are a port's counters.
@@ -72,6 +75,9 @@ type Bridge struct {
 	lastLimitLog atomic.Int64
 	// uuid names the bridge in its continuations (NXCPT_BRIDGE).
 	uuid [16]byte
+	// portMu guards ports, the ports as last announced (portstatus.go).
+	portMu sync.Mutex
+	ports  map[uint32]*announcedPort
 }
 
 // NewBridge returns the OpenFlow side of a datapath bridge.
@@ -79,7 +85,9 @@ func NewBridge(dp Datapath, log *zap.Logger) *Bridge {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Bridge{dp: dp, p: dp.Pipeline(), log: log, started: time.Now(), conns: map[*Conn]struct{}{}, uuid: newBridgeUUID()}
+	b := &Bridge{dp: dp, p: dp.Pipeline(), log: log, started: time.Now(), conns: map[*Conn]struct{}{}, uuid: newBridgeUUID()}
+	b.seedPorts(dp.Ports())
+	return b
 }
 
 // Handlers returns the factory listeners use: every connection of the
@@ -314,14 +322,25 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 	return r
 }
 
-// portToWire encodes a port for version v: OpenFlow 1.0 has no LIVE state
-// (OVS masks a 1.0 port's state to OFPPS10_ALL).
+// portToWire encodes a port for version v as OVS's ofputil_put_phy_port:
+// OpenFlow 1.0 has no LIVE state (OFPPS10_ALL) and its own feature bits;
+// 1.1+ has no NO_FLOOD, NO_STP or NO_RECV_STP config (OFPPC11_ALL). A
+// device port is 10GB-FD COPPER, 10 Gb/s (veth and TAP devices say so);
+// a tunnel has no features.
 func portToWire(p PortInfo, v uint8) wire.Port {
+	w := wire.Port{PortNo: p.No, HWAddr: p.HWAddr, Config: p.Config, State: p.State}
 	if v == wire.OFP10 {
-		p.State &= 0x301 // LINK_DOWN, STP_MASK
+		w.State &= 0x301 // LINK_DOWN, STP_MASK
+	} else {
+		w.Config &= 0x65 // PORT_DOWN, NO_RECV, NO_FWD, NO_PACKET_IN
+		w.State &= 0x7   // LINK_DOWN, BLOCKED, LIVE
 	}
-	w := wire.Port{PortNo: p.No, HWAddr: p.HWAddr, Config: p.Config, State: p.State,
-		Curr: 0x800 | 0x2000, CurrSpeed: 10000000, MaxSpeed: 0} // 10GB_FD, COPPER
+	if !p.NoDevice {
+		w.Curr, w.CurrSpeed = 0x40|0x800, 10000000 // OFPPF11_10GB_FD, OFPPF11_COPPER; kb/s
+		if v == wire.OFP10 {
+			w.Curr = 0x40 | 0x80 // OFPPF10_10GB_FD, OFPPF10_COPPER
+		}
+	}
 	copy(w.Name[:15], p.Name)
 	if p.No >= flowtable.PortMax {
 		w.PortNo = p.No
@@ -334,7 +353,8 @@ func (b *Bridge) portMod(c *Conn, m *wire.PortMod) error {
 	if err != nil {
 		return err
 	}
-	if err := b.dp.SetPortConfig(no, m.Config, m.Mask); err != nil {
+	mask := b.portModified(c, no, m.Config, m.Mask)
+	if err := b.dp.SetPortConfig(no, m.Config, mask); err != nil {
 		return ofpErr(c, wire.OFPPMFC_BAD_CONFIG, "%v", err)
 	}
 	return nil
@@ -368,19 +388,6 @@ func portToWireNo(c *Conn, p uint32) uint32 {
 		return p - 0xff00 + 0xffffff00
 	}
 	return p
-}
-
-// PortStatus announces a port change (reason OFPPR_*) to every connection
-// whose async configuration asks for it.
-func (b *Bridge) PortStatus(reason uint8, p PortInfo) {
-	for _, c := range b.connections() {
-		if !c.receivesAsync(AsyncPortStatus, reason) {
-			continue
-		}
-		if err := c.Send(asyncXid, &wire.PortStatus{Reason: reason, Port: portToWire(p, c.Version())}); err != nil {
-			b.log.Debug("port-status not sent", zap.Error(err))
-		}
-	}
 }
 
 var errNotImplemented = errors.New("not implemented")

@@ -31,19 +31,39 @@ type modReq struct {
 }
 
 // newFlowModReq translates a decoded flow-mod. m may live in the
-// connection's decoder memory: the result does not refer to it.
+// connection's decoder memory: the result does not refer to it. An add is
+// translated in the connection's scratch flow-mod and staged as the rule
+// it becomes, so that a bundle of adds allocates one compact rule per
+// message and nothing else of that size.
 func (b *Bridge) newFlowModReq(c *Conn, h wire.Header, raw []byte, m *wire.FlowMod) modReq {
 	req := modReq{h: h, raw: raw, flowMod: true, bufferID: m.BufferID}
-	fm, err := translate.FlowModFromWireTID(m, c.Version(), b.p.TLV, c.State.FlowModTableID)
-	if err != nil {
+	fm := &c.flowMod
+	if uint8(m.Command) != uint8(wire.OFPFC_ADD) {
+		// Modify and delete keep the translated flow (match, new actions).
+		fm = new(translate.FlowMod)
+	}
+	if err := translate.FlowModFromWireInto(fm, m, c.Version(), b.p.TLV, c.State.FlowModTableID); err != nil {
 		req.err = err
 		return req
 	}
 	req.op, req.err = b.flowOp(c, fm)
-	if req.err == nil && req.op.Kind == flowtable.OpAdd {
+	if req.err != nil {
+		return req
+	}
+	switch {
+	case req.op.Kind == flowtable.OpAdd:
 		// Staged as the rule it becomes: a bundle of adds then holds
 		// compact rules, not whole translated flow-mods, until commit.
 		req.op.Rule, req.op.Flow = flowtable.NewRule(req.op.Flow), nil
+	case fm == &c.flowMod:
+		// Not an add after all (a command in the high byte without
+		// NXT_FLOW_MOD_TABLE_ID): the scratch is not the request's to keep.
+		own := new(translate.FlowMod)
+		if err := translate.FlowModFromWireInto(own, m, c.Version(), b.p.TLV, c.State.FlowModTableID); err != nil {
+			req.err = err
+			return req
+		}
+		req.op, req.err = b.flowOp(c, own)
 	}
 	return req
 }

@@ -1,6 +1,8 @@
 package ofproto
 
 import (
+	"slices"
+
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -85,6 +87,11 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 	// The inner message ends where the trailing padding and properties start.
 	end := len(raw) - len(m.Trailing)
 	raw = raw[end-int(m.InnerHeader.Length) : end] // the inner message
+	if len(bd.mods) == cap(bd.mods) {
+		// Doubling: append grows a long slice by a quarter at a time,
+		// which copies a 100,000-message bundle's requests five times.
+		bd.mods = slices.Grow(bd.mods, max(len(bd.mods), 64))
+	}
 	switch inner := m.Inner.(type) {
 	case *wire.FlowMod:
 		bd.mods = append(bd.mods, b.newFlowModReq(c, m.InnerHeader, bd.quote(raw), inner))

@@ -2,6 +2,7 @@ package ofproto_test
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -114,6 +115,30 @@ func TestBundleCommitInOrder(t *testing.T) {
 	want := " table=1, priority=5,ip actions=output:2\n table=1, priority=6,ip actions=group:7"
 	if got != want {
 		t.Errorf("flows after the commit:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestBundleAddsKeepOwnActions: the connection translates every add in
+// one scratch flow-mod, whose inline memory holds action lists and
+// set-field bytes (also those inside clone and ct's exec); each staged
+// rule must keep actions of its own, not the next add's.
+func TestBundleAddsKeepOwnActions(t *testing.T) {
+	bc := newBundleClient(t)
+	var want []string
+	for i := 1; i <= 4; i++ {
+		flow := fmt.Sprintf("table=2, priority=%d,ip actions=set_field:0x%x->reg1,clone(set_field:10.0.0.%d->ip_dst,output:%d),"+
+			"ct(commit,zone=%d,exec(set_field:0x%x->ct_mark)),note:%02x.00.00.00.00.00,output:%d", i, i, i, i, i, i, i, i)
+		bc.add(uint32(20+i), bc.flowMod(flow, uint8(wire.OFPFC_ADD)))
+		want = append(want, " "+flow)
+	}
+	bc.control(30, wire.OFPBCT_COMMIT_REQUEST)
+	if h, m := bc.recv(); h.Xid != 30 {
+		t.Fatalf("got %T %+v xid %d, want the commit reply", m, m, h.Xid)
+	}
+	got := flowtext.DumpFlows(bc.p, nil)
+	slices.Sort(got)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("flows after the commit:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -13,10 +13,12 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/ofproto/translate"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -74,6 +76,12 @@ type Conn struct {
 	// reclaim asks for freed memory to go back to the kernel once the
 	// current request is done (a big dump or delete; see reclaimMemory).
 	reclaim bool
+	// flowMod is the scratch a flow-mod add is translated in
+	// (newFlowModReq); only the connection's reader uses it.
+	flowMod translate.FlowMod
+	// addRun counts the bundle adds in a row up to the last message
+	// (coalescing).
+	addRun  int
 	xid     atomic.Uint32
 	lastRx  atomic.Int64
 	closed  chan struct{}
@@ -161,6 +169,14 @@ func NewConn(nc net.Conn, h Handler, opts ConnOptions) *Conn {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
+	}
+	switch nc.(type) {
+	case *net.UnixConn, *net.TCPConn:
+		if rs, err := newRawSocket(nc); err == nil {
+			nc = rs
+		} else {
+			log.Debug("connection stays in the netpoller", zap.Error(err))
+		}
 	}
 	c := &Conn{nc: nc, opts: opts, handler: h,
 		closed: make(chan struct{}), log: log.With(zap.String("peer", nc.RemoteAddr().String()))}
@@ -282,7 +298,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 		go c.prober()
 	}
 	buf := make([]byte, wire.MaxMessageLen)
-	r := bufio.NewReaderSize(c.nc, 64*1024)
+	r := bufio.NewReaderSize(&coalescingReader{nc: c.nc, hold: c.coalescing}, readBufferSize)
 	var dec wire.Decoder
 	for {
 		h, body, err := wire.ReadMessage(r, buf)
@@ -303,6 +319,53 @@ func (c *Conn) Serve(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// readBufferSize is the connection's read buffer: a wakeup takes up to
+// this many bytes of messages.
+const readBufferSize = 64 * 1024
+
+// coalescing says the last messages were bundle adds, enough of them to
+// be a big bundle: they get no reply, and the next are most likely more of
+// the same, so reading them a little later costs the peer nothing. A
+// small bundle (a few adds, as an agent sends for one pod) is not kept
+// waiting.
+func (c *Conn) coalescing() bool { return c.addRun >= coalesceAfter }
+
+// coalesceAfter is how many bundle adds in a row start coalescing.
+const coalesceAfter = 16
+
+// coalesceWait is how long a connection adding to a bundle lets the
+// peer's messages accumulate after a short read, so that one wakeup
+// takes many messages (a client writes a bundle one message at a time,
+// each write would wake the switch for one message). Bounded, so a peer
+// that stops writing waits at most this long for its close or commit.
+const coalesceWait = 200 * time.Microsecond
+
+// coalesceFull is a read size that shows the messages already come in
+// batches (the peer writes faster than the switch reads, or writes many
+// messages at once): then waiting would only delay them.
+const coalesceFull = 8 * 1024
+
+// coalescingReader reads a connection; while hold says so, a read that
+// follows a short one first sleeps coalesceWait. Outside bundle adds it
+// reads at once, so echo, barrier and other requests wait no longer.
+type coalescingReader struct {
+	nc   net.Conn
+	hold func() bool
+	last int // bytes the last read returned
+}
+
+func (r *coalescingReader) Read(p []byte) (int, error) {
+	if r.last < coalesceFull && r.hold() {
+		// A plain sleep of the thread: a Go timer this short would
+		// round up to a millisecond in the netpoller.
+		ts := syscall.NsecToTimespec(int64(coalesceWait))
+		syscall.Nanosleep(&ts, nil)
+	}
+	n, err := r.nc.Read(p)
+	r.last = n
+	return n, err
 }
 
 // panicStackOnce logs the stack of the first recovered panic of the
@@ -352,6 +415,11 @@ func (c *Conn) dispatch(dec *wire.Decoder, h wire.Header, raw, body []byte) (err
 		return err
 	}
 	decoding = false
+	if _, ok := m.(*wire.BundleAdd); ok {
+		c.addRun++
+	} else {
+		c.addRun = 0
+	}
 	switch m := m.(type) {
 	case *wire.EchoRequest:
 		return c.Send(h.Xid, &wire.EchoReply{Data: m.Data})

@@ -2,11 +2,8 @@ package ofproto_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,20 +45,11 @@ func connectTo(t testing.TB, b *ofproto.Bridge, version uint8) *oftest.Client {
 // every write over synchronously).
 func connectUnix(t testing.TB, b *ofproto.Bridge, version uint8) *oftest.Client {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	srv, cli, err := oftest.SocketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns := [2]net.Conn{}
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), fmt.Sprintf("socketpair-%d", i))
-		conns[i], err = net.FileConn(f) // duplicates the descriptor
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return serveConn(t, b, version, conns[0], conns[1])
+	return serveConn(t, b, version, srv, cli)
 }
 
 // serveConn serves srv as a connection of b and handshakes on cli.

@@ -172,8 +172,13 @@ func (c *Conn) writer() {
 			for _, m := range batch {
 				bufs = append(bufs, m.b)
 			}
-			w := bufs // WriteTo consumes the slice it is given
-			_, err := w.WriteTo(c.nc)
+			var err error
+			if rs, ok := c.nc.(*rawSocket); ok {
+				_, err = rs.WriteBuffers(bufs)
+			} else {
+				w := bufs // WriteTo consumes the slice it is given
+				_, err = w.WriteTo(c.nc)
+			}
 			q.mu.Lock()
 			for i := range batch {
 				q.bytes -= len(batch[i].b)

@@ -16,7 +16,7 @@ import (
 // ethertype and, for a valid connection, its original tuple).
 var packetInFields = func() []*flowtable.Field {
 	fs := []*flowtable.Field{flowtable.FieldTunID, flowtable.FieldTunSrc, flowtable.FieldTunDst,
-		flowtable.FieldMetadata}
+		flowtable.FieldTunIPv6Src, flowtable.FieldTunIPv6Dst, flowtable.FieldMetadata}
 	return append(append(fs, flowtable.FieldReg[:]...), flowtable.FieldPktMark, flowtable.FieldCtZone,
 		flowtable.FieldCtMark, flowtable.FieldCtLabel)
 }()

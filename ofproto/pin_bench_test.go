@@ -35,6 +35,11 @@ func BenchmarkPacketInLatency(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 	}
+	reportLatency(b, lat)
+}
+
+// reportLatency reports the median and p99 of lat (sorted in place).
+func reportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
@@ -72,5 +77,45 @@ func BenchmarkPacketInBurst(b *testing.B) {
 			}
 		}
 		cli.Close()
+	}
+}
+
+// BenchmarkEchoLatency measures an echo request's round trip on an idle
+// AF_UNIX connection, one at a time: on its own, and right after a bundle
+// add in a bundle already big enough for the switch to let its messages
+// accumulate before it reads again (coalesceAfter adds: that wait must
+// stay bounded by coalesceWait); it reports the median and p99.
+func BenchmarkEchoLatency(b *testing.B) {
+	for _, afterAdd := range []bool{false, true} {
+		name := "idle"
+		if afterAdd {
+			name = "after-bundle-add"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv, cli := unixPair(b)
+			p := flowtable.NewPipeline()
+			c := serveConnOpts(b, ofproto.NewBridge(&fakeDP{p}, nil), wire.OFP15, srv, cli, ofproto.ConnOptions{})
+			var add []byte
+			bigBundleAdds := 0
+			if afterAdd {
+				add = ovnBundle(b, p)[0] // a bundle add of a flow-mod
+				bigBundleAdds = 20       // more than coalesceAfter in a row
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				for range bigBundleAdds {
+					c.Send(wire.OFPT_BUNDLE_ADD_MESSAGE, 0x600, add)
+				}
+				start := time.Now()
+				c.Send(wire.OFPT_ECHO_REQUEST, uint32(i), nil)
+				h, _, err := c.Recv()
+				if err != nil || h.Type != wire.OFPT_ECHO_REPLY {
+					b.Fatalf("type %d: %v", h.Type, err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportLatency(b, lat)
+		})
 	}
 }

@@ -39,8 +39,12 @@ const (
 	// OuterOverhead is what the underlay adds to an inner frame without
 	// options: outer IPv4 (20) + UDP (8) + Geneve (8).
 	OuterOverhead = IPv4HeaderLen + UDPHeaderLen + HeaderLen
+	// OuterOverhead6 is OuterOverhead over an IPv6 underlay.
+	OuterOverhead6 = IPv6HeaderLen + UDPHeaderLen + HeaderLen
 	// IPv4HeaderLen is an outer IPv4 header without IP options.
 	IPv4HeaderLen = 20
+	// IPv6HeaderLen is an outer IPv6 header without extension headers.
+	IPv6HeaderLen = 40
 	// UDPHeaderLen is the UDP header.
 	UDPHeaderLen = 8
 )
@@ -78,7 +82,7 @@ var (
 	ErrOptionLenMismatch  = errors.New("geneve: option length differs from its TLV mapping")
 	ErrOptionsTooLong     = errors.New("geneve: mapped options exceed the 252-byte options area")
 	ErrBufferTooSmall     = errors.New("geneve: destination buffer too small")
-	ErrTunDstMissing      = errors.New("geneve: no tunnel destination (tun_dst is 0 and remote_ip=flow)")
+	ErrTunDstMissing      = errors.New("geneve: no tunnel destination (tun_dst and tun_ipv6_dst are 0 and remote_ip=flow)")
 	ErrFrameTooBigForPath = errors.New("geneve: encapsulated frame exceeds the underlay MTU")
 )
 
@@ -177,6 +181,10 @@ type Metadata struct {
 
 	Src, Dst         uint32 // outer IPv4 source/destination (tun_src/tun_dst), host order
 	SrcPort, DstPort uint16 // outer UDP ports
+	// IPv6 says the frame came over an IPv6 underlay: Src6 and Dst6 are
+	// its outer addresses (tun_ipv6_src/tun_ipv6_dst), Src and Dst are 0.
+	IPv6       bool
+	Src6, Dst6 [16]byte
 	// Ifindex is the interface the datagram arrived on (0: unknown); the
 	// kernel fast path matches it.
 	Ifindex int

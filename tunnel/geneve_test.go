@@ -496,5 +496,19 @@ func FuzzDecap(f *testing.F) {
 			flowtable.FieldTunFlags.Uint64(&k2) != flowtable.FieldTunFlags.Uint64(&k) {
 			t.Fatalf("re-encoded key differs")
 		}
+		// The same datagram over an IPv6 underlay (addresses from the
+		// inner frame): tun_ipv6_src/dst set, tun_src/dst cleared, the
+		// rest of the key as over IPv4.
+		md2.IPv6, md2.Src, md2.Dst = true, 0x0a000001, 0x0a000002 // stale IPv4 values must not leak
+		copy(md2.Src6[:], got)
+		copy(md2.Dst6[:], got[min(len(got), 6):])
+		var k6 flowtable.Key
+		if err := FillKey(&md2, &k6, om); err != nil {
+			t.Fatal(err)
+		}
+		if k6.TunIPv6Src() != md2.Src6 || k6.TunIPv6Dst() != md2.Dst6 || k6.TunSrc() != md2.Src || k6.TunDst() != md2.Dst ||
+			!bytes.Equal(k6[tunMetadataOff:], k[tunMetadataOff:]) || k6.TunID() != k.TunID() {
+			t.Fatalf("IPv6 underlay key: tun_ipv6_src %x tun_ipv6_dst %x", k6.TunIPv6Src(), k6.TunIPv6Dst())
+		}
 	})
 }

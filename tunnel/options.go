@@ -60,7 +60,8 @@ func (m *OptionMap) lookup(class uint16, typ uint8) *optionSlot {
 }
 
 // FillKey writes the tunnel metadata of a received frame into the flow key,
-// as OVS does on tunnel receive: tun_id (the VNI), tun_src, tun_dst,
+// as OVS does on tunnel receive: tun_id (the VNI), tun_src and tun_dst or,
+// over an IPv6 underlay, tun_ipv6_src and tun_ipv6_dst (the other pair 0),
 // tun_flags (the oam bit) and, for every option the TLV map knows, its body
 // into tun_metadataN. The whole tun_metadata area is cleared first, so a
 // mapped option that was not received reads as 0.
@@ -74,6 +75,13 @@ func FillKey(md *Metadata, k *flowtable.Key, om *OptionMap) error {
 	binary.BigEndian.PutUint64(k[flowtable.FieldTunID.Off:], uint64(md.VNI))
 	binary.BigEndian.PutUint32(k[flowtable.FieldTunSrc.Off:], md.Src)
 	binary.BigEndian.PutUint32(k[flowtable.FieldTunDst.Off:], md.Dst)
+	if md.IPv6 {
+		copy(k[flowtable.FieldTunIPv6Src.Off:], md.Src6[:])
+		copy(k[flowtable.FieldTunIPv6Dst.Off:], md.Dst6[:])
+	} else {
+		clear(k[flowtable.FieldTunIPv6Src.Off : flowtable.FieldTunIPv6Src.Off+16])
+		clear(k[flowtable.FieldTunIPv6Dst.Off : flowtable.FieldTunIPv6Dst.Off+16])
+	}
 	var tf uint64
 	if md.Flags&FlagOAM != 0 {
 		tf = TunFlagOAM

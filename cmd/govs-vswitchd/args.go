@@ -42,6 +42,9 @@ type args struct {
 	// offload is --offload: "auto", "ebpf", "none" or "" (not given: the
 	// OVSDB's other_config:govs-offload, default none).
 	offload string
+	// bpffs is --bpffs: where the kernel fast path pins its state
+	// ("none": nothing pinned, the state dies with the daemon).
+	bpffs string
 	// limits: --flow-limit, --max-flows, --max-groups, --ct-maxconns,
 	// --ct-zone-limit (the defaults where none is given).
 	limits vswitchd.Limits
@@ -66,7 +69,7 @@ var optionTable = map[string]optArg{
 	// govs-vswitchd
 	"rundir": requiredArg, "config": requiredArg, "log-level": requiredArg, "userspace-tso": noArg,
 	"pmd": noArg, "pmd-cpu": requiredArg, "nice": requiredArg, "metrics-address": requiredArg,
-	"offload": requiredArg, "flow-limit": requiredArg, "max-flows": requiredArg, "max-groups": requiredArg,
+	"offload": requiredArg, "bpffs": requiredArg, "flow-limit": requiredArg, "max-flows": requiredArg, "max-groups": requiredArg,
 	"ct-maxconns": requiredArg, "ct-zone-limit": requiredArg, "flow-cache-limit": requiredArg,
 }
 
@@ -141,7 +144,7 @@ func parseArgs(argv []string, defaultNice int) (*args, error) {
 
 func isGovsOption(name string) bool {
 	switch name {
-	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload",
+	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload", "bpffs",
 		"flow-limit", "max-flows", "max-groups", "ct-maxconns", "ct-zone-limit", "flow-cache-limit":
 		return true
 	}
@@ -238,6 +241,8 @@ func (a *args) set(name, value string) error {
 			return &usageError{fmt.Sprintf("--offload %s: want auto, ebpf or none", value)}
 		}
 		a.offload = value
+	case "bpffs":
+		a.bpffs = value
 	}
 	return err
 }
@@ -318,6 +323,10 @@ govs options:
                           in the kernel (XDP; docs/offload.md): auto where
                           the kernel can, ebpf or fail; default: the OVSDB's
                           other_config:govs-offload, else none
+  --bpffs DIR|none        pin the kernel fast path's programs and maps under
+                          DIR/<rundir>/<bridge> (a bpffs; default
+                          /sys/fs/bpf/govs, mounted if missing), so that a
+                          restart keeps established connections flowing
 
 Limits (each refusal is counted and logged):
   --flow-limit N          flows per OpenFlow table (default 1000000; a

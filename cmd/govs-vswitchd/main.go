@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/internal/appctl"
 	"github.com/govs-project/govs/internal/daemonproc"
 	"github.com/govs-project/govs/internal/metrics"
@@ -122,6 +123,17 @@ func run(a *args, ready *daemonproc.Notifier) error {
 	}
 	d := vswitchd.New(a.rundir, log)
 	defer d.Close()
+	// The kernel fast path's state is pinned and outlives a stop, a
+	// restart or a crash (established connections keep flowing in the
+	// kernel); `ovs-appctl exit --cleanup` removes it (docs/offload.md).
+	switch a.bpffs {
+	case "":
+		d.PinRoot = offload.DefaultPinRoot
+	case "none":
+	default:
+		d.PinRoot = a.bpffs
+	}
+	d.SetRetainKernelState(true)
 	if a.metricsAddr != "" {
 		ln, err := metrics.Serve(a.metricsAddr, d.MetricsSnapshot)
 		if err != nil {

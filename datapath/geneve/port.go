@@ -2,7 +2,8 @@
 // carries inner Ethernet frames in Geneve over the kernel's UDP stack
 // (recvmmsg on a UDP socket, sendmmsg on a raw IPv4 socket), with the
 // header codec and option mapping of package tunnel. OVS's counterpart is
-// the flow-based geneve netdev of the userspace datapath.
+// the flow-based geneve netdev of the userspace datapath. The underlay is
+// IPv4 or IPv6 (tun_dst or tun_ipv6_dst), as with OVS.
 package geneve
 
 import (
@@ -27,23 +28,34 @@ type Config struct {
 	// Name is the port name (e.g. "antrea-tun0"); default
 	// "genev_sys_<Port>", the kernel vport's name.
 	Name string
-	// LocalIP is options:local_ip, the underlay address packets are sent
-	// from and received on. Unset: receive on every address and send from
-	// the source address of the kernel's route to each destination.
+	// LocalIP is options:local_ip, the underlay address (IPv4 or IPv6)
+	// packets are sent from and received on. Unset: receive on every
+	// address and send from the source address of the kernel's route to
+	// each destination.
 	LocalIP netip.Addr
 	// Port is options:dst_port, the UDP port listened on and sent to;
 	// 0 means 6081.
 	Port uint16
-	// RemoteIP is options:remote_ip=IP, the fixed peer. Unset means
-	// remote_ip=flow: each packet goes to the tun_dst of its flow key.
+	// RemoteIP is options:remote_ip=IP, the fixed peer (IPv4 or IPv6).
+	// Unset means remote_ip=flow: each packet goes to the tun_dst of its
+	// flow key or, when that is 0, to its tun_ipv6_dst.
 	RemoteIP netip.Addr
+	// InKey is options:in_key (or key): flow, the zero value, receives
+	// every VNI into tun_id; a fixed VNI receives only packets with it.
+	InKey KeyOption
+	// OutKey is options:out_key (or key): flow, the zero value, sends the
+	// flow's tun_id; a fixed VNI is sent on every packet.
+	OutKey KeyOption
 	// Csum is options:csum=true: outer UDP checksums are computed on
-	// transmit. OVS's default (false) sends 0, "no checksum" for IPv4.
+	// transmit. OVS's default (false) sends 0, "no checksum" for IPv4;
+	// over IPv6 the checksum is always computed, as OVS's userspace
+	// tunnels do (RFC 8200 makes it mandatory).
 	Csum bool
 	// UnderlayMTU is the IP MTU of the underlay path. 0: the MTU of the
 	// interface that holds LocalIP, or 1500.
 	UnderlayMTU int
-	// TTL of the outer IPv4 header; 0 means 64 (OVS's default).
+	// TTL of the outer IPv4 header (hop limit of IPv6); 0 means 64 (OVS's
+	// default).
 	TTL uint8
 	// ReadTimeout makes ReadBatch return (0, nil) when nothing arrived for
 	// that long; 0 blocks until a datagram arrives or the port is closed.
@@ -65,22 +77,31 @@ type Stats struct {
 	// TxMTUDrops are frames that did not fit the underlay MTU once
 	// encapsulated (also in TxDropped).
 	TxMTUDrops uint64
-	// TxNoDst are frames dropped because remote_ip=flow and tun_dst was
-	// 0 (also in TxDropped).
+	// TxNoDst are frames dropped because remote_ip=flow and tun_dst and
+	// tun_ipv6_dst were 0, or tun_ipv6_dst was set on a port that cannot
+	// send IPv6 (also in TxDropped).
 	TxNoDst uint64
+	// RxNoPort are datagrams this port read from the shared socket that
+	// no port sharing it claims (also in RxDropped): Open vSwitch's
+	// "receive tunnel port not found".
+	RxNoPort uint64
 }
 
 // Port is a Geneve vport: frames written to it leave encapsulated in
-// UDP/IPv4 towards tun_dst (or the fixed remote), datagrams received on the
-// Geneve UDP port are decapsulated into frames plus Metadata.
+// UDP/IPv4 towards tun_dst or UDP/IPv6 towards tun_ipv6_dst (or the fixed
+// remote), datagrams received on the Geneve UDP port are decapsulated into
+// frames plus Metadata.
 //
 // Receive uses a UDP socket bound to LocalIP:Port (the kernel validates the
 // outer IP and UDP headers and checksums, reassembles fragments and answers
-// nothing else on the port). Transmit uses a send-only raw IPv4 socket
-// (IPPROTO_RAW, which never receives), because the UDP source port must carry
-// the inner flow's hash for ECMP/RSS, as OVS and the kernel's geneve driver
-// do, and a bound UDP socket can only send from its own port. Both are
-// batched with recvmmsg/sendmmsg.
+// nothing else on the port), which every port with the same namespace,
+// local_ip and UDP port shares (see receiver): the port that reads it
+// hands out frames for all of them, RxPort tells which. Without local_ip
+// it is one dual-stack IPv6 socket that receives both families. Transmit
+// uses send-only raw sockets (IPPROTO_RAW, which never receives), one per
+// family, because the UDP source port must carry the inner flow's hash for
+// ECMP/RSS, as OVS and the kernel's geneve driver do, and a bound UDP socket
+// can only send from its own port. Both are batched with recvmmsg/sendmmsg.
 //
 // It implements port.Port; WriteBatch sends with a zero key (VNI 0, no
 // options) and so needs a fixed RemoteIP. The pipeline uses WriteTunnel.
@@ -88,41 +109,54 @@ type Port struct {
 	port.Base // name, counters, close; frames are in the batch's buffers
 
 	local    [4]byte
+	local6   [16]byte // options:local_ip when it is IPv6
 	dstPort  uint16
-	remote   [4]byte // zero: remote_ip=flow
+	remote   [4]byte  // zero: remote_ip=flow (or an IPv6 remote)
+	remote6  [16]byte // options:remote_ip when it is IPv6
 	csum     bool
 	ttl      uint8
 	mtu      int // underlay IP MTU
 	rxBufLen int
 	batch    int
 
-	rxFd, txFd int
-	opts       atomic.Pointer[tunnel.OptionMap]
+	match  match     // the packets it receives
+	outKey KeyOption // the VNI it sends
+	// outKeyOnly is the zero key with tun_id out_key, for WriteBatch.
+	outKeyOnly flowtable.Key
+	rx         *receiver // the shared socket, from Open on
+
+	txFd  int
+	tx6Fd int // raw IPv6 socket; -1 when the port carries IPv4 only
+	opts  atomic.Pointer[tunnel.OptionMap]
 
 	// Guarded by RxMu.
-	rxHdrs   []unix.Mmsghdr
-	rxIov    []unix.Iovec
-	rxNames  []unix.RawSockaddrInet4
-	rxCtl    [][rxCtlLen]byte
-	rxMD     []tunnel.Metadata
-	rxOvfl   uint32 // last SO_RXQ_OVFL count
-	rxOvflOK bool
+	rxHdrs  []unix.Mmsghdr
+	rxIov   []unix.Iovec
+	rxNames []unix.RawSockaddrInet6 // room for either family
+	rxCtl   [][rxCtlLen]byte
+	rxMD    []tunnel.Metadata
+	rxPort  []*Port // the port each frame of the last read is for
 
 	// Guarded by TxMu.
-	txHdrs  []unix.Mmsghdr
-	txIov   []unix.Iovec
-	txNames []unix.RawSockaddrInet4
-	txBufs  [][]byte
-	txFrame []int // frame index of each prepared slot
-	txInner []int // inner frame length of each prepared slot
+	txHdrs   []unix.Mmsghdr
+	txIov    []unix.Iovec
+	txNames  []unix.RawSockaddrInet4
+	txNames6 []unix.RawSockaddrInet6
+	txBufs   [][]byte
+	txFrame  []int // frame index of each prepared slot
+	txInner  []int // inner frame length of each prepared slot
 
 	// routeFd is a UDP socket connected to a destination to learn the
 	// kernel's source address for it (csum without local_ip); srcs caches
 	// the answers. Guarded by TxMu.
 	routeFd int
 	srcs    map[[4]byte]routeSrc
+	// routeFd6 and srcs6 do the same for IPv6, whose raw socket never
+	// fills in the source: used whenever local_ip is not an IPv6 address.
+	routeFd6 int
+	srcs6    map[[16]byte]routeSrc6
 
-	rxHeaderErrors, txMTUDrops, txNoDst atomic.Uint64
+	rxHeaderErrors, rxNoPort, txMTUDrops, txNoDst atomic.Uint64
 }
 
 // routeSrc is the source address the kernel's routing picked for one
@@ -132,18 +166,25 @@ type routeSrc struct {
 	until int64   // unix nanoseconds
 }
 
+// routeSrc6 is routeSrc for an IPv6 destination.
+type routeSrc6 struct {
+	src   [16]byte
+	until int64
+}
+
 // srcTTL bounds how long a looked-up source address is used.
 const srcTTL = time.Second
 
 var _ port.Port = (*Port)(nil)
 
-// rxCtlLen fits an IP_PKTINFO and an SO_RXQ_OVFL control message.
-const rxCtlLen = 64
+// rxCtlLen fits an IP_PKTINFO or IPV6_PKTINFO and an SO_RXQ_OVFL control
+// message.
+const rxCtlLen = 80
 
 // Open creates the port's sockets in the caller's network namespace (that
 // of the OS thread).
 func Open(cfg Config) (*Port, error) {
-	p := &Port{rxFd: -1, txFd: -1, routeFd: -1}
+	p := &Port{txFd: -1, tx6Fd: -1, routeFd: -1, routeFd6: -1}
 	if err := p.open(cfg); err != nil {
 		p.Discard(p.release)
 		return nil, err
@@ -161,18 +202,36 @@ func (p *Port) open(cfg Config) error {
 		name = fmt.Sprintf("genev_sys_%d", p.dstPort)
 	}
 	p.Init("tunnel", name, cfg.ReadTimeout)
-	if cfg.LocalIP.IsValid() {
-		if !cfg.LocalIP.Is4() {
-			return p.Errorf("local_ip %s: only IPv4 underlays are supported", cfg.LocalIP)
+	local, remote := cfg.LocalIP.Unmap(), cfg.RemoteIP.Unmap()
+	if local.IsValid() {
+		if local.Is4() {
+			p.local = local.As4()
+		} else {
+			p.local6 = local.As16()
 		}
-		p.local = cfg.LocalIP.As4()
 	}
-	if cfg.RemoteIP.IsValid() {
-		if !cfg.RemoteIP.Is4() || cfg.RemoteIP.IsUnspecified() {
-			return p.Errorf("remote_ip %s: want a unicast IPv4 address", cfg.RemoteIP)
+	if remote.IsValid() {
+		if remote.IsUnspecified() || remote.IsMulticast() || remote.Zone() != "" {
+			return p.Errorf("remote_ip %s: want a unicast IPv4 or IPv6 address", cfg.RemoteIP)
 		}
-		p.remote = cfg.RemoteIP.As4()
+		if local.IsValid() && !local.IsUnspecified() && local.Is4() != remote.Is4() {
+			return p.Errorf("remote_ip %s and local_ip %s: not the same address family", remote, local)
+		}
+		if remote.Is4() {
+			p.remote = remote.As4()
+		} else {
+			p.remote6 = remote.As16()
+		}
 	}
+	if cfg.InKey.VNI >= 1<<24 || cfg.OutKey.VNI >= 1<<24 {
+		return p.Errorf("key %s/%s: a VNI has 24 bits", cfg.InKey, cfg.OutKey)
+	}
+	p.match = match{remote: addrOf(remote), local: addrOf(local), keyFlow: !cfg.InKey.Fixed, vni: cfg.InKey.VNI}
+	if p.match.keyFlow {
+		p.match.vni = 0
+	}
+	p.outKey = cfg.OutKey
+	flowtable.FieldTunID.SetUint64(&p.outKeyOnly, uint64(p.outKey.VNI))
 	p.csum = cfg.Csum
 	p.ttl = cfg.TTL
 	if p.ttl == 0 {
@@ -186,7 +245,7 @@ func (p *Port) open(cfg Config) error {
 	if p.mtu == 0 {
 		p.mtu = interfaceMTU(cfg.LocalIP)
 	}
-	if p.mtu < tunnel.OuterOverhead+tunnel.EthHeaderLen {
+	if p.mtu < tunnel.OuterOverhead6+tunnel.EthHeaderLen {
 		return p.Errorf("underlay MTU %d cannot carry an Ethernet frame", p.mtu)
 	}
 	// The largest UDP payload that fits the MTU, plus one byte so that a
@@ -198,9 +257,6 @@ func (p *Port) open(cfg Config) error {
 	}
 	p.opts.Store(om)
 
-	if err := p.openRx(); err != nil {
-		return err
-	}
 	if err := p.openTx(); err != nil {
 		return err
 	}
@@ -215,18 +271,31 @@ func (p *Port) open(cfg Config) error {
 		p.routeFd = fd
 		p.srcs = map[[4]byte]routeSrc{}
 	}
-	if err := p.OpenWake(p.rxFd); err != nil {
+	if p.tx6Fd >= 0 && p.local6 == [16]byte{} {
+		fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		if err != nil {
+			return p.Errorf("IPv6 route lookup socket: %w", err)
+		}
+		p.routeFd6 = fd
+		p.srcs6 = map[[16]byte]routeSrc6{}
+	}
+	if err := p.join(); err != nil {
+		return err
+	}
+	if err := p.OpenWake(p.rx.fd); err != nil {
 		return err
 	}
 
 	p.rxHdrs = make([]unix.Mmsghdr, p.batch)
 	p.rxIov = make([]unix.Iovec, p.batch)
-	p.rxNames = make([]unix.RawSockaddrInet4, p.batch)
+	p.rxNames = make([]unix.RawSockaddrInet6, p.batch)
 	p.rxCtl = make([][rxCtlLen]byte, p.batch)
 	p.rxMD = make([]tunnel.Metadata, p.batch)
+	p.rxPort = make([]*Port, p.batch)
 	p.txHdrs = make([]unix.Mmsghdr, p.batch)
 	p.txIov = make([]unix.Iovec, p.batch)
 	p.txNames = make([]unix.RawSockaddrInet4, p.batch)
+	p.txNames6 = make([]unix.RawSockaddrInet6, p.batch)
 	p.txBufs = make([][]byte, p.batch)
 	p.txFrame = make([]int, p.batch)
 	p.txInner = make([]int, p.batch)
@@ -234,6 +303,7 @@ func (p *Port) open(cfg Config) error {
 		p.txBufs[i] = make([]byte, p.mtu)
 		p.txIov[i].Base = &p.txBufs[i][0]
 		p.txNames[i].Family = unix.AF_INET
+		p.txNames6[i].Family = unix.AF_INET6
 		h := &p.txHdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&p.txNames[i]))
 		h.Namelen = unix.SizeofSockaddrInet4
@@ -268,26 +338,86 @@ func interfaceMTU(addr netip.Addr) int {
 	return 1500
 }
 
-func (p *Port) openRx() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+// openRx opens the receive socket of a new receiver: IPv4 bound to an
+// IPv4 local_ip, IPv6 only bound to an IPv6 one, and without local_ip
+// dual-stack IPv6 (IPv4 arrives as v4-mapped addresses), so that the ports
+// sharing it serve peers of both families (remote_ip of either, or flow
+// with tun_dst and tun_ipv6_dst peers alike). Without IPv6 in the kernel
+// the dual-stack case falls back to IPv4 only; v6 tells which it got.
+func (p *Port) openRx() (fd int, v6 bool, err error) {
+	dual := p.local == [4]byte{} && p.local6 == [16]byte{}
+	if dual || p.local6 != [16]byte{} {
+		fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		switch {
+		case err == nil:
+			if err := p.setupRx6(fd, dual); err != nil {
+				unix.Close(fd)
+				return -1, false, err
+			}
+			return fd, true, nil
+		case !dual:
+			return -1, false, p.Errorf("IPv6 UDP socket: %w", err)
+		}
+	}
+	fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
-		return p.Errorf("UDP socket: %w", err)
+		return -1, false, p.Errorf("UDP socket: %w", err)
 	}
-	p.rxFd = fd
-	// IP_PKTINFO tells the outer destination (tun_dst) when bound to any
-	// address; SO_RXQ_OVFL reports datagrams the socket queue dropped.
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
-		return p.Errorf("IP_PKTINFO: %w", err)
+	err = p.setRxOptions(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO")
+	if err == nil {
+		if e := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); e != nil {
+			err = p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, e)
+		}
 	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
-		return p.Errorf("SO_RXQ_OVFL: %w", err)
+	if err != nil {
+		unix.Close(fd)
+		return -1, false, err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); err != nil {
-		return p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, err)
+	return fd, false, nil
+}
+
+// setupRx6 sets up and binds the IPv6 receive socket fd.
+func (p *Port) setupRx6(fd int, dual bool) error {
+	v6only := 1
+	if dual {
+		v6only = 0
+		// IPv4 datagrams on a dual-stack socket carry IPv4 control messages.
+		if err := p.setRxOptions(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO"); err != nil {
+			return err
+		}
+	}
+	// UDP_NO_CHECK6_RX: accept a zero UDP checksum over IPv6 as OVS's
+	// userspace tunnels do (RFC 6935 allows it for tunnels); a nonzero
+	// one is still verified by the kernel.
+	if err := p.setRxOptions(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only, "IPV6_V6ONLY",
+		unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO",
+		unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_RX, 1, "UDP_NO_CHECK6_RX"); err != nil {
+		return err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet6{Addr: p.local6, Port: int(p.dstPort)}); err != nil {
+		return p.Errorf("bind [%s]:%d: %w", netip.AddrFrom16(p.local6), p.dstPort, err)
 	}
 	return nil
 }
 
+// setRxOptions sets the given (level, option, value, name) integer socket
+// options on the receive socket fd, then SO_RXQ_OVFL, which reports the
+// datagrams the socket queue dropped. IP_PKTINFO and IPV6_RECVPKTINFO tell
+// the outer destination (tun_dst, tun_ipv6_dst) when bound to any address.
+func (p *Port) setRxOptions(fd int, opts ...any) error {
+	opts = append(opts, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1, "SO_RXQ_OVFL")
+	for i := 0; i+3 < len(opts); i += 4 {
+		if err := unix.SetsockoptInt(fd, opts[i].(int), opts[i+1].(int), opts[i+2].(int)); err != nil {
+			return p.Errorf("%s: %w", opts[i+3], err)
+		}
+	}
+	return nil
+}
+
+// openTx opens the raw sockets: IPv4, and IPv6 for a port that may send
+// over IPv6 (an IPv6 remote_ip, or remote_ip=flow without an IPv4
+// local_ip). Without IPv6 in the kernel a remote_ip=flow port without
+// local_ip sends over IPv4 only, as its receive socket is IPv4 only.
 func (p *Port) openTx() error {
 	// IPPROTO_RAW implies IP_HDRINCL: we write the outer IPv4 header; the
 	// kernel fills its checksum, total length, and the ID and source
@@ -297,6 +427,25 @@ func (p *Port) openTx() error {
 		return p.Errorf("raw IPv4 socket: %w", err)
 	}
 	p.txFd = fd
+	flow := p.remote == [4]byte{} && p.remote6 == [16]byte{}
+	dual := p.local == [4]byte{} && p.local6 == [16]byte{}
+	if p.remote6 == [16]byte{} && (!flow || p.local != [4]byte{}) {
+		return nil // an IPv4 port
+	}
+	// IPPROTO_RAW over IPv6 implies IPV6_HDRINCL: we write the whole IPv6
+	// header, source included. IPV6_DONTFRAG: never fragment locally, as
+	// the DF bit of the IPv4 path.
+	fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+	if err != nil {
+		if flow && dual {
+			return nil // no IPv6 in the kernel: IPv4 only, as the receive socket
+		}
+		return p.Errorf("raw IPv6 socket: %w", err)
+	}
+	p.tx6Fd = fd
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_DONTFRAG, 1); err != nil {
+		return p.Errorf("IPV6_DONTFRAG: %w", err)
+	}
 	return nil
 }
 
@@ -309,8 +458,15 @@ func (p *Port) Ifindex() int { return 0 }
 func (p *Port) HardwareAddr() net.HardwareAddr { return nil }
 
 // MTU returns the inner L3 MTU without options: the underlay MTU minus
-// outer IPv4, UDP, Geneve and the inner Ethernet header (1450 for 1500).
-func (p *Port) MTU() int { return p.mtu - tunnel.OuterOverhead - tunnel.EthHeaderLen }
+// outer IPv4, UDP, Geneve and the inner Ethernet header (1450 for 1500),
+// or with an outer IPv6 header for a port whose local or remote address is
+// IPv6 (1430).
+func (p *Port) MTU() int {
+	if p.local6 != [16]byte{} || p.remote6 != [16]byte{} {
+		return p.mtu - tunnel.OuterOverhead6 - tunnel.EthHeaderLen
+	}
+	return p.mtu - tunnel.OuterOverhead - tunnel.EthHeaderLen
+}
 
 // UnderlayMTU returns the underlay IP MTU the port checks against.
 func (p *Port) UnderlayMTU() int { return p.mtu }
@@ -352,6 +508,10 @@ func (p *Port) FillKey(md *tunnel.Metadata, k *flowtable.Key) error {
 // Metadata returns the tunnel metadata of frame i of the last ReadBatch.
 func (p *Port) Metadata(i int) *tunnel.Metadata { return &p.rxMD[i] }
 
+// RxPort returns the port frame i of the last ReadBatch was received for:
+// p itself or another port sharing its socket (see receiver).
+func (p *Port) RxPort(i int) *Port { return p.rxPort[i] }
+
 // ReadBatch implements port.Port; the tunnel metadata of frame i is
 // Metadata(i) until the next read.
 func (p *Port) ReadBatch(b *port.Batch) (int, error) {
@@ -359,7 +519,10 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 }
 
 // ReadTunnelBatch is ReadBatch with the metadata of frame i in md[i]. It
-// reads at most min(b.Cap(), len(md), BatchSize) datagrams. The inner frames
+// reads at most min(b.Cap(), len(md), BatchSize) datagrams. When other
+// ports share the socket, only one of them reads it at a time and its
+// frames are for any of them (RxPort); the others read nothing until the
+// reading port closes and one of them takes over. The inner frames
 // and md's Options live in b's buffers until b is read into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
@@ -373,8 +536,46 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 	return p.readTunnel(b, p.rxMD, false)
 }
 
-// PollFd implements port.Poller: the UDP socket.
-func (p *Port) PollFd() int { return p.rxFd }
+// PollFd implements port.Poller: the UDP socket, or -1 while another port
+// reads it (poll(2) skips a negative descriptor).
+func (p *Port) PollFd() int {
+	if r := p.rx; r != nil && r.reader.Load() == p {
+		return r.fd
+	}
+	return -1
+}
+
+// turnCheck is how often a port that does not read the shared socket
+// looks whether it became the reader.
+const turnCheck = 100 * time.Millisecond
+
+// waitTurn waits, up to the read timeout, while another port reads the
+// shared socket; it reports whether p is the reader. The caller holds RxMu.
+func (p *Port) waitTurn(block bool) (bool, error) {
+	r := p.rx
+	if r.reader.Load() == p {
+		p.RxPoll[0].Fd = int32(r.fd)
+		return true, nil
+	}
+	// Only the wake eventfd: Close ends the wait.
+	p.RxPoll[0].Fd = -1
+	var waited time.Duration
+	for block && (p.Timeout < 0 || waited < time.Duration(p.Timeout)*time.Millisecond) {
+		d := turnCheck
+		if p.Timeout >= 0 {
+			d = min(d, time.Duration(p.Timeout)*time.Millisecond-waited)
+		}
+		if _, err := p.WaitTimeout(int(max(1, d.Milliseconds()))); err != nil {
+			return false, err
+		}
+		waited += d
+		if r.reader.Load() == p {
+			p.RxPoll[0].Fd = int32(r.fd)
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int, error) {
 	p.RxMu.Lock()
@@ -386,13 +587,17 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 	if want == 0 {
 		return 0, nil
 	}
+	if reader, err := p.waitTurn(block); !reader || err != nil {
+		return 0, err
+	}
+	fd := p.rx.fd
 	for i := 0; i < want; i++ {
 		buf := b.Buffer(i, p.rxBufLen)
 		p.rxIov[i].Base = &buf[0]
 		p.rxIov[i].SetLen(len(buf))
 		h := &p.rxHdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&p.rxNames[i]))
-		h.Namelen = unix.SizeofSockaddrInet4
+		h.Namelen = unix.SizeofSockaddrInet6
 		h.Iov = &p.rxIov[i]
 		h.SetIovlen(1)
 		h.Control = &p.rxCtl[i][0]
@@ -402,7 +607,7 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 	}
 	for {
 		// Raw: with MSG_DONTWAIT it never sleeps (see port.RawRead).
-		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(p.rxFd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
 			return p.Lend(p.decapBatch(b, md, int(r))), nil
@@ -424,20 +629,30 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 }
 
 // decapBatch turns the got received datagrams into frames, dropping and
-// counting the bad ones, and returns how many frames it produced.
+// counting the bad ones and those no port claims, and returns how many
+// frames it produced. Each frame is counted on the port it is for.
 func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
+	tbl := p.rx.tbl.Load()
 	n := 0
 	var c port.RxCounts
-	var hdrErrs uint64
+	var hdrErrs, noPort uint64
+	// The datagrams of a batch mostly come from one peer: the last
+	// lookup is kept.
+	var lastSrc addr
+	var lastVNI uint32
+	var lastTo *Port
+	// The frames for other ports are counted on them run by run.
+	var other *Port
+	var oc port.RxCounts
 	for i := 0; i < got; i++ {
 		h := &p.rxHdrs[i]
-		dst, ifindex := p.parseControl(&h.Hdr, &p.rxCtl[i])
+		m := &md[n]
+		p.parseControl(&h.Hdr, &p.rxCtl[i], m)
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			c.LengthErrors++
 			continue
 		}
-		m := &md[n]
 		inner, err := tunnel.Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
 		if err == nil {
 			err = om.Check(m)
@@ -447,31 +662,94 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			continue
 		}
 		name := &p.rxNames[i]
-		m.Src = binary.BigEndian.Uint32(name.Addr[:])
-		m.SrcPort = ntohs(name.Port)
-		m.Dst = binary.BigEndian.Uint32(dst[:])
+		to := tbl.all // a lone flow-based port (Antrea's) takes everything
+		if to == nil {
+			src := sourceAddr(name)
+			if lastTo == nil || src != lastSrc || m.VNI != lastVNI {
+				lastTo = tbl.lookup(src, m.VNI)
+				lastSrc, lastVNI = src, m.VNI
+			}
+			to = lastTo
+		}
+		if to == nil {
+			noPort++
+			continue
+		}
+		setSource(m, name)
 		m.DstPort = p.dstPort
-		m.Ifindex = ifindex
 		b.Frames[n] = inner
 		b.Meta[n] = port.Meta{}
+		p.rxPort[n] = to
 		n++
-		c.Packets++
-		c.Bytes += uint64(len(inner))
+		if to == p {
+			c.Packets++
+			c.Bytes += uint64(len(inner))
+		} else {
+			if to != other {
+				other.addRx(&oc)
+				other = to
+			}
+			oc.Packets++
+			oc.Bytes += uint64(len(inner))
+		}
 	}
+	other.addRx(&oc)
 	c.Errors = c.LengthErrors + hdrErrs
 	if hdrErrs != 0 {
 		p.rxHeaderErrors.Add(hdrErrs)
+	}
+	if noPort != 0 {
+		p.rxNoPort.Add(noPort)
+		p.Ctr.RxDropped.Add(noPort)
 	}
 	p.CountRx(&c)
 	return n
 }
 
-// parseControl walks the control messages of one datagram: it returns the
-// outer destination address (IP_PKTINFO; the bound address otherwise) and
-// the interface it arrived on (IP_PKTINFO; 0 otherwise), and records the
-// socket's drop counter (SO_RXQ_OVFL).
-func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) (dst [4]byte, ifindex int) {
-	dst = p.local
+// addRx adds the received frames c (of a read by another port) to p's
+// counters and clears c.
+func (p *Port) addRx(c *port.RxCounts) {
+	if p != nil && c.Packets != 0 {
+		p.Ctr.RxPackets.Add(c.Packets)
+		p.Ctr.RxBytes.Add(c.Bytes)
+	}
+	*c = port.RxCounts{}
+}
+
+// setSource fills the outer source address and port of m from the
+// datagram's sender: an IPv4 address for AF_INET or a v4-mapped AF_INET6
+// sender, tun_ipv6_src otherwise; the sender decides the family. It runs
+// after parseControl, which set the destination.
+func setSource(m *tunnel.Metadata, name *unix.RawSockaddrInet6) {
+	m.SrcPort = ntohs(name.Port)
+	switch {
+	case name.Family == unix.AF_INET:
+		m.Src = binary.BigEndian.Uint32((*unix.RawSockaddrInet4)(unsafe.Pointer(name)).Addr[:])
+		m.IPv6 = false
+	case isV4Mapped(&name.Addr):
+		m.Src = binary.BigEndian.Uint32(name.Addr[12:])
+		m.IPv6 = false
+	default:
+		m.Src, m.Dst = 0, 0
+		m.Src6 = name.Addr
+		m.IPv6 = true
+	}
+}
+
+func isV4Mapped(a *[16]byte) bool {
+	return [12]byte(a[:12]) == [12]byte{10: 0xff, 11: 0xff}
+}
+
+// parseControl walks the control messages of one datagram: it sets the
+// outer destination address of m (IP_PKTINFO or IPV6_PKTINFO; the bound
+// address otherwise) and its family and the interface it arrived on
+// (Ifindex, 0 when unknown), and records the socket's drop counter
+// (SO_RXQ_OVFL).
+func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte, m *tunnel.Metadata) {
+	m.Dst = binary.BigEndian.Uint32(p.local[:])
+	m.Ifindex = 0
+	m.IPv6 = p.local6 != [16]byte{}
+	m.Dst6 = p.local6
 	c := ctl[:min(int(h.Controllen), rxCtlLen)]
 	for len(c) >= unix.SizeofCmsghdr {
 		cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
@@ -483,19 +761,32 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte) (dst [4]byte, i
 		switch {
 		case cm.Level == unix.IPPROTO_IP && cm.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
 			info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
-			dst, ifindex = info.Addr, int(info.Ifindex)
+			m.Dst = binary.BigEndian.Uint32(info.Addr[:])
+			m.Ifindex = int(info.Ifindex)
+			m.IPv6 = false
+		case cm.Level == unix.IPPROTO_IPV6 && cm.Type == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
+			info := (*unix.Inet6Pktinfo)(unsafe.Pointer(&data[0]))
+			if isV4Mapped(&info.Addr) {
+				m.Dst = binary.BigEndian.Uint32(info.Addr[12:])
+				m.IPv6 = false
+			} else {
+				m.Dst, m.Dst6, m.IPv6 = 0, info.Addr, true
+			}
+			m.Ifindex = int(info.Ifindex)
 		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			// The count is the socket's: the reader keeps it in the
+			// receiver, so that the next reader goes on from it.
+			r := p.rx
 			ovfl := binary.NativeEndian.Uint32(data)
-			if p.rxOvflOK {
-				p.Ctr.RxDropped.Add(uint64(ovfl - p.rxOvfl))
+			if r.ovflOK {
+				p.Ctr.RxDropped.Add(uint64(ovfl - r.ovfl))
 			} else {
 				p.Ctr.RxDropped.Add(uint64(ovfl))
 			}
-			p.rxOvfl, p.rxOvflOK = ovfl, true
+			r.ovfl, r.ovflOK = ovfl, true
 		}
 		c = c[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(c)):]
 	}
-	return dst, ifindex
 }
 
 // WriteBatch implements port.Port: it sends every frame with VNI 0 and no
@@ -525,55 +816,130 @@ func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) 
 	om := p.opts.Load()
 	i := 0
 	for i < len(frames) {
-		// Encapsulate up to one batch of frames into the send slots.
-		slots := 0
+		// Encapsulate up to one batch of frames of one underlay family
+		// into the send slots.
+		slots, fd := 0, p.txFd
 		for ; i < len(frames) && slots < p.batch; i++ {
 			k := &zeroKey
 			if keys != nil && keys[i] != nil {
 				k = keys[i]
 			}
-			if p.prepare(slots, frames[i], k, om) {
+			k = p.withOutKey(k)
+			dst, dst6, ok := p.destination(k)
+			if !ok {
+				continue
+			}
+			if ffd := p.familyFd(dst6 != nil); slots > 0 && ffd != fd {
+				break // the other family: send what we have first
+			} else {
+				fd = ffd
+			}
+			if dst6 != nil {
+				ok = p.prepare6(slots, frames[i], k, om, dst6)
+			} else {
+				ok = p.prepare(slots, frames[i], k, om, dst)
+			}
+			if ok {
 				p.txFrame[slots] = i
 				slots++
 			}
 		}
-		if n, err := p.send(slots); err != nil {
+		if n, err := p.send(fd, slots); err != nil {
 			return n, err
 		}
 	}
 	return len(frames), nil
 }
 
-// prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
-// send slot s; false means the frame was dropped (and counted).
-func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap) bool {
-	dst := p.remote
-	if dst == [4]byte{} {
-		binary.BigEndian.PutUint32(dst[:], k.TunDst())
-		if dst == [4]byte{} {
-			p.txNoDst.Add(1)
-			p.Ctr.TxDropped.Add(1)
-			return false
+// withOutKey returns k with tun_id set to a fixed out_key: every packet
+// leaves with VNI N. k is the caller's copy, changed in place, or zeroKey,
+// whose VNI is 0, replaced by outKeyOnly.
+func (p *Port) withOutKey(k *flowtable.Key) *flowtable.Key {
+	if !p.outKey.Fixed || k.TunID() == uint64(p.outKey.VNI) {
+		return k
+	}
+	if k == &zeroKey {
+		return &p.outKeyOnly
+	}
+	flowtable.FieldTunID.SetUint64(k, uint64(p.outKey.VNI))
+	return k
+}
+
+// familyFd returns the raw socket for IPv6 or IPv4.
+func (p *Port) familyFd(v6 bool) int {
+	if v6 {
+		return p.tx6Fd
+	}
+	return p.txFd
+}
+
+// destination returns where a frame with key k goes, as OVS decides it:
+// the fixed remote_ip, else tun_dst when set, else tun_ipv6_dst (dst6
+// non-nil for IPv6). false means the frame was dropped (and counted): no
+// destination, or an IPv6 one on a port without IPv6.
+func (p *Port) destination(k *flowtable.Key) (dst [4]byte, dst6 *[16]byte, ok bool) {
+	switch {
+	case p.remote != [4]byte{}:
+		return p.remote, nil, true
+	case p.remote6 != [16]byte{}:
+		return dst, &p.remote6, true
+	}
+	binary.BigEndian.PutUint32(dst[:], k.TunDst())
+	if dst != [4]byte{} {
+		return dst, nil, true
+	}
+	if p.tx6Fd >= 0 {
+		d := (*[16]byte)(k[flowtable.FieldTunIPv6Dst.Off:])
+		if *d != [16]byte{} {
+			return dst, d, true
 		}
 	}
+	p.txNoDst.Add(1)
+	p.Ctr.TxDropped.Add(1)
+	return dst, nil, false
+}
+
+// encap checks frame against the underlay MTU with an outer header of
+// outer bytes and writes UDP payload (Geneve header, options, frame) into
+// send slot s after room for the outer IP and UDP headers; it returns the
+// slot's buffer and the UDP length, or false when the frame was dropped
+// (and counted).
+func (p *Port) encap(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap, ipLen int) ([]byte, uint16, int, bool) {
 	optLen, err := om.OptionsLen(k)
 	if err != nil || len(frame) < tunnel.EthHeaderLen {
 		p.Ctr.TxDropped.Add(1)
-		return false
+		return nil, 0, 0, false
 	}
-	total := tunnel.OuterOverhead + optLen + len(frame)
-	if total > p.mtu {
+	if ipLen+tunnel.UDPHeaderLen+tunnel.HeaderLen+optLen+len(frame) > p.mtu {
 		p.txMTUDrops.Add(1)
 		p.Ctr.TxDropped.Add(1)
-		return false
+		return nil, 0, 0, false
 	}
 	buf := p.txBufs[s]
-	pkt, sport, err := tunnel.Encap(buf[tunnel.IPv4HeaderLen+tunnel.UDPHeaderLen:tunnel.IPv4HeaderLen+tunnel.UDPHeaderLen], frame, k, om)
+	pkt, sport, err := tunnel.Encap(buf[ipLen+tunnel.UDPHeaderLen:ipLen+tunnel.UDPHeaderLen], frame, k, om)
 	if err != nil {
 		p.Ctr.TxDropped.Add(1)
+		return nil, 0, 0, false
+	}
+	p.txInner[s] = len(frame)
+	return buf, sport, tunnel.UDPHeaderLen + len(pkt), true
+}
+
+// putUDP writes the UDP header with the checksum field 0.
+func (p *Port) putUDP(udp []byte, sport uint16) {
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], p.dstPort)
+	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
+	binary.BigEndian.PutUint16(udp[6:], 0)
+}
+
+// prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
+// send slot s; false means the frame was dropped (and counted).
+func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap, dst [4]byte) bool {
+	buf, sport, udpLen, ok := p.encap(s, frame, k, om, tunnel.IPv4HeaderLen)
+	if !ok {
 		return false
 	}
-	udpLen := tunnel.UDPHeaderLen + len(pkt)
 	ip := buf[:tunnel.IPv4HeaderLen]
 	ip[0] = 0x45 // version 4, 5 words
 	ip[1] = 0    // TOS
@@ -590,16 +956,48 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionM
 	copy(ip[12:16], src[:])
 	copy(ip[16:20], dst[:])
 	udp := buf[tunnel.IPv4HeaderLen : tunnel.IPv4HeaderLen+udpLen]
-	binary.BigEndian.PutUint16(udp[0:], sport)
-	binary.BigEndian.PutUint16(udp[2:], p.dstPort)
-	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
-	binary.BigEndian.PutUint16(udp[6:], 0)
+	p.putUDP(udp, sport)
 	if p.csum && src != [4]byte{} {
-		binary.BigEndian.PutUint16(udp[6:], udpChecksum(src, dst, udp))
+		binary.BigEndian.PutUint16(udp[6:], udpChecksum(sum16(0, src[:])+sum16(0, dst[:]), udp))
 	}
 	p.txIov[s].SetLen(tunnel.IPv4HeaderLen + udpLen)
 	p.txNames[s].Addr = dst
-	p.txInner[s] = len(frame)
+	h := &p.txHdrs[s].Hdr
+	h.Name = (*byte)(unsafe.Pointer(&p.txNames[s]))
+	h.Namelen = unix.SizeofSockaddrInet4
+	return true
+}
+
+// prepare6 builds the outer IPv6 + UDP + Geneve packet for one frame into
+// send slot s, as prepare does for IPv4. The source is local_ip or that of
+// the kernel's route to dst; the UDP checksum is always computed.
+func (p *Port) prepare6(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap, dst *[16]byte) bool {
+	src := p.local6
+	if src == [16]byte{} {
+		if src = p.sourceFor6(dst); src == [16]byte{} {
+			p.Ctr.TxDropped.Add(1) // no route: the kernel could not send it either
+			return false
+		}
+	}
+	buf, sport, udpLen, ok := p.encap(s, frame, k, om, tunnel.IPv6HeaderLen)
+	if !ok {
+		return false
+	}
+	ip := buf[:tunnel.IPv6HeaderLen]
+	binary.BigEndian.PutUint32(ip[0:], 6<<28) // version 6, traffic class 0, flow label 0
+	binary.BigEndian.PutUint16(ip[4:], uint16(udpLen))
+	ip[6] = unix.IPPROTO_UDP
+	ip[7] = p.ttl
+	copy(ip[8:24], src[:])
+	copy(ip[24:40], dst[:])
+	udp := buf[tunnel.IPv6HeaderLen : tunnel.IPv6HeaderLen+udpLen]
+	p.putUDP(udp, sport)
+	binary.BigEndian.PutUint16(udp[6:], udpChecksum(sum16(0, ip[8:40]), udp))
+	p.txIov[s].SetLen(tunnel.IPv6HeaderLen + udpLen)
+	p.txNames6[s].Addr = *dst
+	h := &p.txHdrs[s].Hdr
+	h.Name = (*byte)(unsafe.Pointer(&p.txNames6[s]))
+	h.Namelen = unix.SizeofSockaddrInet6
 	return true
 }
 
@@ -628,14 +1026,35 @@ func (p *Port) sourceFor(dst [4]byte) [4]byte {
 	return src
 }
 
+// sourceFor6 is sourceFor for IPv6, whose raw socket never picks a source.
+func (p *Port) sourceFor6(dst *[16]byte) [16]byte {
+	now := time.Now().UnixNano()
+	if r, ok := p.srcs6[*dst]; ok && now < r.until {
+		return r.src
+	}
+	var src [16]byte
+	if err := unix.Connect(p.routeFd6, &unix.SockaddrInet6{Addr: *dst, Port: int(p.dstPort)}); err == nil {
+		if sa, err := unix.Getsockname(p.routeFd6); err == nil {
+			if in6, ok := sa.(*unix.SockaddrInet6); ok {
+				src = in6.Addr
+			}
+		}
+	}
+	if len(p.srcs6) > 4096 {
+		clear(p.srcs6)
+	}
+	p.srcs6[*dst] = routeSrc6{src: src, until: now + int64(srcTTL)}
+	return src
+}
+
 // send transmits the prepared slots [0, slots), retrying after partial
 // sends. Per-message errors the kernel reports for one datagram (no route,
 // no buffer space, too big, filtered) drop that datagram; any other error
 // is returned with the index of the first frame not handled.
-func (p *Port) send(slots int) (int, error) {
+func (p *Port) send(fd, slots int) (int, error) {
 	done := 0
 	for done < slots {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(p.txFd), uintptr(unsafe.Pointer(&p.txHdrs[done])), uintptr(slots-done), 0, 0, 0)
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&p.txHdrs[done])), uintptr(slots-done), 0, 0, 0)
 		switch e {
 		case 0:
 			for j := done; j < done+int(r); j++ {
@@ -649,19 +1068,34 @@ func (p *Port) send(slots int) (int, error) {
 			done++
 		default:
 			p.Ctr.TxErrors.Add(uint64(slots - done))
-			return p.txFrame[done], p.Errorf("sendmmsg to %s: %w", netip.AddrFrom4(p.txNames[done].Addr), e)
+			dst := netip.AddrFrom4(p.txNames[done].Addr)
+			if fd != p.txFd {
+				dst = netip.AddrFrom16(p.txNames6[done].Addr)
+			}
+			return p.txFrame[done], p.Errorf("sendmmsg to %s: %w", dst, e)
 		}
 	}
 	return 0, nil
 }
 
-// udpChecksum computes the UDP checksum over the IPv4 pseudo-header and
-// the UDP datagram (whose checksum field is 0); 0 is sent as 0xffff.
-func udpChecksum(src, dst [4]byte, udp []byte) uint16 {
-	s := uint64(binary.BigEndian.Uint16(src[:])) + uint64(binary.BigEndian.Uint16(src[2:])) +
-		uint64(binary.BigEndian.Uint16(dst[:])) + uint64(binary.BigEndian.Uint16(dst[2:])) +
-		unix.IPPROTO_UDP + uint64(len(udp))
-	b := udp
+// udpChecksum computes the UDP checksum over the pseudo-header, whose
+// addresses sum to addrs (sum16 of source and destination, IPv4 or IPv6),
+// and the UDP datagram (whose checksum field is 0); 0 is sent as 0xffff.
+func udpChecksum(addrs uint64, udp []byte) uint16 {
+	s := sum16(addrs+unix.IPPROTO_UDP+uint64(len(udp)), udp)
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	c := ^uint16(s)
+	if c == 0 {
+		c = 0xffff
+	}
+	return c
+}
+
+// sum16 adds the big-endian 16-bit words of b (a last odd byte padded with
+// zero) to s, unfolded.
+func sum16(s uint64, b []byte) uint64 {
 	for len(b) >= 8 {
 		v := binary.BigEndian.Uint64(b)
 		s += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
@@ -674,14 +1108,7 @@ func udpChecksum(src, dst [4]byte, udp []byte) uint16 {
 	if len(b) == 1 {
 		s += uint64(b[0]) << 8
 	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	c := ^uint16(s)
-	if c == 0 {
-		c = 0xffff
-	}
-	return c
+	return s
 }
 
 func ntohs(v uint16) uint16 {
@@ -700,6 +1127,7 @@ func (p *Port) TunnelStats() Stats {
 		RxHeaderErrors: p.rxHeaderErrors.Load(),
 		TxMTUDrops:     p.txMTUDrops.Load(),
 		TxNoDst:        p.txNoDst.Load(),
+		RxNoPort:       p.rxNoPort.Load(),
 	}
 }
 
@@ -707,6 +1135,7 @@ func (p *Port) TunnelStats() Stats {
 func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	return errors.Join(p.CloseFd(&p.rxFd, "UDP socket"), p.CloseFd(&p.txFd, "raw socket"),
-		p.CloseFd(&p.routeFd, "route lookup socket"))
+	return errors.Join(p.leave(), p.CloseFd(&p.txFd, "raw socket"),
+		p.CloseFd(&p.tx6Fd, "raw IPv6 socket"), p.CloseFd(&p.routeFd, "route lookup socket"),
+		p.CloseFd(&p.routeFd6, "IPv6 route lookup socket"))
 }

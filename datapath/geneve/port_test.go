@@ -40,12 +40,16 @@ type underlay struct {
 
 func newUnderlay(t *testing.T, mtu int) *underlay {
 	t.Helper()
+	return newUnderlayWith(t, netnstest.VethOptions{HostAddr: "10.79.1.201/24", PeerAddr: "10.79.1.202/24", MTU: mtu})
+}
+
+// newUnderlayWith is newUnderlay with the veth options (the workers' MACs
+// are set here).
+func newUnderlayWith(t *testing.T, opts netnstest.VethOptions) *underlay {
+	t.Helper()
 	u := &underlay{ns1: netnstest.NewNS(t), ns2: netnstest.NewNS(t)}
-	u.veth = netnstest.NewVeth(t, u.ns1, u.ns2, netnstest.VethOptions{
-		HostMAC: worker1MAC, PeerMAC: worker2MAC,
-		HostAddr: "10.79.1.201/24", PeerAddr: "10.79.1.202/24",
-		MTU: mtu,
-	})
+	opts.HostMAC, opts.PeerMAC = worker1MAC, worker2MAC
+	u.veth = netnstest.NewVeth(t, u.ns1, u.ns2, opts)
 	return u
 }
 
@@ -156,6 +160,20 @@ func tshark(t *testing.T, ns *netnstest.NS, ifname, filter string, send func(), 
 	}
 }
 
+// checkDecode checks that tshark's decode has every line of want (case
+// aside: Wireshark versions differ in capitalisation, "bridging").
+func checkDecode(t *testing.T, dump string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(strings.ToLower(dump), strings.ToLower(w)) {
+			t.Errorf("tshark output lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("tshark:\n%s", dump)
+	}
+}
+
 // signalWriter collects a command's stderr and closes signal once marker
 // appears in it.
 type signalWriter struct {
@@ -224,7 +242,7 @@ func TestGeneveBetweenNodes(t *testing.T) {
 		t.Errorf("key: tun_metadata0 % x tun_src %#x tun_dst %#x tun_id %d", tunneltest.TunMetadata(t, tunneltest.AntreaTLV, 0, &k2), k2.TunSrc(), k2.TunDst(), k2.TunID())
 	}
 
-	for _, want := range []string{
+	checkDecode(t, dump, []string{
 		"Src: 10.79.1.201, Dst: 10.79.1.202",
 		"Destination Port: 6081",
 		"Generic Network Virtualization Encapsulation",
@@ -239,15 +257,7 @@ func TestGeneveBetweenNodes(t *testing.T) {
 		"Dst: aa:bb:cc:dd:ee:ff",
 		"Src: 10.222.1.48, Dst: 10.222.2.34",
 		"Src Port: 46490, Dst Port: 80",
-	} {
-		// Wireshark versions differ in capitalisation ("bridging").
-		if !strings.Contains(strings.ToLower(dump), strings.ToLower(want)) {
-			t.Errorf("tshark output lacks %q", want)
-		}
-	}
-	if t.Failed() {
-		t.Logf("tshark:\n%s", dump)
-	}
+	})
 
 	s1, s2 := p1.TunnelStats(), p2.TunnelStats()
 	if s1.TxPackets != uint64(sends) || s1.TxBytes != uint64(sends*len(inner)) || s1.TxDropped != 0 {
@@ -411,8 +421,10 @@ func TestOpenErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"IPv6 local_ip", Config{LocalIP: netip.MustParseAddr("fd00::1")}, "only IPv4"},
+		{"IPv6 local_ip not on this host", Config{LocalIP: netip.MustParseAddr("fd00::1")}, "bind [fd00::1]:6081"},
 		{"bad remote_ip", Config{RemoteIP: netip.IPv4Unspecified()}, "remote_ip"},
+		{"multicast IPv6 remote_ip", Config{RemoteIP: netip.MustParseAddr("ff02::1")}, "want a unicast IPv4 or IPv6 address"},
+		{"families differ", Config{LocalIP: worker1IP, RemoteIP: worker2IP6}, "not the same address family"},
 		{"address not on this host", Config{LocalIP: worker1IP}, "bind 10.79.1.201:6081"},
 		{"tiny MTU", Config{UnderlayMTU: 40}, "cannot carry"},
 	} {
@@ -429,15 +441,27 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
-	// Two ports on one address and port: the second bind fails.
+	// Two ports with the same match on one socket: refused, as OVS
+	// refuses a tunnel "with same config as port" another. A port on one
+	// address of the UDP port another listens on for every address:
+	// the kernel refuses the second bind.
 	if err := ns.Do(func() error {
 		p, err := Open(Config{})
 		if err != nil {
 			return err
 		}
 		defer p.Close()
-		if _, err := Open(Config{}); err == nil || !errors.Is(err, unix.EADDRINUSE) {
-			return fmt.Errorf("second Open: %v, want EADDRINUSE", err)
+		if q, err := Open(Config{Name: "again"}); err == nil || !strings.Contains(err.Error(), "same config as port genev_sys_6081 (remote_ip=flow in_key=flow)") {
+			if q != nil {
+				q.Close()
+			}
+			return fmt.Errorf("second Open: %v, want a same-config error", err)
+		}
+		if q, err := Open(Config{LocalIP: netip.MustParseAddr("127.0.0.1")}); err == nil || !errors.Is(err, unix.EADDRINUSE) {
+			if q != nil {
+				q.Close()
+			}
+			return fmt.Errorf("Open on 127.0.0.1: %v, want EADDRINUSE", err)
 		}
 		return nil
 	}); err != nil {

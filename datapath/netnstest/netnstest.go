@@ -304,7 +304,11 @@ func (v *Veth) create(t T, opts VethOptions) {
 			end.ns.MustExec(t, "ip", "link", "set", end.name, "mtu", fmt.Sprint(opts.MTU))
 		}
 		if end.addr != "" {
-			end.ns.MustExec(t, "ip", "addr", "add", end.addr, "dev", end.name)
+			addr := []string{"ip", "addr", "add", end.addr, "dev", end.name}
+			if strings.Contains(end.addr, ":") {
+				addr = append(addr, "nodad") // usable at once, no duplicate address detection
+			}
+			end.ns.MustExec(t, addr...)
 		}
 		if !opts.KeepOffloads {
 			DisableOffloads(t, end.ns, end.name)
@@ -543,4 +547,27 @@ func ReadTCP(addr string) (string, error) {
 	c.SetDeadline(time.Now().Add(3 * time.Second))
 	b, err := io.ReadAll(c)
 	return string(b), err
+}
+
+// MountBPFFS mounts a bpffs of the test's own under /tmp and returns its
+// path; it is unmounted (freeing whatever is still pinned in it) and
+// removed at cleanup. Daemons started under `ip netns exec` see it (that
+// remounts /sys only), and nothing a test pins lands in /sys/fs/bpf.
+func MountBPFFS(t T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "govs-bpffs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("bpf", dir, "bpf", 0, "mode=0700"); err != nil {
+		os.Remove(dir)
+		t.Fatalf("mount bpffs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount test bpffs %s: %v", dir, err)
+		}
+		os.Remove(dir)
+	})
+	return dir
 }

@@ -2,16 +2,15 @@ package offload
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"sync"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/conntrack"
 	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/tunnel"
@@ -262,10 +261,17 @@ type Manager struct {
 	k   *Kernel
 	log *zap.Logger
 
-	mu      sync.Mutex
-	closed  bool
-	gen     uint64 // the generation the program accepts
-	entries map[offloadFlowKey]*installed
+	mu     sync.Mutex
+	closed bool
+	gen    uint64 // the pipeline generation the entries are valid in
+	// base+gen is the generation written in the kernel: a process that
+	// adopted pinned entries starts above the generation they carry.
+	base uint64
+	// adopting: the entries are a previous process's, forwarding as they
+	// were until Revalidate; pipeline changes (the controller replaying
+	// its flows) do not touch them and nothing new is installed.
+	adopting bool
+	entries  map[offloadFlowKey]*installed
 	// forwarded counts what the kernel forwarded, as pushed to the rules,
 	// in all and by interface.
 	packets, bytes uint64
@@ -276,18 +282,59 @@ type Manager struct {
 }
 
 // NewManager loads the program and starts pushing kernel counters to the
-// rules every second (as Open vSwitch's revalidators do).
-func NewManager(log *zap.Logger) (*Manager, error) {
+// rules every second (as Open vSwitch's revalidators do). With a pin
+// directory (PinDir) the state is pinned there; entries a previous
+// process left are adopted and keep forwarding until Revalidate.
+func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	k, err := Load()
+	k, err := Load(pinDir)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if k.Adopted() {
+		m.adoptPinned()
+		// No keepalives until Revalidate: nothing in userspace could
+		// take them (flow-restore-wait drops them, conntrack does not
+		// know the connections yet).
+		if err := k.Hold(); err != nil {
+			log.Warn("offload: keepalives stay on while adopting", zap.Error(err))
+		}
+	}
+	if pinDir != "" && !k.PinsOutliveProcess() {
+		log.Warn("offload: bpffs mounted in this process's own mount namespace; the kernel state will not survive a restart (mount bpffs at /sys/fs/bpf on the host, or pass --bpffs)", zap.String("pin_dir", pinDir))
+	}
 	go m.run()
 	return m, nil
+}
+
+// adoptPinned takes the pinned entries over (before the Manager is
+// shared): their kernel counters so far are the previous process's, and
+// new kernel generations start above theirs.
+func (m *Manager) adoptPinned() {
+	m.adopting = true
+	m.base, m.gen = m.k.gen+1, 0
+	now := int64(monotonicNow())
+	var key offloadFlowKey
+	var v offloadFlowAction
+	it := m.k.objs.Flows.Iterate()
+	for it.Next(&key, &v) {
+		m.entries[key] = &installed{in: key.Ifindex, out: v.OutIfindex, since: now, packets: v.Packets, bytes: v.Bytes}
+	}
+	if err := it.Err(); err != nil {
+		m.log.Warn("offload: listing adopted entries", zap.Error(err))
+	}
+	m.log.Info("offload: adopted the pinned kernel entries", zap.Int("entries", len(m.entries)))
+}
+
+// Adopting tells whether the entries are still a previous process's,
+// not yet revalidated.
+func (m *Manager) Adopting() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.adopting
 }
 
 func (m *Manager) run() {
@@ -306,7 +353,8 @@ func (m *Manager) run() {
 }
 
 // Close stops the stats push, pushes the last counters and frees the
-// program and maps (the ports' links keep the program until closed).
+// program and maps (the ports' links keep the program until closed);
+// after Retain the pinned state stays for the next process.
 func (m *Manager) Close() error {
 	close(m.stop)
 	<-m.done
@@ -317,9 +365,28 @@ func (m *Manager) Close() error {
 	return m.k.Close()
 }
 
-// Attach attaches the program to a port's interface; closing the result
-// detaches it.
-func (m *Manager) Attach(ifindex int) (io.Closer, error) { return m.k.Attach(ifindex) }
+// Attach attaches the program to a port's interface (port name, the
+// pin of its link); closing the result detaches it unless retained.
+func (m *Manager) Attach(ifindex int, name string) (io.Closer, error) {
+	return m.k.Attach(ifindex, name)
+}
+
+// Retain makes the pinned state outlive this process: closing the ports
+// and the manager then leaves the program attached and the entries
+// forwarding (a clean stop without --cleanup, as ovs-vswitchd leaves its
+// kernel datapath).
+func (m *Manager) Retain() {
+	m.k.Retain()
+	// Keepalives would be lost while no process runs: the links move to
+	// the program without them.
+	if err := m.k.Hold(); err != nil {
+		m.log.Warn("offload: keepalives stay on across the stop", zap.Error(err))
+	}
+}
+
+// SweepLinks detaches the pinned links no port claimed (ports deleted
+// while govs-vswitchd was down) and returns their names.
+func (m *Manager) SweepLinks() []string { return m.k.SweepLinks() }
 
 // Invalidate makes the program ignore every entry at once (the pipeline
 // moved to generation gen) and then deletes them, pushing their last
@@ -328,10 +395,16 @@ func (m *Manager) Attach(ifindex int) (io.Closer, error) { return m.k.Attach(ifi
 func (m *Manager) Invalidate(gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if gen <= m.gen || m.closed {
-		return // a later change got here first, or the bridge is gone
+	if gen <= m.gen || m.closed || m.k.retained() {
+		// A later change got here first, or the bridge is gone or going
+		// with its entries left for the next process.
+		return
 	}
-	if err := m.k.SetGeneration(gen); err != nil {
+	if m.adopting {
+		m.gen = gen // the adopted entries wait for Revalidate
+		return
+	}
+	if err := m.k.SetGeneration(m.base + gen); err != nil {
 		m.log.Error("offload: invalidating kernel entries failed", zap.Error(err))
 		return
 	}
@@ -379,7 +452,7 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed || m.adopting {
 		return
 	}
 	old := m.entries[key]
@@ -403,16 +476,25 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	if fk.Tun.Dst != [4]byte{} {
 		d.Action.Flags |= ActDecap
 	}
-	if err := m.k.Install(fk, d.Action, gen); err != nil {
-		m.log.Warn("offload: installing entry failed", zap.Error(err))
-		delete(m.entries, key)
-		return
-	}
 	in := fk.CountAs
 	if in == 0 {
 		in = fk.Ifindex
 	}
-	m.entries[key] = &installed{rules: d.Rules, in: in, out: countAs, since: int64(monotonicNow())}
+	// A Geneve entry's connection is recorded too: Revalidate removes
+	// the entry, but conntrack adopts the connection, so its next packet
+	// through userspace is still +est.
+	m.installLocked(&key, d, in, countAs, connOf(start, final, hits))
+}
+
+// installLocked writes an entry valid in the current generation; in and
+// out are the ports its packets count on (ifindex or PortID).
+func (m *Manager) installLocked(key *offloadFlowKey, d Decision, in, out uint32, conn *conntrack.Entry) {
+	if err := m.k.install(key, d.Action, m.base+m.gen, conn); err != nil {
+		m.log.Warn("offload: installing entry failed", zap.Error(err))
+		delete(m.entries, *key)
+		return
+	}
+	m.entries[*key] = &installed{rules: d.Rules, in: in, out: out, since: int64(monotonicNow())}
 }
 
 // IdleTimeout is how long an entry the kernel has not used stays (a flow
@@ -456,7 +538,7 @@ func (m *Manager) Forget(fk FlowKey) {
 // deleteLocked pushes an entry's last counters and deletes it.
 func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
 	m.pushOneLocked(key, e)
-	if err := m.k.objs.Flows.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := m.k.delete(&key); err != nil {
 		m.log.Warn("offload: deleting entry failed", zap.Error(err))
 	}
 	delete(m.entries, key)
@@ -544,7 +626,7 @@ func (m *Manager) String() string { return fmt.Sprintf("offload(gen %d)", m.gen)
 // Probe tells whether this kernel can load the program (BPF, the map and
 // program types, the verifier's acceptance), without attaching it.
 func Probe() error {
-	k, err := Load()
+	k, err := Load("")
 	if err != nil {
 		return err
 	}

@@ -7,18 +7,22 @@
 // userspace exactly as without the program.
 //
 // Memory the kernel owns never outlives its owner: programs are attached
-// through bpf_links (gone when the port's Link is closed or the process
-// dies) and the maps are freed with the Kernel.
+// through bpf_links and the maps are freed with the Kernel; with a pin
+// directory (pin.go) the owner is the datapath that directory names, and
+// the state outlives the process for the next one to adopt.
 package offload
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/govs-project/govs/conntrack"
 )
 
 // Action flags (ACT_* in bpf/offload.c).
@@ -113,16 +117,38 @@ type Counters struct {
 // switch. Its methods are safe for concurrent use (each is a syscall on a
 // map the kernel synchronizes).
 type Kernel struct {
-	objs offloadObjects
-	gen  uint64
+	objs  offloadObjects
+	conns *ebpf.Map            // each entry's connection (connInfo); pinned only
+	pins  *pins                // nil: nothing pinned
+	spec  *ebpf.CollectionSpec // pinned only: for the hold program
+	gen   uint64               // the generation in the map at load
 }
 
 // Load loads the program and maps into the kernel. It fails where the
-// kernel has no BPF (or the process lacks CAP_BPF/CAP_NET_ADMIN).
-func Load() (*Kernel, error) {
+// kernel has no BPF (or the process lacks CAP_BPF/CAP_NET_ADMIN). With a
+// pin directory (PinDir) the maps are pinned there, and adopted with
+// their entries and generation when a previous process left them
+// (Adopted); without one they die with the Kernel.
+func Load(pinDir string) (*Kernel, error) {
 	k := &Kernel{gen: 1}
-	if err := loadOffloadObjects(&k.objs, nil); err != nil {
+	spec, err := loadOffload()
+	if err != nil {
 		return nil, fmt.Errorf("load offload program: %w", err)
+	}
+	if pinDir == "" {
+		err = spec.LoadAndAssign(&k.objs, nil)
+	} else {
+		err = k.loadPinned(spec, pinDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load offload program: %w", err)
+	}
+	if k.Adopted() {
+		if err := k.objs.Generation.Lookup(uint32(0), &k.gen); err != nil {
+			k.Close()
+			return nil, fmt.Errorf("read pinned offload generation: %w", err)
+		}
+		return k, nil
 	}
 	if err := k.objs.Generation.Put(uint32(0), k.gen); err != nil {
 		k.Close()
@@ -131,10 +157,21 @@ func Load() (*Kernel, error) {
 	return k, nil
 }
 
-// Close detaches nothing (links are the ports') and frees program and maps;
-// the kernel drops them once the last link is gone.
+// Close detaches nothing (links are the ports') and frees program and
+// maps; the kernel drops them once the last link is gone. Pinned maps are
+// unpinned first unless the Kernel is retained (Retain).
 func (k *Kernel) Close() error {
-	return k.objs.Close()
+	var err error
+	if k.pins != nil && !k.retained() {
+		err = k.unpin()
+	}
+	if k.conns != nil {
+		k.conns.Close()
+	}
+	if k.pins != nil && k.pins.hold != nil {
+		k.pins.hold.Close() // the links that run it keep it
+	}
+	return errors.Join(err, k.objs.Close())
 }
 
 // Attach attaches the program to the interface in generic (skb) mode: it
@@ -142,9 +179,19 @@ func (k *Kernel) Close() error {
 // reaches the AF_PACKET socket and one it passes reaches only the socket.
 // Generic mode because a native-mode redirect to a veth needs a program on
 // that veth's peer, which lives in the pod. The program stays attached
-// until the returned link is closed or the process exits.
-func (k *Kernel) Attach(ifindex int) (link.Link, error) {
-	l, err := link.AttachXDP(link.XDPOptions{Program: k.objs.GovsOffload, Interface: ifindex, Flags: link.XDPGenericMode})
+// until the returned link is closed or the process exits; with pinning
+// (Load with a directory), until the port is deleted, its pin removed or
+// the datapath cleaned up, whatever becomes of the process. name is the
+// port's name, the link's pin.
+func (k *Kernel) Attach(ifindex int, name string) (io.Closer, error) {
+	if k.pins != nil {
+		return k.attachPinned(ifindex, name)
+	}
+	return k.attachLink(ifindex, k.objs.GovsOffload)
+}
+
+func (k *Kernel) attachLink(ifindex int, prog *ebpf.Program) (link.Link, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
 	if err != nil {
 		return nil, fmt.Errorf("attach offload program to ifindex %d: %w", ifindex, err)
 	}
@@ -208,6 +255,12 @@ func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
 	if err != nil {
 		return err
 	}
+	return k.install(&key, a, gen, nil)
+}
+
+// install writes an entry and, pinned, its connection (none: a previous
+// one is deleted, the entry cannot be adopted).
+func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntrack.Entry) error {
 	// last_pass = now: the packet that got the entry installed went through
 	// userspace, the next keepalive is due in a second.
 	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
@@ -223,7 +276,18 @@ func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
 			return err
 		}
 	}
-	if err := k.objs.Flows.Put(&key, &v); err != nil {
+	if k.conns != nil {
+		// The connection first: an entry a restart finds has one.
+		if conn != nil {
+			ci := connInfoOf(conn)
+			if err := k.conns.Put(key, &ci); err != nil {
+				return fmt.Errorf("install offload entry's connection: %w", err)
+			}
+		} else if err := k.conns.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete offload entry's connection: %w", err)
+		}
+	}
+	if err := k.objs.Flows.Put(key, &v); err != nil {
 		return fmt.Errorf("install offload entry: %w", err)
 	}
 	return nil
@@ -253,8 +317,17 @@ func (k *Kernel) Delete(fk FlowKey) error {
 	if err != nil {
 		return err
 	}
-	if err := k.objs.Flows.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	return k.delete(&key)
+}
+
+func (k *Kernel) delete(key *offloadFlowKey) error {
+	if err := k.objs.Flows.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete offload entry: %w", err)
+	}
+	if k.conns != nil {
+		if err := k.conns.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete offload entry's connection: %w", err)
+		}
 	}
 	return nil
 }
@@ -299,8 +372,8 @@ func (k *Kernel) Clear() error {
 		return fmt.Errorf("list offload entries: %w", err)
 	}
 	for i := range keys {
-		if err := k.objs.Flows.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("delete offload entry: %w", err)
+		if err := k.delete(&keys[i]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -111,13 +111,13 @@ func tapSees(s *netnstest.RawSocket, dport uint16, quiet time.Duration) int {
 // the tap and not B.
 func TestRedirect(t *testing.T) {
 	p := newPair(t)
-	k, err := Load()
+	k, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
 	var l interface{ Close() error }
-	if err := p.sw.Do(func() (err error) { l, err = k.Attach(p.ifA); return err }); err != nil {
+	if err := p.sw.Do(func() (err error) { l, err = k.Attach(p.ifA, ""); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()

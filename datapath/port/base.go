@@ -549,11 +549,7 @@ func (b *Base) Munmap(mem *[]byte, what string) error {
 // an AF_XDP socket whose device is deleted never wakes poll(2).
 func (b *Base) Wait() (int16, error) {
 	if !b.checkSocket {
-		ev, err := PollRx(&b.RxPoll, b.Timeout, &b.closed)
-		if err != nil {
-			return 0, b.Errorf("%w", err)
-		}
-		return ev, nil
+		return b.WaitTimeout(b.Timeout)
 	}
 	var start time.Time
 	if b.Timeout >= 0 {
@@ -578,6 +574,18 @@ func (b *Base) Wait() (int16, error) {
 			return 0, nil
 		}
 	}
+}
+
+// WaitTimeout is Wait with a timeout of ms instead of the read timeout
+// and without the socket check: for a kind whose reader waits for
+// something else than its descriptor now and then (a Geneve port whose
+// shared socket another port reads).
+func (b *Base) WaitTimeout(ms int) (int16, error) {
+	ev, err := PollRx(&b.RxPoll, ms, &b.closed)
+	if err != nil {
+		return 0, b.Errorf("%w", err)
+	}
+	return ev, nil
 }
 
 // WaitReady is Wait reporting whether the receive descriptor is ready

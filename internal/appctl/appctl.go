@@ -60,6 +60,9 @@ func New(d *vswitchd.Daemon, vlog *VLog, exit func()) *App {
 		if len(args) == 1 && args[0] != "--cleanup" {
 			return "", fmt.Errorf("exit: unknown option %s", args[0])
 		}
+		// As ovs-vswitchd: --cleanup removes the datapath state (the
+		// kernel fast path's pins), a plain exit leaves it.
+		d.SetRetainKernelState(len(args) == 0)
 		return "", nil
 	})
 	ex.After = func() {

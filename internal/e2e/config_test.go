@@ -13,7 +13,7 @@ import (
 
 // TestDaemonConfigAndPortStatus: govs-vswitchd builds the bridges and ports
 // of its YAML file at start, and a controller connected to the management
-// socket is told about ports added and removed at run time
+// socket is told about ports added (then LIVE) and removed at run time
 // (OFPT_PORT_STATUS).
 func TestDaemonConfigAndPortStatus(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "govs.yaml")
@@ -53,7 +53,7 @@ func TestDaemonConfigAndPortStatus(t *testing.T) {
 	n.mustRun("add-port", "br-cfg", pod.veth.Host, "ofport_request=12")
 	n.mustRun("del-port", "br-cfg", pod.veth.Host)
 	var reasons []uint8
-	for len(reasons) < 2 {
+	for len(reasons) < 3 {
 		h, body, err := c.Recv()
 		if err != nil {
 			t.Fatalf("waiting for port-status: %v (got %v)", err, reasons)
@@ -66,7 +66,9 @@ func TestDaemonConfigAndPortStatus(t *testing.T) {
 		}
 		reasons = append(reasons, body[0])
 	}
-	if reasons[0] != 0 || reasons[1] != 1 { // OFPPR_ADD, OFPPR_DELETE
-		t.Errorf("port-status reasons %v, want [0 1] (add, delete)", reasons)
+	// As from OVS: the port is added not yet LIVE, a MODIFY makes it LIVE
+	// (1.1+), then it is deleted.
+	if reasons[0] != 0 || reasons[1] != 2 || reasons[2] != 1 { // OFPPR_ADD, OFPPR_MODIFY, OFPPR_DELETE
+		t.Errorf("port-status reasons %v, want [0 2 1] (add, modify, delete)", reasons)
 	}
 }

@@ -39,7 +39,13 @@ func binaries(t testing.TB) (govs, vswitchd string) {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return filepath.Join(binDir, "govs"), filepath.Join(binDir, "govs-vswitchd")
+	vswitchd = filepath.Join(binDir, "govs-vswitchd")
+	// Another build of the daemon (an older one to compare with, or one
+	// that serves profiles).
+	if bin := os.Getenv("GOVS_E2E_VSWITCHD"); bin != "" {
+		vswitchd = bin
+	}
+	return filepath.Join(binDir, "govs"), vswitchd
 }
 
 // node is a govs-vswitchd running inside its own network namespace.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,27 @@ var (
 	}
 )
 
+// nodeCIDR is the node address with the underlay's prefix length.
+func (w geneveWorker) nodeCIDR() string {
+	if strings.Contains(w.nodeIP, ":") {
+		return w.nodeIP + "/64"
+	}
+	return w.nodeIP + "/24"
+}
+
+// peer is the other worker of w's pair (IPv4 or IPv6 underlay).
+func (w geneveWorker) peer() geneveWorker {
+	for _, pair := range [][2]geneveWorker{{geneveWorker1, geneveWorker2}, {geneveWorker1v6, geneveWorker2v6}} {
+		if w.nodeIP == pair[0].nodeIP {
+			return pair[1]
+		}
+		if w.nodeIP == pair[1].nodeIP {
+			return pair[0]
+		}
+	}
+	panic("no peer for worker " + w.nodeIP)
+}
+
 // genevePod is a pod of the walk, with its OpenFlow port in the seed.
 type genevePod struct {
 	name, ip, mac string
@@ -70,6 +92,8 @@ type geneveNode struct {
 	ns     *netnstest.NS // the node namespace (gateway, underlay)
 	target string        // ovs-ofctl target of br-int
 	pods   map[string]*pod
+	// appctl runs ovs-appctl against the node's switch (OVSDB nodes only).
+	appctl func(args ...string) (string, error)
 }
 
 // loadSeed loads the TLV map and the seed pipeline with the real ovs-ofctl.
@@ -202,12 +226,18 @@ func (c *capture) output() string { return c.out.String() }
 
 func startCapture(t *testing.T, ns *netnstest.NS, ifname string) *capture {
 	t.Helper()
+	return startCaptureFrom(t, ns, ifname, geneveWorker1.nodeIP)
+}
+
+// startCaptureFrom captures the Geneve datagrams src sends.
+func startCaptureFrom(t *testing.T, ns *netnstest.NS, ifname, src string) *capture {
+	t.Helper()
 	if _, err := exec.LookPath("tshark"); err != nil {
 		t.Fatalf("tshark missing (Debian package tshark): %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	args := ns.Command("tshark", "-i", ifname, "-n", "-l", "-a", "duration:30", "-V",
-		"-f", "udp dst port 6081 and src host "+geneveWorker1.nodeIP)
+		"-f", "udp dst port 6081 and src host "+src)
 	c := &capture{cmd: exec.CommandContext(ctx, args[0], args[1:]...), done: make(chan error, 1)}
 	c.cmd.Stdout = c
 	stderr, err := c.cmd.StderrPipe()
@@ -256,7 +286,13 @@ func startCapture(t *testing.T, ns *netnstest.NS, ifname string) *capture {
 // that packet's -V text.
 func synCapture(t *testing.T, ns *netnstest.NS, ifname string, connect func()) string {
 	t.Helper()
-	c := startCapture(t, ns, ifname)
+	return synCaptureFrom(t, ns, ifname, geneveWorker1.nodeIP, connect)
+}
+
+// synCaptureFrom is synCapture for the datagrams src sends.
+func synCaptureFrom(t *testing.T, ns *netnstest.NS, ifname, src string, connect func()) string {
+	t.Helper()
+	c := startCaptureFrom(t, ns, ifname, src)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		connect()
@@ -423,9 +459,18 @@ func TestGeneveTwoGovsNodes(t *testing.T) {
 		if err == nil || !strings.Contains(out, "address already in use") {
 			t.Errorf("second geneve port, without local_ip: %v %s", err, out)
 		}
-		out, err = n1.run("add-port", "br-int", "tun9", "type=geneve", "options:remote_ip=flow", "options:local_ip="+geneveWorker1.nodeIP)
-		if err == nil || !strings.Contains(out, "address already in use") {
-			t.Errorf("second geneve port on the same address and UDP port: %v %s", err, out)
+		// On the same address and UDP port it shares antrea-tun0's
+		// socket, unless it would take the same packets (OVS: "same
+		// config as port"). A fixed remote_ip is another match.
+		out, err = n1.run("add-port", "br-int", "tun9", "type=geneve", "options:remote_ip=flow", "options:key=flow", "options:local_ip="+geneveWorker1.nodeIP)
+		if err == nil || !strings.Contains(out, "same config as port antrea-tun0") {
+			t.Errorf("second geneve port with antrea-tun0's options: %v %s", err, out)
+		}
+		out, err = n1.run("add-port", "br-int", "tun9", "type=geneve", "options:remote_ip="+geneveWorker2.nodeIP, "options:key=flow", "options:local_ip="+geneveWorker1.nodeIP)
+		if err != nil {
+			t.Errorf("geneve port with a fixed remote_ip next to antrea-tun0: %v %s", err, out)
+		} else if out, err := n1.run("del-port", "br-int", "tun9"); err != nil {
+			t.Errorf("del-port tun9: %v %s", err, out)
 		}
 	})
 }
@@ -486,23 +531,33 @@ func startOVSDBWorker(t *testing.T, vswitchd string, w geneveWorker, plug func(n
 			t.Fatalf("ovs-appctl %s: %v %s", strings.Join(args, " "), err, out)
 		}
 	}
-	vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev", "fail-mode=standalone")
+	// br-phy's LOCAL port has the NIC's MAC, so that the peer's frames to
+	// that MAC reach the node address on br-phy: Open vSwitch picks it
+	// from the NIC by itself (bridge_pick_local_hw_addr), govs only from
+	// other_config:hwaddr, which says it for both.
+	vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev", "fail-mode=standalone",
+		fmt.Sprintf("other_config:hwaddr=%q", w.nodeMAC))
 	vsctl("add-port", "br-phy", nic)
-	ns.MustExec(t, "ip", "addr", "add", w.nodeIP+"/24", "dev", "br-phy")
+	cidr := netip.MustParsePrefix(w.nodeCIDR())
+	addr := []string{"ip", "addr", "add", cidr.String(), "dev", "br-phy"}
+	neigh := "tnl/arp/set"
+	if cidr.Addr().Is6() {
+		addr = append(addr, "nodad") // usable at once
+		neigh = "tnl/neigh/set"
+	}
+	ns.MustExec(t, addr...)
 	ns.MustExec(t, "ip", "link", "set", "br-phy", "up")
 	// OVS learns br-phy's new address from netlink a moment later, and
 	// refuses the route ("Error while inserting route") until it has.
+	underlayNet := cidr.Masked().String()
 	waitFor(t, 10*time.Second, func() bool {
-		_, err := o.Appctl("ovs/route/add", "10.79.1.0/24", "br-phy")
+		_, err := o.Appctl("ovs/route/add", underlayNet, "br-phy")
 		return err == nil
-	}, "ovs-appctl ovs/route/add 10.79.1.0/24 br-phy")
-	peer := geneveWorker1
-	if w.nodeIP == peer.nodeIP {
-		peer = geneveWorker2
-	}
-	appctl("tnl/arp/set", "br-phy", peer.nodeIP, peer.nodeMAC)
+	}, "ovs-appctl ovs/route/add "+underlayNet+" br-phy")
+	peer := w.peer()
+	appctl(neigh, "br-phy", peer.nodeIP, peer.nodeMAC)
 
-	g := &geneveNode{ns: ns, target: o.Target(), pods: map[string]*pod{}}
+	g := &geneveNode{ns: ns, target: o.Target(), pods: map[string]*pod{}, appctl: o.Appctl}
 	if err := o.AddPort(ovstest.Port{Name: "antrea-tun0", Type: "geneve", OFPort: 1,
 		Options: map[string]string{"remote_ip": "flow", "key": "flow"}}); err != nil {
 		t.Fatal(err)
@@ -523,26 +578,33 @@ func startOVSDBWorker(t *testing.T, vswitchd string, w geneveWorker, plug func(n
 	return g
 }
 
-// testGeneveOVSDB runs the Geneve walk between two workers built by
-// startOVSDBWorker with the daemons vswitchd1 and vswitchd2 ("": Open
-// vSwitch), joined by an underlay link between their br-phy bridges.
-func testGeneveOVSDB(t *testing.T, vswitchd1, vswitchd2 string) {
+// startOVSDBPair starts the workers wk1 and wk2 with startOVSDBWorker and
+// the daemons vswitchd1 and vswitchd2, their br-phy bridges joined by an
+// underlay link; it returns them, worker 1's namespace and the link.
+func startOVSDBPair(t *testing.T, vswitchd1, vswitchd2 string, wk1, wk2 geneveWorker) (w1, w2 *geneveNode, ns1 *netnstest.NS, link *netnstest.Veth) {
+	t.Helper()
 	netnstest.RequireRoot(t)
 	// The link is made with worker 1's namespace and its far end waits in
 	// hold until worker 2's exists.
 	hold := netnstest.NewNS(t)
-	var link *netnstest.Veth
-	var ns1 *netnstest.NS
-	w1 := startOVSDBWorker(t, vswitchd1, geneveWorker1, func(ns *netnstest.NS) string {
+	w1 = startOVSDBWorker(t, vswitchd1, wk1, func(ns *netnstest.NS) string {
 		ns1 = ns
 		link = underlay(t, ns, hold, false, false)
 		return link.Host
 	})
-	w2 := startOVSDBWorker(t, vswitchd2, geneveWorker2, func(ns *netnstest.NS) string {
+	w2 = startOVSDBWorker(t, vswitchd2, wk2, func(ns *netnstest.NS) string {
 		hold.MustExec(t, "ip", "link", "set", link.Peer, "netns", ns.Name)
 		ns.MustExec(t, "ip", "link", "set", link.Peer, "up")
 		return link.Peer
 	})
+	return w1, w2, ns1, link
+}
+
+// testGeneveOVSDB runs the Geneve walk between two workers built by
+// startOVSDBWorker with the daemons vswitchd1 and vswitchd2 ("": Open
+// vSwitch), joined by an underlay link between their br-phy bridges.
+func testGeneveOVSDB(t *testing.T, vswitchd1, vswitchd2 string) {
+	w1, w2, ns1, link := startOVSDBPair(t, vswitchd1, vswitchd2, geneveWorker1, geneveWorker2)
 	frontend, backend2 := w1.pods["frontend"], w2.pods["backend2"]
 	podServe(t, backend2, "backend2", 80)
 	t.Run("frontend to backend2 TCP 80 through the tunnel, decoded by tshark", func(t *testing.T) {

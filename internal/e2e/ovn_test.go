@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"maps"
 	"net"
@@ -30,17 +31,29 @@ var ovnPods = []ovnPod{
 	{"p3", "ls2", "00:00:00:00:02:02", "10.0.2.2", "10.0.2.1", 0},
 }
 
-// ovnRemotePods are the second chassis's pods: one on each switch.
-var ovnRemotePods = []ovnPod{
-	{"p4", "ls1", "00:00:00:00:01:04", "10.0.1.4", "10.0.1.1", 1},
-	{"p5", "ls2", "00:00:00:00:02:03", "10.0.2.3", "10.0.2.1", 1},
+// ovnChassisPods are ovnPods plus, on each further chassis c of n, one pod
+// on each switch: chassis 1 (the second) has p4 (10.0.1.4 on ls1) and p5
+// (10.0.2.3 on ls2), chassis 2 p6 (10.0.1.6) and p7 (10.0.2.5), and so on.
+func ovnChassisPods(n int) []ovnPod {
+	pods := slices.Clone(ovnPods)
+	for c := 1; c < n; c++ {
+		ip1, ip2 := 2*c+2, 2*c+1
+		pods = append(pods,
+			ovnPod{fmt.Sprintf("p%d", 2*c+2), "ls1", fmt.Sprintf("00:00:00:00:01:%02x", ip1), fmt.Sprintf("10.0.1.%d", ip1), "10.0.1.1", c},
+			ovnPod{fmt.Sprintf("p%d", 2*c+3), "ls2", fmt.Sprintf("00:00:00:00:02:%02x", ip2), fmt.Sprintf("10.0.2.%d", ip2), "10.0.2.1", c})
+	}
+	return pods
 }
 
+// ovnVIP is the load balancer address whose backend is the ls2 pod of
+// chassis c (c > 0; 172.16.0.100 is p3's, on the first chassis).
+func ovnVIP(c int) string { return fmt.Sprintf("172.16.0.%d", 100+c) }
+
 // ovnTopology builds the logical network: two switches joined by a
-// router, ACLs on ls2 that let only p1 reach its pods (allow-related from
-// anyone but p2, who is dropped), and on ls1 a load balancer
-// 172.16.0.100:80 -> p3:80 (and 172.16.0.101:80 -> p5:80 when p5 is
-// there); then the pods, each bound on its chassis.
+// router, ACLs on ls2 that let anyone but p2 reach its pods
+// (allow-related; p2 is dropped), and on ls1 a load balancer
+// 172.16.0.100:80 -> p3:80 (and ovnVIP(c):80 -> the ls2 pod of each further
+// chassis c); then the pods, each bound on its chassis.
 func ovnTopology(t *testing.T, o *ovntest.OVN, podList []ovnPod) map[string]*pod {
 	t.Helper()
 	cmds := [][]string{
@@ -63,9 +76,10 @@ func ovnTopology(t *testing.T, o *ovntest.OVN, podList []ovnPod) map[string]*pod
 		cmds = append(cmds,
 			[]string{"acl-add", "ls2", "to-lport", "1002", `outport == "` + p.lsp + `" && ip4.src == 10.0.1.3`, "drop"},
 			[]string{"acl-add", "ls2", "to-lport", "1001", `outport == "` + p.lsp + `" && ip4`, "allow-related"})
-		if p.lsp == "p5" {
-			cmds = append(cmds, []string{"lb-add", "lb2", "172.16.0.101:80", p.ip + ":80", "tcp"},
-				[]string{"ls-lb-add", "ls1", "lb2"})
+		if p.chassis > 0 {
+			lb := fmt.Sprintf("lb%d", p.chassis+1)
+			cmds = append(cmds, []string{"lb-add", lb, ovnVIP(p.chassis) + ":80", p.ip + ":80", "tcp"},
+				[]string{"ls-lb-add", "ls1", lb})
 		}
 	}
 	for _, c := range cmds {
@@ -121,7 +135,7 @@ func runOVNChecks(t *testing.T, pods map[string]*pod) map[string]bool {
 
 // ovnRun brings up the deployment (opts: one chassis or several),
 // builds the topology with podList, runs the checks (those of
-// runOVNGeneveChecks too with a second chassis), ovn-trace and ovn-appctl,
+// runOVNGeneveChecks too with several chassis), ovn-trace and ovn-appctl,
 // and returns the checks' results.
 func ovnRun(t *testing.T, opts ovntest.Options, podList []ovnPod) map[string]bool {
 	t.Helper()
@@ -131,7 +145,7 @@ func ovnRun(t *testing.T, opts ovntest.Options, podList []ovnPod) map[string]boo
 	up := time.Since(start)
 	res := runOVNChecks(t, pods)
 	if len(o.Nodes) > 1 {
-		maps.Copy(res, runOVNGeneveChecks(t, o, pods))
+		maps.Copy(res, runOVNGeneveChecks(t, o, podList, pods))
 	}
 	if out, err := o.Trace("ls1", `inport == "p1" && eth.src == 00:00:00:00:01:02 && eth.dst == 00:00:00:00:ff:01 && ip4.src == 10.0.1.2 && ip4.dst == 10.0.2.2 && ip.ttl == 64 && icmp4`); err != nil || !strings.Contains(out, `output to "p3"`) {
 		t.Errorf("ovn-trace p1 -> p3: %v\n%s", err, out)
@@ -154,47 +168,86 @@ func ovnRun(t *testing.T, opts ovntest.Options, podList []ovnPod) map[string]boo
 	return res
 }
 
-// runOVNGeneveChecks are the checks across two chassis: each has the
-// Geneve port ovn-controller made towards the other and received traffic
-// on it, and the pods of both reach each other through the logical
-// switch, the router, the ACLs and the load balancers.
-func runOVNGeneveChecks(t *testing.T, o *ovntest.OVN, pods map[string]*pod) map[string]bool {
+// runOVNGeneveChecks are the checks across chassis: between every two
+// chassis the pods reach each other through the logical switch and the
+// router, the ACLs let in all but p2 and the load balancers reach their
+// backend on another chassis; each chassis has the Geneve port
+// ovn-controller made towards each other chassis, and received traffic on
+// each (a chassis with several tunnels takes each packet in on the port of
+// the chassis that sent it).
+func runOVNGeneveChecks(t *testing.T, o *ovntest.OVN, podList []ovnPod, pods map[string]*pod) map[string]bool {
 	t.Helper()
-	tcpServer(t, pods["p5"], 80, "p5")
+	n := len(o.Nodes)
+	// Each chassis's pod on ls1 and on ls2.
+	ls1, ls2 := make([]ovnPod, n), make([]ovnPod, n)
+	for _, p := range podList {
+		switch {
+		case p.ls == "ls1" && ls1[p.chassis].lsp == "":
+			ls1[p.chassis] = p
+		case p.ls == "ls2":
+			ls2[p.chassis] = p
+		}
+	}
+	for c := 1; c < n; c++ {
+		tcpServer(t, pods[ls2[c].lsp], 80, ls2[c].lsp)
+	}
 	ping, get := ovnProbes(pods)
 	results := map[string]bool{}
 	// The first packets over a new tunnel wait for the underlay's ARP on
 	// the sending side (govs: the kernel's; OVS: tnl/arp/set beforehand);
 	// on this loaded machine that has taken more than the ping's 2 s in
-	// one run of four. The tunnel gets 10 s to carry a ping, then the
+	// one run of four. Each tunnel gets 10 s to carry a ping, then the
 	// checks proper run.
-	deadline := time.Now().Add(10 * time.Second)
-	up := ping("p1", "10.0.1.4") && ping("p4", "10.0.1.2")
-	for !up && time.Now().Before(deadline) {
-		up = ping("p1", "10.0.1.4") && ping("p4", "10.0.1.2")
-	}
-	results["p1 <-> p4 ping within 10 s (the tunnel comes up)"] = up
-	results["p1 -> p4 ping (logical switch over Geneve)"] = ping("p1", "10.0.1.4")
-	results["p4 -> p3 ping (logical router, from chassis-2)"] = ping("p4", "10.0.2.2")
-	results["p1 -> p5 ping (logical router over Geneve)"] = ping("p1", "10.0.2.3")
-	results["p1 -> p5:80 tcp (ACL allow-related over Geneve)"] = get("p1", "10.0.2.3:80", "p5")
-	results["p1 -> 172.16.0.101:80 tcp (load balancer to p5 on chassis-2)"] = get("p1", "172.16.0.101:80", "p5")
-	results["p4 -> 172.16.0.100:80 tcp (load balancer on chassis-2 to p3)"] = get("p4", "172.16.0.100:80", "p3")
-	results["p4 -> router 10.0.1.1 ping (chassis-2)"] = ping("p4", "10.0.1.1")
-	results["!p2 -> p5:80 tcp (ACL drop over Geneve)"] = !get("p2", "10.0.2.3:80", "p5")
-	results["!p2 -> p5 ping (ACL drop over Geneve)"] = !ping("p2", "10.0.2.3")
-	for i, c := range o.Nodes {
-		peer := o.Nodes[1-i]
-		ofport, err := ovnTunnelPort(c, peer.EncapIP)
-		results[c.Name+": Geneve port to "+peer.Name+" (remote_ip, key=flow, csum)"] = err == nil
-		if err != nil {
-			t.Logf("%s: %v", c.Name, err)
-			continue
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			pa, pb := ls1[a], ls1[b]
+			deadline := time.Now().Add(10 * time.Second)
+			up := ping(pa.lsp, pb.ip) && ping(pb.lsp, pa.ip)
+			for !up && time.Now().Before(deadline) {
+				up = ping(pa.lsp, pb.ip) && ping(pb.lsp, pa.ip)
+			}
+			results[pa.lsp+" <-> "+pb.lsp+" ping within 10 s (the tunnel comes up)"] = up
+			results[pa.lsp+" -> "+pb.lsp+" ping (logical switch over Geneve)"] = ping(pa.lsp, pb.ip)
+			results[pa.lsp+" -> "+ls2[b].lsp+" ping (logical router over Geneve)"] = ping(pa.lsp, ls2[b].ip)
+			results[pb.lsp+" -> "+ls2[a].lsp+" ping (logical router over Geneve)"] = ping(pb.lsp, ls2[a].ip)
 		}
-		// Table 0 takes what arrives on the tunnel port (OVN's
-		// physical-to-logical flows): its counters prove decapsulation.
-		flows, _ := c.Ofctl("-O", "OpenFlow15", "dump-flows", "table=0,in_port="+ofport)
-		results[c.Name+": table 0 counts packets from the Geneve port"] = flowPackets(flows) > 0
+	}
+	for c := 0; c < n; c++ {
+		if c > 0 {
+			results[ls1[c].lsp+" -> router 10.0.1.1 ping ("+o.Nodes[c].Name+")"] = ping(ls1[c].lsp, "10.0.1.1")
+			results[ls1[c].lsp+" -> 172.16.0.100:80 tcp (load balancer on "+o.Nodes[c].Name+" to p3)"] = get(ls1[c].lsp, "172.16.0.100:80", "p3")
+			to := ls2[c]
+			results["!p2 -> "+to.lsp+":80 tcp (ACL drop over Geneve)"] = !get("p2", to.ip+":80", to.lsp)
+			results["!p2 -> "+to.lsp+" ping (ACL drop over Geneve)"] = !ping("p2", to.ip)
+		}
+		// From every other chassis to this one's ls2 pod, directly
+		// (ACL allow-related) and through its load balancer.
+		for from := 0; from < n && c > 0; from++ {
+			if from == c {
+				continue
+			}
+			to, src := ls2[c], ls1[from].lsp
+			results[src+" -> "+to.lsp+":80 tcp (ACL allow-related over Geneve)"] = get(src, to.ip+":80", to.lsp)
+			results[src+" -> "+ovnVIP(c)+":80 tcp (load balancer to "+to.lsp+" on "+o.Nodes[c].Name+")"] = get(src, ovnVIP(c)+":80", to.lsp)
+		}
+	}
+	for _, c := range o.Nodes {
+		for _, peer := range o.Nodes {
+			if peer == c {
+				continue
+			}
+			ofport, err := ovnTunnelPort(c, peer.EncapIP)
+			results[c.Name+": Geneve port to "+peer.Name+" (remote_ip, key=flow, csum)"] = err == nil
+			if err != nil {
+				t.Logf("%s: %v", c.Name, err)
+				continue
+			}
+			// Table 0 takes what arrives on the tunnel port (OVN's
+			// physical-to-logical flows): its counters prove
+			// decapsulation on the port of the sending chassis.
+			flows, _ := c.Ofctl("-O", "OpenFlow15", "dump-flows", "table=0,in_port="+ofport)
+			results[c.Name+": table 0 counts packets from the Geneve port to "+peer.Name] = flowPackets(flows) > 0
+		}
 	}
 	return results
 }
@@ -203,14 +256,14 @@ func runOVNGeneveChecks(t *testing.T, o *ovntest.OVN, pods map[string]*pod) map[
 // towards remote and returns its OpenFlow port number; it checks the
 // options OVN gives it.
 func ovnTunnelPort(c *ovntest.Chassis, remote string) (string, error) {
-	out, err := c.Vsctl("--bare", "--columns=name,ofport,options", "find", "Interface", "type=geneve")
+	out, err := c.Vsctl("--bare", "--columns=name,ofport,options", "find", "Interface", "type=geneve", `options:remote_ip="`+remote+`"`)
 	if err != nil {
 		return "", err
 	}
 	f := strings.Fields(out)
 	// name, ofport, then the options map's key=value words.
 	if len(f) < 3 {
-		return "", fmt.Errorf("no geneve interface: %q", out)
+		return "", fmt.Errorf("no geneve interface to %s: %q", remote, out)
 	}
 	opts := strings.Join(f[2:], " ")
 	for _, want := range []string{"remote_ip=" + remote, "key=flow", "csum=true"} {
@@ -248,23 +301,30 @@ func TestOVNGovsMatchesOpenVSwitch(t *testing.T) {
 	compareOVN(t, ovs, map[string]map[string]bool{"govs": govs})
 }
 
-// TestOVNGeneveTwoChassis (issue 22): the same logical network spread over
-// two chassis joined by Geneve, pods on both, the router, ACLs and a load
-// balancer whose backend is on the other chassis: Open vSwitch on both
-// chassis, govs on both, and one of each must pass the same checks.
-func TestOVNGeneveTwoChassis(t *testing.T) {
+// TestOVNGeneveThreeChassis (issue 22): the same logical network spread
+// over three chassis joined by Geneve, pods on each, the router, ACLs and
+// load balancers whose backend is on another chassis. Each chassis has two
+// tunnels (ovn-controller makes one port per remote chassis, each with its
+// remote_ip), which govs must receive on one UDP socket. Open vSwitch on
+// all three chassis, govs on all three, and a mix must pass the same checks.
+func TestOVNGeneveThreeChassis(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
-	pods := append(slices.Clone(ovnPods), ovnRemotePods...)
-	run := func(t *testing.T, a, b string) map[string]bool {
-		return ovnRun(t, ovntest.Options{Chassis: []ovntest.ChassisOptions{{Vswitchd: a}, {Vswitchd: b}}}, pods)
+	pods := ovnChassisPods(3)
+	run := func(t *testing.T, switches ...string) map[string]bool {
+		var opts ovntest.Options
+		for _, s := range switches {
+			opts.Chassis = append(opts.Chassis, ovntest.ChassisOptions{Vswitchd: s})
+		}
+		return ovnRun(t, opts, pods)
 	}
 	var ovs map[string]bool
 	others := map[string]map[string]bool{}
-	t.Run("openvswitch", func(t *testing.T) { ovs = run(t, "", "") })
-	t.Run("govs", func(t *testing.T) { others["govs"] = run(t, vswitchd, vswitchd) })
-	t.Run("govs+openvswitch", func(t *testing.T) { others["govs+openvswitch"] = run(t, vswitchd, "") })
+	t.Run("openvswitch", func(t *testing.T) { ovs = run(t, "", "", "") })
+	t.Run("govs", func(t *testing.T) { others["govs"] = run(t, vswitchd, vswitchd, vswitchd) })
+	t.Run("govs+openvswitch+govs", func(t *testing.T) { others["govs+openvswitch+govs"] = run(t, vswitchd, "", vswitchd) })
 	compareOVN(t, ovs, others)
+	t.Logf("%d checks, every one passing with Open vSwitch and each other run", len(ovs))
 }
 
 // compareOVN requires every check to pass with Open vSwitch and with each
@@ -285,7 +345,7 @@ func compareOVN(t *testing.T, ovs map[string]bool, others map[string]map[string]
 }
 
 // ovnBundleRounds is how many full-table bundles are timed per switch.
-const ovnBundleRounds = 3
+var ovnBundleRounds = flag.Int("ovn.bundle.rounds", 3, "TestOVNBundleTime: full-table bundles timed per switch")
 
 // ovnBundleTimes builds the one-chassis topology with an OpenFlow tap in
 // front of the switch, then makes ovn-controller reinstall its whole
@@ -303,7 +363,7 @@ func ovnBundleTimes(t *testing.T, vswitchd string) []ovntest.BundleTiming {
 	nflows := strings.Count(flows, "\n")
 	tap := o.Chassis.Tap
 	var full []ovntest.BundleTiming
-	for round := 0; round < ovnBundleRounds; round++ {
+	for round := 0; round < *ovnBundleRounds; round++ {
 		seen := len(tap.Bundles())
 		tap.Reconnect()
 		waitFor(t, 30*time.Second, func() bool {

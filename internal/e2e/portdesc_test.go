@@ -45,9 +45,8 @@ func portDescBridge(t *testing.T, vswitchd string) *ovstest.OVS {
 // Per-port facts that differ between two runs by chance.
 var portDescNoise = regexp.MustCompile(`addr:[0-9a-f:]{17}|\(xid=0x[0-9a-f]+\)`)
 
-// portDescStates is dump-ports-desc reduced to each port's config and
-// state lines (the link speeds and features are the devices', not the
-// switch's).
+// portDescStates is dump-ports-desc reduced to each port's config,
+// state, current features and speed lines.
 func portDescStates(out string) string {
 	var b strings.Builder
 	for _, l := range strings.Split(out, "\n") {
@@ -55,7 +54,7 @@ func portDescStates(out string) string {
 		switch {
 		case strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "  "): // " 1(int-up): addr:..."
 			fmt.Fprintln(&b, strings.TrimSpace(portDescNoise.ReplaceAllString(t, "")))
-		case strings.HasPrefix(t, "config:"), strings.HasPrefix(t, "state:"):
+		case strings.HasPrefix(t, "config:"), strings.HasPrefix(t, "state:"), strings.HasPrefix(t, "current:"), strings.HasPrefix(t, "speed:"):
 			fmt.Fprintln(&b, "    "+strings.Join(strings.Fields(t), " "))
 		}
 	}

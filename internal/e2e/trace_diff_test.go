@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,24 +32,30 @@ func dpPortNames(show string) map[string]string {
 	return m
 }
 
-var recircRE = regexp.MustCompile(`recirc(_id=|\()0x[0-9a-f]+`)
+var recircRE = regexp.MustCompile(`recirc(_id=|\()(0x[0-9a-f]+|[0-9]+)`)
 
 // normalizeOVSTrace keeps what both switches must print alike: it drops
 // the megaflow lines (each datapath keys its cache its own way), prints
 // datapath ports by name, and numbers recirc ids by first appearance.
 func normalizeOVSTrace(out string, ports map[string]string) string {
-	ids := map[string]string{}
+	ids := map[uint64]string{}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if strings.HasPrefix(l, "Megaflow: ") {
 			continue
 		}
+		// Hex in flows and recirc(), decimal in a controller action's
+		// userspace cookie: the same id either way.
 		l = recircRE.ReplaceAllStringFunc(l, func(s string) string {
-			i := strings.Index(s, "0x")
-			id, ok := ids[s[i:]]
+			i := strings.IndexAny(s, "=(") + 1
+			n, err := strconv.ParseUint(s[i:], 0, 32)
+			if err != nil || n == 0 {
+				return s
+			}
+			id, ok := ids[n]
 			if !ok {
 				id = fmt.Sprintf("#%d", len(ids)+1)
-				ids[s[i:]] = id
+				ids[n] = id
 			}
 			return s[:i] + id
 		})

@@ -45,6 +45,7 @@ type worker1 struct {
 	mgmt string
 	// appctl runs the real ovs-appctl against the switch daemon.
 	appctl func(t *testing.T, args ...string) (string, int)
+	o      *ovstest.OVS // the OVSDB harness (startWorker1OVSDB only)
 }
 
 func startWorker1(t *testing.T, extra ...string) *worker1 {
@@ -81,7 +82,7 @@ func startWorker1OVSDB(t *testing.T, vswitchd string) *worker1 {
 	o := ovstest.Start(t, ovstest.Options{FailMode: "secure", Vswitchd: vswitchd,
 		Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}})
 	node := &netnstest.NS{Name: o.Netns()}
-	w := &worker1{ns: node, gw: "gw0", pods: map[string]*pod{}, mgmt: o.Target(),
+	w := &worker1{ns: node, gw: "gw0", pods: map[string]*pod{}, mgmt: o.Target(), o: o,
 		appctl: func(t *testing.T, args ...string) (string, int) {
 			out, err := o.Appctl(args...)
 			var ce *ovstest.CmdError

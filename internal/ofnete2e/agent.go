@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"antrea.io/libOpenflow/common"
@@ -183,13 +184,25 @@ type BundleStats struct {
 	Send     time.Duration // open + add messages + close
 	Commit   time.Duration // the commit request until its reply
 	CPU      time.Duration // the switch's CPU time for all of it (set by the caller)
+	// ClientCPU is this process's CPU time over the bundle: ofnet's
+	// encoding and writing, a floor under the wall time of any switch.
+	ClientCPU time.Duration
+}
+
+// processCPU is the calling process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Bundle sends msgs in one bundle with the given flag (ofctrl.Atomic or
 // ofctrl.Ordered) the way Antrea's AddOFEntriesInBundle does: open, add
 // every message, close (Complete counts the accepted adds), commit.
-func (a *Agent) Bundle(flag ofctrl.TransactionType, msgs []ofctrl.OpenFlowModMessage) (BundleStats, error) {
-	st := BundleStats{Messages: len(msgs)}
+func (a *Agent) Bundle(flag ofctrl.TransactionType, msgs []ofctrl.OpenFlowModMessage) (st BundleStats, err error) {
+	st = BundleStats{Messages: len(msgs)}
+	cpu0 := processCPU()
+	defer func() { st.ClientCPU = processCPU() - cpu0 }()
 	start := time.Now()
 	tx := a.sw.NewTransaction(flag)
 	if err := tx.Begin(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,11 +339,7 @@ func session(t *testing.T, tg target) [][2]string {
 // cpu is the CPU time (user+system) the switch's process has used: on a
 // loaded machine a steadier measure of its work than the wall clock.
 func (tg target) cpu(t *testing.T) time.Duration {
-	pid, err := os.ReadFile(filepath.Join(tg.ovs.Rundir(), "ovs-vswitchd.pid"))
-	if err != nil {
-		t.Fatalf("%s: %v", tg.name, err)
-	}
-	stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
+	stat, err := os.ReadFile("/proc/" + tg.pid(t) + "/stat")
 	if err != nil {
 		t.Fatalf("%s: %v", tg.name, err)
 	}
@@ -353,6 +350,41 @@ func (tg target) cpu(t *testing.T) time.Duration {
 	fmt.Sscan(f[11], &ut)
 	fmt.Sscan(f[12], &st)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// pid is the switch daemon's process id.
+func (tg target) pid(t *testing.T) string {
+	pid, err := os.ReadFile(filepath.Join(tg.ovs.Rundir(), "ovs-vswitchd.pid"))
+	if err != nil {
+		t.Fatalf("%s: %v", tg.name, err)
+	}
+	return strings.TrimSpace(string(pid))
+}
+
+// contextSwitches is how often the switch's threads gave up or lost
+// the CPU so far (voluntary and involuntary, all threads): a switch that
+// wakes up once per message shows here.
+func (tg target) contextSwitches(t *testing.T) int64 {
+	dir := "/proc/" + tg.pid(t) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("%s: %v", tg.name, err)
+	}
+	var n int64
+	for _, task := range tasks {
+		status, err := os.ReadFile(filepath.Join(dir, task.Name(), "status"))
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				var c int64
+				fmt.Sscan(strings.TrimSpace(v), &c)
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 var txPackets = regexp.MustCompile(`tx pkts=\d+, bytes=\d+, drop=\d+`)
@@ -496,18 +528,19 @@ func TestBundleSpeed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cpu0 := tg.cpu(t)
+			cpu0, cs0 := tg.cpu(t), tg.contextSwitches(t)
 			st, err := a.Bundle(ofctrl.Ordered, append(msgs, fm...))
 			if err != nil {
 				t.Fatalf("%s: %v", tg.name, err)
 			}
 			st.CPU = tg.cpu(t) - cpu0
+			cs := tg.contextSwitches(t) - cs0
 			n := strings.Count(tg.ofctl(t, "dump-aggregate"), "flow_count="+fmt.Sprint(len(flows)))
 			if n != 1 {
 				t.Fatalf("%s: after the bundle: %s, want flow_count=%d", tg.name, tg.ofctl(t, "dump-aggregate"), len(flows))
 			}
-			t.Logf("rep %d %-4s: %d groups + %d flows: send %v, commit %v, total %v, switch cpu %v", rep, tg.name, len(groups), len(flows),
-				st.Send.Round(time.Millisecond), st.Commit.Round(time.Millisecond), (st.Send + st.Commit).Round(time.Millisecond), st.CPU)
+			t.Logf("rep %d %-4s: %d groups + %d flows: send %v, commit %v, total %v, switch cpu %v (%d context switches), client cpu %v", rep, tg.name, len(groups), len(flows),
+				st.Send.Round(time.Millisecond), st.Commit.Round(time.Millisecond), (st.Send + st.Commit).Round(time.Millisecond), st.CPU, cs, st.ClientCPU.Round(time.Millisecond))
 			total[tg.name] = append(total[tg.name], st)
 			// Clean up for the next round as the agent would on restart.
 			if err := a.DeleteFlowsByCookie(0, 0); err != nil {
@@ -535,8 +568,81 @@ func TestBundleSpeed(t *testing.T) {
 		{"commit", func(s BundleStats) time.Duration { return s.Commit }},
 		{"send+commit", func(s BundleStats) time.Duration { return s.Send + s.Commit }},
 		{"switch cpu", func(s BundleStats) time.Duration { return s.CPU }},
+		{"client cpu", func(s BundleStats) time.Duration { return s.ClientCPU }},
 	} {
 		g, o := sum("govs", m.f), sum("ovs", m.f)
 		t.Logf("%s: govs/ovs = %.2f (%v / %v)", m.name, float64(g)/float64(o), g, o)
+	}
+}
+
+// portStatuses adds a veth port, takes its peer down and up, brings it
+// down and up with a port-mod and deletes it, and returns the port-status
+// messages the agent's PortStatusRcvd got, as ofnet decoded them.
+func portStatuses(t *testing.T, tg target) []string {
+	a := tg.connect(t)
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", tg.ovs.Netns()}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: ip %v: %v: %s", tg.name, args, err, out)
+		}
+	}
+	ip("link", "add", "ofv", "type", "veth", "peer", "name", "ofv-p")
+	ip("link", "set", "ofv", "up")
+	ip("link", "set", "ofv-p", "up")
+	var got []string
+	// collect takes what arrives until nothing has for 700 ms (both
+	// switches react to the kernel's link notifications).
+	collect := func(step string) {
+		got = append(got, "-- "+step)
+		for {
+			select {
+			case s := <-a.portState:
+				d := s.Desc
+				line := fmt.Sprintf("reason=%d port=%d name=%s config=%#x state=%#x", s.Reason, d.PortNo, strings.TrimRight(string(d.Name), "\x00"), d.Config, d.State)
+				for _, p := range d.Properties {
+					if e, ok := p.(*openflow15.PortDescPropEthernet); ok {
+						line += fmt.Sprintf(" curr=%#x speed=%d", e.Curr, e.CurrSpeed)
+					}
+				}
+				got = append(got, line)
+			case <-time.After(700 * time.Millisecond):
+				return
+			}
+		}
+	}
+	collect("connected")
+	if err := tg.ovs.AddPort(ovstest.Port{Name: "ofv", OFPort: 7}); err != nil {
+		t.Fatal(err)
+	}
+	collect("added")
+	ip("link", "set", "ofv-p", "down")
+	collect("peer down")
+	ip("link", "set", "ofv-p", "up")
+	collect("peer up")
+	tg.ofctl(t, "mod-port", "ofv", "down")
+	collect("mod-port down")
+	tg.ofctl(t, "mod-port", "ofv", "up")
+	collect("mod-port up")
+	if _, err := tg.ovs.Vsctl("del-port", "ofv"); err != nil {
+		t.Fatal(err)
+	}
+	collect("deleted")
+	return got
+}
+
+// TestAgentPortStatus: Antrea's agent learns of port changes (an uplink
+// or a Pod's interface losing its link) through ofnet's PortStatusRcvd.
+// The same changes on both switches give it the same OpenFlow 1.5
+// OFPT_PORT_STATUS messages, as ofnet decodes them (reason, port, name,
+// config, state, the Ethernet property's features and speed).
+func TestAgentPortStatus(t *testing.T) {
+	tgs := startTargets(t)
+	want := portStatuses(t, tgs[0])
+	got := portStatuses(t, tgs[1])
+	if w, g := strings.Join(want, "\n"), strings.Join(got, "\n"); w != g {
+		t.Errorf("port status differs:\novs:\n%s\ngovs:\n%s", w, g)
+	}
+	if !slices.Contains(want, "reason=2 port=7 name=ofv config=0x0 state=0x1 curr=0x840 speed=10000000") {
+		t.Errorf("ovs: no LINK_DOWN MODIFY for the veth:\n%s", strings.Join(want, "\n"))
 	}
 }

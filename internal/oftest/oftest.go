@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/govs-project/govs/ofproto/wire"
@@ -242,4 +244,29 @@ func LearnZeroBits() []byte {
 	learn := []byte{0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0} // timeouts, priority, cookie, flags, table 1, fin timeouts
 	spec := []byte{0x28, 0x00, 0x00, 0x00, 0x00, 0x02, 0, 0}                             // immediate -> load, 0 bits; dst NXM_OF_IN_PORT[0]
 	return NXAction(16, 40, append(learn, spec...))
+}
+
+// SocketPair returns the two ends of a connected AF_UNIX stream socket
+// pair, as *net.UnixConn: kernel-buffered like the management socket real
+// clients use (net.Pipe hands every write over synchronously).
+func SocketPair() (net.Conn, net.Conn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), fmt.Sprintf("socketpair-%d", i))
+		conns[i], err = net.FileConn(f) // duplicates the descriptor
+		f.Close()
+		if err != nil {
+			if i == 1 {
+				conns[0].Close()
+			} else {
+				syscall.Close(fds[1])
+			}
+			return nil, nil, err
+		}
+	}
+	return conns[0], conns[1], nil
 }

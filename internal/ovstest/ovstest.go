@@ -113,6 +113,9 @@ type OVS struct {
 	env     []string
 	daemons []*daemon
 	nice    int // ovs-vswitchd's niceness (Options.VswitchdNiceness)
+	// vswitchd and startTimeout start ovs-vswitchd again (StartVswitchd).
+	vswitchd     string
+	startTimeout time.Duration
 }
 
 // daemon is one OVS process started by the harness.
@@ -234,11 +237,8 @@ func Start(tb testing.TB, opts Options) *OVS {
 	if vswitchd == "" {
 		vswitchd = "ovs-vswitchd"
 	}
-	o.startDaemonAs(opts.StartTimeout, "ovs-vswitchd", vswitchd, filepath.Join(dir, "ovs-vswitchd.ctl"),
-		"unix:"+dbSock,
-		// No kernel datapath in tests: only the userspace netdev datapath.
-		"--disable-system",
-		"--disable-system-route")
+	o.vswitchd, o.startTimeout = vswitchd, opts.StartTimeout
+	o.startVswitchd()
 
 	if opts.NoBridge {
 		return o
@@ -264,6 +264,65 @@ func Start(tb testing.TB, opts Options) *OVS {
 		}
 	}
 	return o
+}
+
+func (o *OVS) startVswitchd() {
+	o.tb.Helper()
+	o.startDaemonAs(o.startTimeout, "ovs-vswitchd", o.vswitchd, filepath.Join(o.dir, "ovs-vswitchd.ctl"),
+		"unix:"+o.DBSocket(),
+		// No kernel datapath in tests: only the userspace netdev datapath.
+		"--disable-system",
+		"--disable-system-route")
+}
+
+// StopVswitchd stops ovs-vswitchd with `ovs-appctl exit` and exitArgs
+// (e.g. "--cleanup") and waits until the process is gone.
+func (o *OVS) StopVswitchd(exitArgs ...string) error {
+	o.tb.Helper()
+	return o.endVswitchd(func(*daemon) error {
+		if out, err := o.Appctl(append([]string{"exit"}, exitArgs...)...); err != nil {
+			return fmt.Errorf("ovs-appctl exit: %w (%s)", err, out)
+		}
+		return nil
+	})
+}
+
+// KillVswitchd kills ovs-vswitchd with SIGKILL (a crash) and waits until
+// the process is gone.
+func (o *OVS) KillVswitchd() error {
+	o.tb.Helper()
+	return o.endVswitchd(func(d *daemon) error { return syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL) })
+}
+
+func (o *OVS) endVswitchd(end func(*daemon) error) error {
+	var d *daemon
+	for _, x := range o.daemons {
+		if x.name == "ovs-vswitchd" {
+			d = x
+		}
+	}
+	if d == nil {
+		return fmt.Errorf("ovstest: no ovs-vswitchd started")
+	}
+	if err := end(d); err != nil {
+		return err
+	}
+	select {
+	case <-d.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("ovstest: ovs-vswitchd still running after 10s")
+	}
+}
+
+// StartVswitchd starts ovs-vswitchd again, with the command line Start
+// used, and waits for the bridge's management socket (a restart).
+func (o *OVS) StartVswitchd() {
+	o.tb.Helper()
+	o.startVswitchd()
+	if err := waitSocket(o.MgmtSocket(), o.startTimeout, nil); err != nil {
+		o.fatalf("bridge management socket after restart: %v", err)
+	}
 }
 
 // AddPort adds p to the bridge and waits until ovs-vswitchd has applied it.

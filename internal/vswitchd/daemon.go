@@ -66,6 +66,14 @@ type Daemon struct {
 	// tells that the command line chose it (the OVSDB key then does not).
 	offloadMode  string
 	offloadFixed bool
+	// PinRoot is the bpffs directory where the kernel fast path pins its
+	// state (offload.DefaultPinRoot in govs-vswitchd; "": nothing pinned,
+	// the state dies with the process). retainKernel: Close leaves it
+	// (SetRetainKernelState); pinsSwept: the first reconfiguration
+	// removed what deleted bridges and ports left.
+	PinRoot      string
+	retainKernel atomic.Bool
+	pinsSwept    bool
 	// offloadConfigured is the mode the database last asked for (a change
 	// once bridges run is logged once).
 	offloadConfigured string
@@ -232,6 +240,9 @@ func (d *Daemon) Apply(c *Config) error {
 			}
 		}
 	}
+	// No controller replays flows into a YAML configuration: adopted
+	// kernel entries are revalidated against it at once.
+	d.settlePinnedOffload(State{})
 	return nil
 }
 
@@ -399,6 +410,13 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 		go func() {
 			defer b.wg.Done()
 			b.of.Run(ctx) // flow expiry
+		}()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := watchLinks(ctx, dp, b.of, log); err != nil {
+				log.Warn("port link changes are not reported", zap.Error(err))
+			}
 		}()
 		t, err := ofproto.ParseTarget("punix:" + d.MgmtSocket(cfg.Name))
 		if err == nil {
@@ -593,6 +611,7 @@ func (d *Daemon) Show() string {
 // Close removes every bridge.
 func (d *Daemon) Close() error {
 	d.reconfMu.Lock()
+	d.retainOffload()
 	var errs []error
 	for _, n := range d.bridgeNames() {
 		errs = append(errs, d.stopBridge(n))

@@ -2,6 +2,8 @@ package vswitchd
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
@@ -123,7 +125,11 @@ func (d *Daemon) enableOffload(dp *datapath.Bridge, log *zap.Logger) {
 	if !d.offload {
 		return
 	}
-	m, err := offload.NewManager(log)
+	dir := ""
+	if d.PinRoot != "" {
+		dir = offload.PinDir(d.PinRoot, d.Rundir, dp.Name())
+	}
+	m, err := offload.NewManager(log, dir)
 	if err != nil {
 		log.Error("offload: the kernel path is off for this bridge", zap.String("offload", d.offloadMode), zap.Error(err))
 		return
@@ -172,5 +178,79 @@ func dumpOffload(s *strings.Builder, dp *datapath.Bridge) {
 	if m := dp.Offload(); m != nil {
 		st := m.Stats()
 		fmt.Fprintf(s, "  kernel entries: %d\n  kernel hits: %d packets, %d bytes\n", st.Entries, st.Packets, st.Bytes)
+	}
+}
+
+// SetRetainKernelState chooses what stopping the daemon (Close) does with
+// the kernel fast path's pinned state (PinRoot): retained, the programs
+// stay attached and the entries keep forwarding established connections
+// for the next govs-vswitchd to adopt, as ovs-vswitchd's plain exit
+// leaves the kernel datapath; not retained (`ovs-appctl exit --cleanup`,
+// and the default), everything is detached and unpinned.
+func (d *Daemon) SetRetainKernelState(on bool) { d.retainKernel.Store(on) }
+
+// retainOffload marks every bridge's pinned state to outlive the daemon.
+func (d *Daemon) retainOffload() {
+	if !d.retainKernel.Load() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, b := range d.bridges {
+		if m := b.dp.Offload(); m != nil {
+			m.Retain()
+		}
+	}
+}
+
+// settlePinnedOffload finishes a restart's adoption of pinned kernel
+// state after a reconfiguration: the first one removes what no wanted
+// bridge or port owns any more (deleted while govs-vswitchd was down),
+// and once flow-restore-wait is off each bridge's adopted entries are
+// revalidated against the flows the controller replayed, their
+// connections entered into conntrack.
+func (d *Daemon) settlePinnedOffload(want State) {
+	d.mu.Lock()
+	if d.PinRoot == "" {
+		d.mu.Unlock()
+		return
+	}
+	// The bridges with a kernel path; with the kernel path off (or not
+	// loadable) none, and a previous run's pins all go.
+	bridges := map[string]*datapath.Bridge{}
+	for n, b := range d.bridges {
+		if b.dp.Offload() != nil {
+			bridges[n] = b.dp
+		}
+	}
+	first := !d.pinsSwept
+	d.pinsSwept = true
+	tracker := d.tracker
+	d.mu.Unlock()
+	if first {
+		root := offload.RundirPinDir(d.PinRoot, d.Rundir)
+		es, _ := os.ReadDir(root)
+		for _, e := range es {
+			if _, ok := bridges[e.Name()]; !ok {
+				d.Log.Info("offload: removing the pinned state of a bridge deleted or without kernel path", zap.String("bridge", e.Name()))
+				if err := offload.RemovePins(filepath.Join(root, e.Name())); err != nil {
+					d.Log.Warn("offload: removing pinned state", zap.Error(err))
+				}
+			}
+		}
+		os.Remove(root) // if no bridge pins anything any more
+		for n, dp := range bridges {
+			if m := dp.Offload(); m != nil {
+				if gone := m.SweepLinks(); len(gone) > 0 {
+					d.Log.Info("offload: detached the programs of ports deleted while down", zap.String("bridge", n), zap.Strings("ports", gone))
+				}
+			}
+		}
+	}
+	if want.FlowRestoreWait || tracker == nil {
+		return
+	}
+	for _, dp := range bridges {
+		dp.RevalidateOffload(tracker.Adopt)
 	}
 }

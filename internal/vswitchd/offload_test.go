@@ -1,14 +1,18 @@
 package vswitchd
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/ofproto/flowtext"
 )
 
@@ -154,5 +158,93 @@ func TestPortNoOffload(t *testing.T) {
 	}
 	if !hasXDP(va.Host) || hasXDP(vb.Host) {
 		t.Errorf("XDP on %s %v (want true), on %s (no_offload) %v (want false)", va.Host, hasXDP(va.Host), vb.Host, hasXDP(vb.Host))
+	}
+}
+
+// TestOffloadPinOwnership: with a pin root, a daemon whose stop retains
+// its kernel state leaves the programs attached and the pins in place; the
+// next daemon removes what its configuration no longer owns (a port
+// deleted meanwhile) and keeps the rest; one without the kernel path
+// removes every pin of its rundir; a stop that does not retain (exit
+// --cleanup, the default) leaves nothing.
+func TestOffloadPinOwnership(t *testing.T) {
+	ns := netnstest.NewNS(t)
+	va := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{})
+	vb := netnstest.NewVeth(t, nil, ns, netnstest.VethOptions{})
+	root := filepath.Join(netnstest.MountBPFFS(t), "govs")
+	rundir := t.TempDir()
+	br := netnstest.UniqueName("brp")
+	dir := offload.PinDir(root, rundir, br)
+	state := func(ports ...string) State {
+		b := BridgeConfig{Name: br}
+		for _, p := range ports {
+			b.Ports = append(b.Ports, PortConfig{Name: p})
+		}
+		return State{Bridges: []BridgeConfig{b}}
+	}
+	start := func(mode string, want State) *Daemon {
+		t.Helper()
+		d := New(rundir, nil)
+		d.OpenFlow = nil
+		d.PinRoot = root
+		if err := d.SetOffload(mode); err != nil {
+			t.Fatal(err)
+		}
+		for name, st := range d.Reconcile(want).Ports {
+			if st.Err != nil {
+				t.Fatalf("port %s: %v", name, st.Err)
+			}
+		}
+		return d
+	}
+	// A program goes once the kernel frees its link, which may lag the
+	// unpin: wait a little for the answer expected.
+	hasXDP := func(dev string, want bool) bool {
+		for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			got := strings.Contains(netnstest.MustRun(t, "ip", "link", "show", "dev", dev), "prog/xdp")
+			if got == want || time.Now().After(end) {
+				return got
+			}
+		}
+	}
+	pinned := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+
+	d := start(OffloadEBPF, state(va.Host, vb.Host))
+	d.SetRetainKernelState(true)
+	d.Close()
+	if !hasXDP(va.Host, true) || !hasXDP(vb.Host, true) || !pinned("links/"+va.Host) || !pinned("links/"+vb.Host) {
+		t.Fatalf("after a retaining stop: link pins %v %v; want the programs and pins kept",
+			pinned("links/"+va.Host), pinned("links/"+vb.Host))
+	}
+
+	d = start(OffloadEBPF, state(va.Host))
+	if !hasXDP(va.Host, true) || !pinned("links/"+va.Host) {
+		t.Errorf("the kept port lost its program or pin")
+	}
+	if hasXDP(vb.Host, false) || pinned("links/"+vb.Host) {
+		t.Errorf("the port deleted while down keeps its program or its pin (%v)", pinned("links/"+vb.Host))
+	}
+	d.SetRetainKernelState(true)
+	d.Close()
+
+	d = start(OffloadNone, state(va.Host))
+	if hasXDP(va.Host, false) {
+		t.Errorf("with the kernel path off, %s keeps the previous run's program", va.Host)
+	}
+	if _, err := os.Stat(offload.RundirPinDir(root, rundir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("with the kernel path off the previous run's pins stay: %v", err)
+	}
+	d.Close()
+
+	d = start(OffloadEBPF, state(va.Host))
+	d.Close() // not retained: exit --cleanup
+	if hasXDP(va.Host, false) {
+		t.Errorf("after a stop without retaining %s keeps its program", va.Host)
+	}
+	if es, _ := os.ReadDir(root); len(es) != 0 {
+		t.Errorf("after a stop without retaining, pinned: %v", es)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"net"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/port/ifioctl"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto"
 )
@@ -27,8 +29,41 @@ type dpAdapter struct{ b *datapath.Bridge }
 func (a dpAdapter) Name() string                  { return a.b.Name() }
 func (a dpAdapter) DatapathID() uint64            { return a.b.DatapathID() }
 func (a dpAdapter) Pipeline() *flowtable.Pipeline { return a.b.Pipeline() }
+
+// SetPortConfig applies a port-mod. PORT_DOWN brings the port's device
+// down or up first, as OVS does (update_port_config turns NETDEV_UP off
+// or on): the link change then reaches the controllers as OVS reports it.
 func (a dpAdapter) SetPortConfig(no, config, mask uint32) error {
+	if mask&ofppcPortDown != 0 {
+		for _, p := range a.b.Ports() {
+			if p.OFPort == no && hasDevice(p.Kind) {
+				if err := setLinkUp(p.Name, config&ofppcPortDown == 0); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return a.b.SetPortConfig(no, config, mask)
+}
+
+// setLinkUp sets or clears a device's IFF_UP.
+func setLinkUp(name string, up bool) error {
+	fd, err := ifioctl.ControlSocket()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return ifioctl.SetUp(fd, name, up)
+}
+
+// hasDevice: ports of these kinds are network devices, with a carrier
+// and IFF_UP (OVS's netdev-linux); the others are vports.
+func hasDevice(kind string) bool {
+	switch kind {
+	case datapath.KindSystem, datapath.KindAFXDP, datapath.KindInternal:
+		return true
+	}
+	return false
 }
 
 // SyncTunnelTLV makes tunnel ports pick up a TLV map change at once.
@@ -91,10 +126,11 @@ func portInfo(p datapath.PortInfo, links map[string]net.Flags) ofproto.PortInfo 
 	o := ofproto.PortInfo{No: p.OFPort, Name: p.Name, Config: p.Config, MTU: p.MTU}
 	copy(o.HWAddr[:], p.MAC)
 	up, carrier := true, true
-	switch p.Kind {
-	case datapath.KindSystem, datapath.KindAFXDP, datapath.KindInternal:
+	if hasDevice(p.Kind) {
 		f, ok := links[p.Name]
 		up, carrier = ok && f&net.FlagUp != 0, ok && f&net.FlagRunning != 0
+	} else {
+		o.NoDevice = true
 	}
 	if !up {
 		o.Config |= ofppcPortDown

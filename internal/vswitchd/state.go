@@ -210,6 +210,7 @@ func (d *Daemon) reconcile(want State) Result {
 		})
 		d.applyVLANs(b)
 	}
+	d.settlePinnedOffload(want)
 	return res
 }
 

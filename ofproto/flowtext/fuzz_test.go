@@ -40,7 +40,12 @@ func checkRoundTrip(t *testing.T, s string, po *flowtext.ParseOptions, pr *flowt
 func FuzzParseFlow(f *testing.F) {
 	w1, _ := seedFlowLines(f, seeds.Worker1)
 	w2, _ := seedFlowLines(f, seeds.Worker2)
-	for _, l := range append(w1, w2...) {
+	tun6, err := os.ReadFile(filepath.Join(seeds.Dir(), "tunnel-ipv6.flows"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	t6, _ := seedFlowLines(f, string(tun6)) // IPv6 tunnel underlays
+	for _, l := range append(append(w1, w2...), t6...) {
 		f.Add(l)
 	}
 	rejected, err := os.ReadFile(filepath.Join(seeds.Dir(), "rejected.flows"))

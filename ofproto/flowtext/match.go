@@ -51,6 +51,8 @@ func buildMatchFields() []matchField {
 		{field: flowtable.FieldTunID, print: printHex},
 		{field: flowtable.FieldTunSrc, print: printIPv4},
 		{field: flowtable.FieldTunDst, print: printIPv4},
+		{field: flowtable.FieldTunIPv6Src, print: printIPv6},
+		{field: flowtable.FieldTunIPv6Dst, print: printIPv6},
 		{field: flowtable.FieldTunFlags, print: printTunFlags},
 		{name: "tun_metadata", print: printTunMetadata},
 		{field: flowtable.FieldMetadata, print: printHex},
@@ -260,7 +262,10 @@ func printFlags(c *matchCtx, e *matchField, names []ofptext.FlagName, maxMask ui
 	}
 }
 
-func printTunFlags(c *matchCtx, e *matchField) { printFlags(c, e, ofptext.TunFlagNames, 0x1) }
+// printTunFlags: OVS compares the mask with all tunnel flags (FLOW_TNL_F_MASK,
+// the private df/csum/key too), which a match on the one public bit never
+// equals, so it always prints +oam/-oam.
+func printTunFlags(c *matchCtx, e *matchField) { printFlags(c, e, ofptext.TunFlagNames, 0xf) }
 
 func printTCPFlags(c *matchCtx, e *matchField) { printFlags(c, e, ofptext.TCPFlagNames, 0xfff) }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/govs-project/govs/flowtable"
@@ -32,10 +33,20 @@ func DatapathFlow(value, mask *flowtable.Key, port func(uint32) string) string {
 	}
 	f := func(fd *flowtable.Field) (uint64, uint64) { return fd.Uint64(value), fd.Uint64(mask) }
 
-	if v, m := f(flowtable.FieldTunDst); m != 0 || v != 0 {
+	// A packet that came from a tunnel (tun_dst or tun_ipv6_dst set): like
+	// OVS's tun_key_to_attr, the addresses that are set, IPv4 before IPv6.
+	v, m := f(flowtable.FieldTunDst)
+	if v6 := flowtable.FieldTunIPv6Dst.Value(value); v != 0 || !ofptext.AllZero(v6) {
 		id, idm := f(flowtable.FieldTunID)
 		src, srcm := f(flowtable.FieldTunSrc)
-		add("tunnel", odpHex64("tun_id", id, idm), odpIPv4("src", uint32(src), uint32(srcm)), odpIPv4("dst", uint32(v), uint32(m)))
+		if src == 0 {
+			srcm = 0
+		}
+		if v == 0 {
+			m = 0
+		}
+		add("tunnel", odpHex64("tun_id", id, idm), odpIPv4("src", uint32(src), uint32(srcm)), odpIPv4("dst", uint32(v), uint32(m)),
+			odpIPv6Set("ipv6_src", flowtable.FieldTunIPv6Src, value, mask), odpIPv6Set("ipv6_dst", flowtable.FieldTunIPv6Dst, value, mask))
 	}
 	if v, m := f(flowtable.FieldPktMark); m != 0 {
 		add("skb_mark", odpHex32("", uint32(v), uint32(m)))
@@ -236,11 +247,13 @@ func odpHex32(name string, v, m uint32) string {
 	return odpMasked(s, uint64(m), 0xffffffff)
 }
 
+// odpHex64 is OVS's format_be64: the value always with 0x (tun_id=0x0),
+// the mask as %#x.
 func odpHex64(name string, v, m uint64) string {
 	if m == 0 {
 		return ""
 	}
-	return odpMasked(name+"="+cHex(v), m, ^uint64(0))
+	return odpMasked(name+"=0x"+strconv.FormatUint(v, 16), m, ^uint64(0))
 }
 
 func odpIPv4(name string, v, m uint32) string {
@@ -265,11 +278,19 @@ func odpIPv6(name string, fd *flowtable.Field, value, mask *flowtable.Key) strin
 	if ofptext.AllZero(m) {
 		return ""
 	}
-	s := name + "=" + netip.AddrFrom16([16]byte(fd.Value(value))).String()
+	s := name + "=" + ofptext.IPv6String([16]byte(fd.Value(value)))
 	if !ofptext.AllOnes(m) {
-		s += "/" + netip.AddrFrom16([16]byte(m)).String()
+		s += "/" + ofptext.IPv6String([16]byte(m))
 	}
 	return s
+}
+
+// odpIPv6Set is odpIPv6 for an attribute OVS puts only when it is set.
+func odpIPv6Set(name string, fd *flowtable.Field, value, mask *flowtable.Key) string {
+	if ofptext.AllZero(fd.Value(value)) {
+		return ""
+	}
+	return odpIPv6(name, fd, value, mask)
 }
 
 func odpEth(name string, fd *flowtable.Field, value, mask *flowtable.Key) string {

@@ -22,6 +22,16 @@ func TestDatapathFlow(t *testing.T) {
 			"recirc_id(0),in_port(2),packet_type(ns=0,id=0),eth_type(0x86dd),ipv6(dst=fe80::/ffc0::,tclass=0/0x3,frag=no)"},
 		{"recirc_id=0,in_port=1,tun_dst=192.168.77.2,tun_id=0x5,dl_vlan=10,ip",
 			"tunnel(tun_id=0x5,dst=192.168.77.2),recirc_id(0),in_port(1),packet_type(ns=0,id=0),vlan(vid=10),eth_type(0x0800),ipv4(frag=no)"},
+		// An IPv6 underlay: the IPv4 addresses are 0 and not printed, as
+		// OVS's tun_key_to_attr leaves them out.
+		{"recirc_id=0,in_port=1,tun_id=0,tun_src=0.0.0.0,tun_dst=0.0.0.0,tun_ipv6_src=fd00:4f::ca,tun_ipv6_dst=fd00:4f::c9,ip",
+			"tunnel(tun_id=0x0,ipv6_src=fd00:4f::ca,ipv6_dst=fd00:4f::c9),recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no)"},
+		{"recirc_id=0,in_port=1,tun_ipv6_dst=fd00:4f::/64,ip",
+			"tunnel(ipv6_dst=fd00:4f::/ffff:ffff:ffff:ffff::),recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no)"},
+		// A plain port's packet whose megaflow looked at tun_ipv6_src (0):
+		// no tunnel attribute.
+		{"recirc_id=0,in_port=2,tun_ipv6_src=::,ip",
+			"recirc_id(0),in_port(2),packet_type(ns=0,id=0),eth_type(0x0800),ipv4(frag=no)"},
 	} {
 		fm, err := ParseFlow(tc.match+",actions=drop", nil)
 		if err != nil {

@@ -400,6 +400,11 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 					tn.add('d', fmt.Sprintf("output port is %d", ps.events[i+1].Port))
 				}
 				keepCt(&cur, &e.After)
+			case *flowtable.Meter:
+				if e.Meter != nil {
+					dp = append(dp, fmt.Sprintf("meter(%d)", e.Meter.Provider))
+				}
+				keepCt(&cur, &e.After)
 			case *flowtable.Resubmit, *flowtable.GotoTable, *flowtable.Group:
 			default:
 				keepCt(&cur, &e.After)
@@ -415,7 +420,7 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 		case flowtable.TraceOutput:
 			if e.Port == flowtable.PortController {
 				dp = append(dp, t.commitSets(&committed, &cur)...)
-				dp = append(dp, "userspace(controller)")
+				dp = append(dp, t.controllerAction(&e))
 				continue
 			}
 			dp = append(dp, t.commitSets(&committed, &cur)...)
@@ -437,6 +442,35 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 	} else {
 		b.WriteString(strings.Join(dp, ","))
 	}
+}
+
+// controllerAction prints a packet-in as the datapath action OVS's
+// xlate_controller_action composes in a trace: a userspace action that
+// is not sent (dont_send=1) with its own recirc_id, inside
+// sample(...,actions(meter(N),...)) when a meter limits it.
+func (t *OVSTrace) controllerAction(e *flowtable.TraceEvent) string {
+	pi := e.PacketIn
+	if pi == nil {
+		return "userspace(controller)"
+	}
+	var recirc uint32
+	if t.NextRecircID != nil {
+		recirc = t.NextRecircID()
+	}
+	reason := pi.Reason
+	if reason == flowtable.ReasonExplicitMiss {
+		reason = 6 // OVS's OFPR_EXPLICIT_MISS
+	}
+	cookie := "0" // C's %#x
+	if pi.Cookie != 0 {
+		cookie = fmt.Sprintf("%#x", pi.Cookie)
+	}
+	a := fmt.Sprintf("userspace(pid=0,controller(reason=%d,dont_send=1,continuation=0,recirc_id=%d,rule_cookie=%s,controller_id=%d,max_len=%d))",
+		reason, recirc, cookie, pi.ControllerID, pi.MaxLen)
+	if e.Meter != nil {
+		a = fmt.Sprintf("sample(sample=100.0%%,actions(meter(%d),%s))", e.Meter.Provider, a)
+	}
+	return a
 }
 
 // req is the conntrack request of the ct() at event i of the pass.
@@ -538,7 +572,12 @@ func FlowString(k *flowtable.Key, o *PrintOptions) string {
 	}
 	nonzero(flowtable.FieldRecircID, flowtable.FieldDpHash, flowtable.FieldPktMark, flowtable.FieldCtState, flowtable.FieldCtZone,
 		flowtable.FieldCtMark, flowtable.FieldCtLabel, flowtable.FieldMetadata, flowtable.FieldTunID, flowtable.FieldTunSrc,
-		flowtable.FieldTunDst, flowtable.FieldTunFlags)
+		flowtable.FieldTunDst, flowtable.FieldTunIPv6Src, flowtable.FieldTunIPv6Dst, flowtable.FieldTunFlags)
+	if k.TunDst() != 0 || k.TunIPv6Dst() != [16]byte{} {
+		// A packet from a tunnel: OVS prints the addresses of both
+		// families (tun_src=0.0.0.0,... over IPv6).
+		exact(flowtable.FieldTunSrc, flowtable.FieldTunDst, flowtable.FieldTunIPv6Src, flowtable.FieldTunIPv6Dst)
+	}
 	if k.CtState()&flowtable.CtStateTrk != 0 && !ofptext.AllZero(flowtable.FieldCtNwProto.Value(k)) {
 		exact(flowtable.FieldCtNwProto, flowtable.FieldCtTpSrc, flowtable.FieldCtTpDst)
 		if k.EthType() == flowtable.EthTypeIPv6 {

@@ -78,7 +78,7 @@ var traceFields = func() []*flowtable.Field {
 	fs = append(fs, flowtable.FieldReg[:]...)
 	fs = append(fs, flowtable.FieldMetadata, flowtable.FieldPktMark, flowtable.FieldInPort,
 		flowtable.FieldTunID, flowtable.FieldTunSrc, flowtable.FieldTunDst,
-		flowtable.FieldCtState, flowtable.FieldCtZone, flowtable.FieldCtMark, flowtable.FieldCtLabel,
+		flowtable.FieldTunIPv6Src, flowtable.FieldTunIPv6Dst, flowtable.FieldCtState, flowtable.FieldCtZone, flowtable.FieldCtMark, flowtable.FieldCtLabel,
 		flowtable.FieldEthSrc, flowtable.FieldEthDst, flowtable.FieldVlanTCI,
 		flowtable.FieldIPv4Src, flowtable.FieldIPv4Dst, flowtable.FieldIPTTL, flowtable.FieldNwTos,
 		flowtable.FieldTCPSrc, flowtable.FieldTCPDst,

@@ -38,6 +38,10 @@ var samples = []sample{
 	{text: "CONTROLLER:65535"},
 	{text: "controller(reason=no_match,max_len=128,id=3)"},
 	{text: "controller(userdata=01.02,pause)"},
+	// meter_id: the NXAC2PT_METER_ID property; 0 is NX_CTLR_NO_METER.
+	{text: "controller(pause,meter_id=5)"},
+	{text: "controller(reason=invalid_ttl,max_len=90,id=2,userdata=0a,meter_id=4294967295)"},
+	{text: "controller(meter_id=0)", of10: "CONTROLLER:65535", of13: "CONTROLLER:65535", of15: "CONTROLLER:65535"},
 	{text: "enqueue:1:2", wire: "set_queue:2,output:1,pop_queue"},
 	{text: "set_queue:5"},
 	{text: "pop_queue"},

@@ -88,10 +88,7 @@ func init() {
 	})
 	fromWire(func(t Decoder, a *wire.ActionController2) (flowtable.Action, error) {
 		p := a.Params()
-		c := &flowtable.Controller{MaxLen: p.MaxLen, ControllerID: p.ControllerID, Reason: p.Reason, Pause: p.Pause}
-		if p.MeterID != 0xffffffff { // NX_CTLR_NO_METER
-			c.MeterID = p.MeterID
-		}
+		c := &flowtable.Controller{MaxLen: p.MaxLen, ControllerID: p.ControllerID, Reason: p.Reason, Pause: p.Pause, MeterID: p.MeterID}
 		if len(p.Userdata) > 0 {
 			c.UserData = append([]byte(nil), p.Userdata...)
 		}

@@ -354,6 +354,13 @@ func formatSetField(b *strings.Builder, a *flowtable.SetField, o *ofptext.PrintO
 	if f := formOf(a); f != nil && f.format(b, a, o) {
 		return
 	}
+	if a.Field.IsTunMetadata() {
+		// A variable-length field travels as NXAST_REG_LOAD2 or
+		// OFPAT_SET_FIELD, never NXAST_REG_LOAD: OVS prints set_field even
+		// for a load it was given as text.
+		formatSetFieldSyntax(b, a)
+		return
+	}
 	v := o.Ver()
 	full := ofptext.AllOnes(a.Mask) || ofptext.IsFullFieldMask(a.Field, a.Mask)
 	switch {

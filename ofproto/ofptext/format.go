@@ -66,8 +66,20 @@ func IPMaskedString(v, m uint32) string {
 	return s + "/" + IPString(m)
 }
 
+// IPv6String prints an IPv6 address as OVS does (glibc inet_ntop): like
+// Go's netip, except that an IPv4-compatible address (96 zero bits, then a
+// nonzero second-to-last group) ends in dotted quad, e.g. "::255.255.0.0".
+func IPv6String(a [16]byte) string {
+	if [12]byte(a[:12]) == [12]byte{} && (a[12] != 0 || a[13] != 0) {
+		return "::" + netip.AddrFrom4([4]byte(a[12:])).String()
+	}
+	return netip.AddrFrom16(a).String()
+}
+
+// IPv6MaskedString is OVS ipv6_format_masked: the address, then /len for
+// a CIDR mask or /mask otherwise.
 func IPv6MaskedString(val, msk []byte) string {
-	s := netip.AddrFrom16([16]byte(val)).String()
+	s := IPv6String([16]byte(val))
 	if AllOnes(msk) {
 		return s
 	}
@@ -76,7 +88,7 @@ func IPv6MaskedString(val, msk []byte) string {
 		for bit := 7; bit >= 0; bit-- {
 			if c&(1<<uint(bit)) != 0 {
 				if !cidr {
-					return s + "/" + netip.AddrFrom16([16]byte(msk)).String()
+					return s + "/" + IPv6String([16]byte(msk))
 				}
 				ones++
 			} else {

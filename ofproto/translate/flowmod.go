@@ -63,6 +63,17 @@ func FlowModFromWireTID(fm *wire.FlowMod, version uint8, tlv *flowtable.TLVMap, 
 	return out, nil
 }
 
+// FlowModFromWireInto is FlowModFromWireTID into out, which is reset
+// first: a connection translates flow-mod after flow-mod into one
+// scratch FlowMod (over a kilobyte) instead of allocating one each. The
+// action lists and set-field bytes of out live in out, so a caller that
+// keeps anything of it past the next call must detach it first
+// (flowtable.NewRule does).
+func FlowModFromWireInto(out *FlowMod, fm *wire.FlowMod, version uint8, tlv *flowtable.TLVMap, tableIDExt bool) error {
+	*out = FlowMod{}
+	return out.fromWire(fm, version, tlv, tableIDExt)
+}
+
 func (out *FlowMod) fromWire(fm *wire.FlowMod, v uint8, tlv *flowtable.TLVMap, tid bool) error {
 	t := ofpact.NewDecoder(v, tlv, &out.pool)
 	f := &out.Flow

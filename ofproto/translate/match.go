@@ -315,6 +315,8 @@ func (e *matchEncoder) encode(tlv *flowtable.TLVMap) error {
 	e.put(flowtable.FieldTunFlags)
 	e.put(flowtable.FieldTunSrc)
 	e.put(flowtable.FieldTunDst)
+	e.put(flowtable.FieldTunIPv6Src)
+	e.put(flowtable.FieldTunIPv6Dst)
 	for i := 0; i < 64; i++ {
 		if f := tlv.Field(i); f != nil {
 			e.put(f)

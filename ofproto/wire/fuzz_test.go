@@ -66,10 +66,19 @@ func FuzzDecodeMessage(f *testing.F) {
 	for _, m := range seedMessages(&testing.T{}) {
 		f.Add(m)
 	}
-	// Messages the captures lack: conntrack flushes, meter-mods in 1.3.
+	// Messages the captures lack: conntrack flushes, meter-mods in 1.3,
+	// port status as OVS sends it on a link change (10GB-FD COPPER, LINK_DOWN
+	// or LIVE) and the async config that filters it.
 	for _, v := range []uint8{OFP10, OFP13, OFP15} {
+		curr := uint32(0x840)
+		if v == OFP10 {
+			curr = 0xc0
+		}
 		for _, m := range []Message{
 			&NXCTFlushZone{Zone: 7},
+			&PortStatus{Reason: 2, Port: Port{PortNo: 5, HWAddr: [6]byte{2, 0, 0, 0, 0, 5}, Name: [16]byte{'p', 's', 'v'}, State: 1, Curr: curr, CurrSpeed: 10000000}},
+			&PortStatus{Reason: 0, Port: Port{PortNo: 6, Config: 1, State: 4, Curr: curr, CurrSpeed: 10000000}},
+			&AsyncConfig{PortStatusMask: [2]uint32{3, 0}, Props: []Property{{Type: 3, Data: []byte{0, 0, 0, 4}}}},
 			&MeterMod{Command: OFPMC_ADD, Flags: OFPMF_PKTPS | OFPMF_BURST, MeterID: 1,
 				Bands: []MeterBand{{Type: OFPMBT_DROP, Rate: 100, BurstSize: 10, Extra: make([]byte, 4)}}},
 		} {
@@ -112,6 +121,13 @@ func FuzzDecodeMatch(f *testing.F) {
 	f.Add(uint8(OFP13), cat(tlv(1, 0, true, 0, 0, 0, 1, 0, 0, 0, 0xff), tlv(0x8000, 5, false, 8, 0)))
 	f.Add(uint8(OFP15), tlv(0x8000, 0, false, 0, 0, 0, 1))
 	f.Add(uint8(OFP10), cat(OXMHeader{Class: 0xffff, Field: 33, Length: 20, Experimenter: NX_VENDOR_ID}.Append(nil), make([]byte, 16)))
+	// tun_ipv6_src exact and tun_ipv6_dst masked (NXM_NX_TUN_IPV6_SRC/DST, 109/110).
+	ip6 := []byte{0xfd, 0, 0, 0x4f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xca}
+	m6 := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0}
+	for _, v := range []uint8{OFP10, OFP13, OFP15} {
+		f.Add(v, cat(OXMHeader{Class: 1, Field: 109, Length: 16}.Append(nil), ip6,
+			OXMHeader{Class: 1, Field: 110, HasMask: true, Length: 32}.Append(nil), ip6[:8], make([]byte, 8), m6))
+	}
 	matches, _ := seedFlowModParts()
 	for _, m := range matches {
 		f.Add(m.version, m.data)

@@ -412,7 +412,8 @@ type ActionController2 struct {
 }
 
 // Controller2Params is the decoded view of NXAST_CONTROLLER2 with OVS's
-// defaults (max_len 65535, reason OFPR_ACTION=1, meter none = 0xffffffff).
+// defaults (max_len 65535, reason OFPR_ACTION=1, meter none: OVS's
+// NX_CTLR_NO_METER is 0).
 type Controller2Params struct {
 	MaxLen       uint16
 	ControllerID uint16
@@ -424,7 +425,7 @@ type Controller2Params struct {
 
 // Params returns the decoded parameters.
 func (a *ActionController2) Params() Controller2Params {
-	p := Controller2Params{MaxLen: 0xffff, Reason: 1, MeterID: 0xffffffff}
+	p := Controller2Params{MaxLen: 0xffff, Reason: 1}
 	for _, pr := range a.Props {
 		switch pr.Type {
 		case NXAC2PT_MAX_LEN:

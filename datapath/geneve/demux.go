@@ -1,0 +1,318 @@
+package geneve
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receiving for several ports on one UDP port.
+//
+// The kernel lets one socket bind a local address and UDP port, yet a node
+// with several tunnels (ovn-controller makes one port per remote chassis,
+// each with a fixed remote_ip) has several Geneve ports on UDP 6081. As in
+// Open vSwitch, where one datapath port (genev_sys_6081) receives for all
+// of them and ofproto maps each packet to its OpenFlow port by its tunnel
+// header (ofproto/tunnel.c, tnl_find), every port with the same network
+// namespace, UDP port and local_ip shares one receiver: one socket, read by
+// one of the ports (the reader), and a table that says which port each
+// datagram is for.
+
+// KeyOption is options:in_key or options:out_key (or options:key, which
+// sets both): flow (the zero value), or a fixed VNI.
+type KeyOption struct {
+	Fixed bool
+	VNI   uint32
+}
+
+// String formats k as in the Interface options.
+func (k KeyOption) String() string {
+	if !k.Fixed {
+		return "flow"
+	}
+	return fmt.Sprint(k.VNI)
+}
+
+// addr is an underlay address, IPv4 or IPv6, in the form a dual-stack
+// socket reports a sender: IPv6, with IPv4 as v4-mapped (::ffff:a.b.c.d).
+// It is kept in two words, as netip.Addr, so that the packet path compares
+// it in registers. The zero value is no address (remote_ip=flow, no
+// local_ip).
+type addr struct{ hi, lo uint64 }
+
+func addrFrom16(a *[16]byte) addr {
+	return addr{binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])}
+}
+
+func addrFrom4(a *[4]byte) addr {
+	return addr{0, 0xffff<<32 | uint64(binary.BigEndian.Uint32(a[:]))}
+}
+
+// addrOf returns a as an addr; an invalid or unspecified a is zero.
+func addrOf(a netip.Addr) addr {
+	if !a.IsValid() || a.IsUnspecified() {
+		return addr{}
+	}
+	b := a.As16()
+	return addrFrom16(&b)
+}
+
+func (a addr) String() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], a.hi)
+	binary.BigEndian.PutUint64(b[8:], a.lo)
+	return netip.AddrFrom16(b).Unmap().String()
+}
+
+// sourceAddr returns the sender of a datagram, which an AF_INET socket
+// reports as a sockaddr_in and an AF_INET6 one as a sockaddr_in6 (IPv4
+// senders v4-mapped on a dual-stack socket).
+func sourceAddr(name *unix.RawSockaddrInet6) addr {
+	if name.Family == unix.AF_INET {
+		return addrFrom4(&(*unix.RawSockaddrInet4)(unsafe.Pointer(name)).Addr)
+	}
+	return addrFrom16(&name.Addr)
+}
+
+// match is how a port claims received packets, OVS's struct tnl_match for
+// Geneve: the VNI (unless key=flow), the outer source (its remote_ip,
+// unless remote_ip=flow; IPv4 or IPv6) and the outer destination (its
+// local_ip, unset: any). The receiver's key already fixes the UDP port and
+// namespace.
+type match struct {
+	vni     uint32 // in_key; 0 when keyFlow
+	remote  addr   // zero: remote_ip=flow
+	local   addr   // zero: any local address
+	keyFlow bool
+}
+
+func (m match) String() string {
+	s := "remote_ip=flow"
+	if m.remote != (addr{}) {
+		s = "remote_ip=" + m.remote.String()
+	}
+	if m.local != (addr{}) {
+		s += " local_ip=" + m.local.String()
+	}
+	return s + " in_key=" + KeyOption{Fixed: !m.keyFlow, VNI: m.vni}.String()
+}
+
+// class is the ports of one kind of match (which fields are fixed), in the
+// order tnl_find tries them, by the fields of their match that vary within
+// the class (zero when not fixed); local_ip is the receiver's.
+type class struct {
+	keyFlow, remoteFlow bool
+	ports               map[classKey]*Port
+}
+
+type classKey struct {
+	remote addr
+	vni    uint32
+}
+
+// classOrder is tnl_find's order: fixed in_key before key=flow, then fixed
+// remote_ip before remote_ip=flow (then local_ip before none, which a
+// receiver does not need: all its ports have the same local_ip).
+var classOrder = [4]struct{ keyFlow, remoteFlow bool }{
+	{false, false}, {false, true}, {true, false}, {true, true},
+}
+
+// table is an immutable snapshot of a receiver's ports, rebuilt when a
+// port comes or goes, so the packet path reads it without a lock.
+type table struct {
+	classes []class // the non-empty ones, in classOrder
+	only    *Port   // the single port, when there is one
+	// all is the single port when it takes every datagram of the
+	// socket (key=flow, remote_ip=flow: Antrea's), which then needs no
+	// lookup at all.
+	all *Port
+}
+
+// newTable indexes ports, which share their local_ip and have distinct
+// matches (join checks).
+func newTable(ports []*Port) *table {
+	t := &table{}
+	if len(ports) == 1 {
+		t.only = ports[0]
+		if m := t.only.match; m.keyFlow && m.remote == (addr{}) {
+			t.all = t.only
+		}
+	}
+	for _, o := range classOrder {
+		c := class{keyFlow: o.keyFlow, remoteFlow: o.remoteFlow}
+		for _, p := range ports {
+			if p.match.keyFlow == o.keyFlow && (p.match.remote == addr{}) == o.remoteFlow {
+				if c.ports == nil {
+					c.ports = map[classKey]*Port{}
+				}
+				c.ports[classKey{remote: p.match.remote, vni: p.match.vni}] = p
+			}
+		}
+		if c.ports != nil {
+			t.classes = append(t.classes, c)
+		}
+	}
+	return t
+}
+
+// lookup returns the port a datagram from src with VNI vni is for, or nil
+// (Open vSwitch drops it: "receive tunnel port not found"). The outer
+// destination needs no lookup: the kernel delivered the datagram to the
+// receiver's socket, bound to the local_ip all its ports have.
+func (t *table) lookup(src addr, vni uint32) *Port {
+	if p := t.only; p != nil {
+		if p.match.claims(src, vni) {
+			return p
+		}
+		return nil
+	}
+	for i := range t.classes {
+		c := &t.classes[i]
+		var k classKey
+		if !c.keyFlow {
+			k.vni = vni
+		}
+		if !c.remoteFlow {
+			k.remote = src
+		}
+		if p := c.ports[k]; p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// claims reports whether a datagram from src with VNI vni matches m (on
+// the socket of m's local_ip).
+func (m match) claims(src addr, vni uint32) bool {
+	return (m.keyFlow || m.vni == vni) && (m.remote == addr{} || m.remote == src)
+}
+
+// receiverKey identifies a shared socket: the network namespace (device
+// and inode of its nsfs file), the UDP port and the local address, whose
+// family decides the socket's (none: dual-stack, see openRx).
+type receiverKey struct {
+	nsDev, nsIno uint64
+	port         uint16
+	local        addr
+}
+
+// receiver is the socket shared by the ports with one receiverKey.
+type receiver struct {
+	key receiverKey
+	fd  int
+	v6  bool // an IPv6 socket: receives from IPv6 peers
+
+	// Guarded by receivers.mu.
+	ports []*Port // in the order they opened
+
+	tbl atomic.Pointer[table]
+	// reader is the port that reads the socket (the first port still
+	// open); the others wait for their turn.
+	reader atomic.Pointer[Port]
+	// ovfl is the socket's last SO_RXQ_OVFL count (ovflOK: one was
+	// seen); only the reader touches them.
+	ovfl   uint32
+	ovflOK bool
+}
+
+// receivers are the open receivers of the process.
+var receivers struct {
+	mu sync.Mutex
+	m  map[receiverKey]*receiver
+}
+
+// netnsID identifies the calling thread's network namespace.
+func netnsID() (dev, ino uint64, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Dev, st.Ino, nil
+}
+
+// join adds p to the receiver of its namespace, UDP port and local address,
+// opening the socket with the first port (see admits for the ports it
+// refuses).
+func (p *Port) join() error {
+	dev, ino, err := netnsID()
+	if err != nil {
+		return p.Errorf("network namespace: %w", err)
+	}
+	key := receiverKey{nsDev: dev, nsIno: ino, port: p.dstPort, local: p.match.local}
+	receivers.mu.Lock()
+	defer receivers.mu.Unlock()
+	r := receivers.m[key]
+	if r == nil {
+		fd, v6, err := p.openRx()
+		if err != nil {
+			return err
+		}
+		r = &receiver{key: key, fd: fd, v6: v6}
+	}
+	if err := r.admits(p); err != nil {
+		if len(r.ports) == 0 {
+			unix.Close(r.fd) // the socket just opened
+		}
+		return err
+	}
+	if len(r.ports) == 0 {
+		if receivers.m == nil {
+			receivers.m = map[receiverKey]*receiver{}
+		}
+		receivers.m[key] = r
+	}
+	r.ports = append(r.ports, p)
+	r.tbl.Store(newTable(r.ports))
+	r.reader.CompareAndSwap(nil, p)
+	p.rx = r
+	return nil
+}
+
+// admits checks that p can join r: its match is new (Open vSwitch refuses
+// a tunnel "with same config as port" another) and r receives from its
+// remote_ip's family.
+func (r *receiver) admits(p *Port) error {
+	for _, q := range r.ports {
+		if q.match == p.match {
+			return p.Errorf("same config as port %s (%s)", q.Name(), p.match)
+		}
+	}
+	if p.remote6 != [16]byte{} && !r.v6 {
+		return p.Errorf("remote_ip %s: no IPv6 receive socket (IPv6 is off in the kernel)", p.match.remote)
+	}
+	return nil
+}
+
+// leave removes p from its receiver; the next port takes over the reading,
+// and the last one closes the socket. p.rx stays set (a PMD thread may
+// still ask PollFd).
+func (p *Port) leave() error {
+	r := p.rx
+	if r == nil {
+		return nil
+	}
+	receivers.mu.Lock()
+	defer receivers.mu.Unlock()
+	i := slices.Index(r.ports, p)
+	if i < 0 {
+		return nil // left already
+	}
+	r.ports = slices.Delete(r.ports, i, i+1)
+	if len(r.ports) == 0 {
+		delete(receivers.m, r.key)
+		r.reader.Store(nil)
+		fd := r.fd
+		r.fd = -1
+		return p.CloseFd(&fd, "UDP socket")
+	}
+	r.tbl.Store(newTable(r.ports))
+	r.reader.CompareAndSwap(p, r.ports[0])
+	return nil
+}
