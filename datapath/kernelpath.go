@@ -98,6 +98,15 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	}
 	bp.geneve, bp.resolver, bp.underlay, bp.off, bp.offID = g, r, ifi.Index, b.offload, offload.PortID(bp.ofport)
 	copy(bp.underlayMAC[:], ifi.HardwareAddr)
+	for _, q := range b.ports.Load().byNo {
+		if q != bp && q.geneve != nil && q.underlay == ifi.Index && q.xdp != nil {
+			// Another Geneve port with this local_ip (one per remote
+			// chassis) has the program there already: a second link
+			// would be the same pinned link, and its close would detach
+			// the first port's. Decapsulation lasts while that port does.
+			return
+		}
+	}
 	x, err := b.offload.Attach(ifi.Index, ifi.Name)
 	if err != nil {
 		b.offloadAttachFailed(bp, fmt.Errorf("decapsulation on %s: %w", ifi.Name, err))
