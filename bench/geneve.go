@@ -121,6 +121,17 @@ func attachGenevePod(cs *cleanupStack, node netns, n geneveNode, offloads bool) 
 // pod, and the node's seed pipeline. govs sends and receives the Geneve
 // datagrams through the node's kernel on the underlay veth.
 func setupGovsGeneve(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	return setupGovsGeneveWith(e, cs, offloads)
+}
+
+// setupGovsGeneveEBPF is setupGovsGeneve with --offload=ebpf on both
+// nodes: the XDP program encapsulates and decapsulates established
+// connections (docs/offload.md).
+func setupGovsGeneveEBPF(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	return setupGovsGeneveWith(e, cs, offloads, "--offload=ebpf")
+}
+
+func setupGovsGeneveWith(e *env, cs *cleanupStack, offloads bool, flags ...string) (*topology, error) {
 	if err := ofctlMissing(); err != nil {
 		return nil, err
 	}
@@ -150,7 +161,7 @@ func setupGovsGeneve(e *env, cs *cleanupStack, offloads bool) (*topology, error)
 	t := &topology{switchCmd: "govs-vswitchd", version: "govs-vswitchd (this tree), 2 nodes"}
 	pods := [2]*podIface{&t.client, &t.server}
 	for i, n := range geneveNodes {
-		g, err := startGovs(e, cs, nodes[i])
+		g, err := startGovs(e, cs, nodes[i], flags...)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", n.role, err)
 		}

@@ -111,6 +111,7 @@ var Scenarios = []Scenario{
 	{Name: "govs-antrea-scale", Description: "govs-vswitchd, a generated Antrea v1.15 node at scale (bench/antreagen: 1,000 pods, 2,000 policies, 500 Services, 100 remote nodes; ~119k flows, 500 groups)", Userspace: true, setup: setupGovsWith(scalePipeline, govsMode{})},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
+	{Name: "govs-geneve-ebpf", Description: "two govs-vswitchd --offload=ebpf nodes (established connections encapsulated and decapsulated by the XDP program), seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneveEBPF},
 }
 
 // ScenarioByName returns the named scenario.

@@ -212,10 +212,18 @@ type bridgePort struct {
 	loop *loop         // the port's goroutine state (its cache's stats)
 
 	// xdp holds the kernel fast path's program on the port's interface
-	// ifindex (nil: not offloaded).
+	// ifindex (nil: not offloaded); for a Geneve port, on its underlay
+	// interface (decapsulation).
 	xdp     io.Closer
 	ifindex int
 	off     *offload.Manager
+	offID   uint32 // the port's key in off's port counters
+	// geneve is a tunnel port the program encapsulates for, through the
+	// underlay interface holding its local_ip (kernelpath.go).
+	geneve      *geneve.Port
+	resolver    *geneve.Resolver
+	underlay    int
+	underlayMAC [6]byte
 }
 
 // NewBridge returns a bridge around pipeline and makes the bridge the

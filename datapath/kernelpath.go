@@ -1,13 +1,21 @@
 package datapath
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
 	"go.uber.org/zap"
 
 	"github.com/govs-project/govs/conntrack"
 	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
@@ -33,20 +41,100 @@ type ifindexer interface{ Ifindex() int }
 // attachOffload puts the program on a system port's interface; a port it
 // cannot attach to works as before, in userspace.
 func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
+	if g, ok := bp.p.(*geneve.Port); ok && b.offload != nil && !b.CacheDisabled {
+		b.attachTunnelOffload(bp, g)
+		return
+	}
 	ix, ok := bp.p.(ifindexer)
 	if b.offload == nil || kind != KindSystem || !ok || bp.vnet != nil || b.CacheDisabled {
 		return
 	}
 	x, err := b.offload.Attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
-		if b.OffloadAttachError != nil {
-			b.OffloadAttachError(bp.p.Name(), err)
-		} else {
-			b.log.Warn("offload: port stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
-		}
+		b.offloadAttachFailed(bp, err)
 		return
 	}
-	bp.xdp, bp.ifindex, bp.off = x, ix.Ifindex(), b.offload
+	bp.xdp, bp.ifindex, bp.off, bp.offID = x, ix.Ifindex(), b.offload, uint32(ix.Ifindex())
+}
+
+func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
+	if b.OffloadAttachError != nil {
+		b.OffloadAttachError(bp.p.Name(), err)
+	} else {
+		b.log.Warn("offload: port stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
+	}
+}
+
+// attachTunnelOffload lets the program encapsulate for a Geneve port and
+// decapsulate what it receives. The program writes the outer headers the
+// port would, so it needs what fixes them: local_ip (the outer source,
+// on an interface of this namespace: the underlay), csum=false (it does
+// not checksum whole datagrams) and the IANA port. Decapsulation needs
+// the program on that interface too; where it cannot go there (another
+// XDP program owns it), received datagrams stay in userspace.
+func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
+	o := g.Outer()
+	var why error
+	switch {
+	case o.Local == [4]byte{}:
+		why = errors.New("no local_ip: the outer source is the kernel's choice per packet")
+	case o.Csum:
+		why = errors.New("csum=true: the program does not checksum whole datagrams")
+	case o.DstPort != offload.GenevePort:
+		why = fmt.Errorf("dst_port %d: the program knows %d only", o.DstPort, offload.GenevePort)
+	}
+	var ifi *net.Interface
+	if why == nil {
+		ifi, why = interfaceWithAddr(netip.AddrFrom4(o.Local))
+	}
+	if why != nil {
+		b.log.Info("offload: tunnel stays in userspace", zap.String("port", bp.p.Name()), zap.Error(why))
+		return
+	}
+	r, err := geneve.NewResolver()
+	if err != nil {
+		b.log.Info("offload: tunnel stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
+		return
+	}
+	bp.geneve, bp.resolver, bp.underlay, bp.off, bp.offID = g, r, ifi.Index, b.offload, offload.PortID(bp.ofport)
+	copy(bp.underlayMAC[:], ifi.HardwareAddr)
+	for _, q := range b.ports.Load().byNo {
+		if q != bp && q.geneve != nil && q.underlay == ifi.Index && q.xdp != nil {
+			// Another Geneve port with this local_ip (one per remote
+			// chassis) has the program there already: a second link
+			// would be the same pinned link, and its close would detach
+			// the first port's. Decapsulation lasts while that port does.
+			return
+		}
+	}
+	x, err := b.offload.Attach(ifi.Index, ifi.Name)
+	if err != nil {
+		b.offloadAttachFailed(bp, fmt.Errorf("decapsulation on %s: %w", ifi.Name, err))
+		return
+	}
+	bp.xdp = x
+}
+
+// interfaceWithAddr finds the interface that holds addr.
+func interfaceWithAddr(addr netip.Addr) (*net.Interface, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	for i := range ifs {
+		addrs, err := ifs[i].Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr {
+					return &ifs[i], nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("no interface has local_ip %s in this namespace", addr)
 }
 
 // addOffloadStats adds what the kernel forwarded from and to the port.
@@ -54,7 +142,7 @@ func (bp *bridgePort) addOffloadStats(st *port.Stats) {
 	if bp.off == nil {
 		return
 	}
-	c := bp.off.PortStats(bp.ifindex)
+	c := bp.off.PortStats(bp.offID)
 	st.RxPackets += c.RxPackets
 	st.RxBytes += c.RxBytes
 	st.TxPackets += c.TxPackets
@@ -71,6 +159,10 @@ func (b *Bridge) offloadPortChanged() {
 }
 
 func (b *Bridge) detachOffload(bp *bridgePort) {
+	if bp.resolver != nil {
+		bp.resolver.Close()
+		bp.resolver = nil
+	}
 	if bp.xdp != nil {
 		if err := bp.xdp.Close(); err != nil {
 			b.log.Warn("offload: detach failed", zap.String("port", bp.p.Name()), zap.Error(err))
@@ -79,38 +171,115 @@ func (b *Bridge) detachOffload(bp *bridgePort) {
 	}
 }
 
+// initOffload makes the loop of a port the program runs on (a system
+// port, or a tunnel port's underlay) offer what it forwards.
 func (l *loop) initOffload() {
-	if l.in.xdp == nil {
+	// A tunnel port's socket may be shared with ports attached later:
+	// processOffload checks each datagram's port.
+	if l.in.xdp == nil && (l.in.tun == nil || l.b.offload == nil) {
 		return
 	}
 	l.offload = true
 	l.cache.TraceHits = true
-	l.ifindexOf = func(ofport uint32) (int, bool) { return l.ports.offloadIfindex(ofport) }
+	l.output = l.offloadOutput
 }
 
 // offloadIfindex is the interface the program can redirect to for output
-// port ofport: a port with the program attached that forwards.
+// port ofport: a system port with the program attached that forwards (a
+// Geneve port's program is on its underlay, which is no output of its
+// own).
 func (ps *portSet) offloadIfindex(ofport uint32) (int, bool) {
-	if bp := ps.byNo[ofport]; bp != nil && bp.xdp != nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
+	if bp := ps.byNo[ofport]; bp != nil && bp.xdp != nil && bp.geneve == nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
 		return bp.ifindex, true
 	}
 	return 0, false
 }
 
-// processOffload runs the packet through the cache and offers the
-// decision to the kernel fast path. The generation is read before the
-// cache runs: an entry decided under a generation a change has since
-// replaced is never accepted by the program.
-func (l *loop) processOffload() {
+// offloadOutput resolves an output port for the program: a system port
+// with the program is redirected to; a Geneve port is encapsulated for
+// with the outer header the port would send for the final key.
+func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, *offload.Encap, bool) {
+	bp := l.ports.byNo[ofport]
+	if bp == nil || bp.off == nil || bp.config.Load()&(PortConfigDown|PortConfigNoFwd) != 0 {
+		return 0, 0, nil, false
+	}
+	if bp.geneve == nil {
+		return bp.ifindex, bp.offID, nil, bp.xdp != nil
+	}
+	enc, ok := geneveEncap(bp, final)
+	return bp.underlay, bp.offID, enc, ok
+}
+
+// geneveEncap is the outer header bp's Geneve port would have the kernel
+// send a frame with key k in (see geneve.Port.WriteTunnel): the inner
+// flow's hash, and so the UDP source port, depends only on what the exact
+// match fixes, so a frame with the final key's addresses, protocol and
+// ports stands for all. The next hop must be resolved and on the underlay
+// interface (else the kernel would ARP, or route elsewhere: userspace's).
+// Called for installs and keepalives only (it allocates and asks netlink).
+func geneveEncap(bp *bridgePort, k *flowtable.Key) (*offload.Encap, bool) {
+	g := bp.geneve
+	o := g.Outer()
+	dst := o.Remote
+	if dst == [4]byte{} {
+		binary.BigEndian.PutUint32(dst[:], k.TunDst())
+		if dst == [4]byte{} {
+			return nil, false
+		}
+	}
+	var f [tunnel.EthHeaderLen + tunnel.IPv4HeaderLen + 4]byte
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[tunnel.EthHeaderLen:]
+	ip[0], ip[9] = 0x45, k.NwProto()
+	binary.BigEndian.PutUint32(ip[12:], k.NwSrc())
+	binary.BigEndian.PutUint32(ip[16:], k.NwDst())
+	binary.BigEndian.PutUint16(ip[20:], k.TpSrc())
+	binary.BigEndian.PutUint16(ip[22:], k.TpDst())
+	pkt, sport, err := tunnel.Encap(nil, f[:], k, g.OptionMap())
+	if err != nil {
+		return nil, false
+	}
+	nh, err := bp.resolver.NextHop(o.Local, dst)
+	if err != nil || nh.Ifindex != bp.underlay {
+		return nil, false
+	}
+	return &offload.Encap{
+		EthSrc: bp.underlayMAC, EthDst: nh.MAC,
+		Src: netip.AddrFrom4(o.Local), Dst: netip.AddrFrom4(dst), SrcPort: sport,
+		TTL: o.TTL, MTU: uint16(min(o.MTU, 0xffff)), Header: pkt[:len(pkt)-len(f)],
+	}, true
+}
+
+// processOffload runs the packet (frame i of the batch) through the cache
+// and offers the decision to the kernel fast path. The generation is read
+// before the cache runs: an entry decided under a generation a change has
+// since replaced is never accepted by the program.
+func (l *loop) processOffload(in *bridgePort, i int) {
 	gen := l.b.pipeline.Generation.Load()
-	fk, kind := offload.KeyOf(l.in.ifindex, &l.pkt.Key)
+	var (
+		fk   offload.FlowKey
+		kind offload.KeyKind
+	)
+	if l.in.tun != nil {
+		// The datagram came in on the reading port's shared socket: in is
+		// the port it is for, whose counters the kernel's packets go to.
+		// A port sharing the socket without offload (another remote_ip
+		// not on the program's underlay) stays in userspace.
+		md := l.in.tun.Metadata(i)
+		if in.off != nil && in.geneve != nil && in.underlay != 0 && md.Ifindex == in.underlay {
+			fk, kind = offload.TunnelKeyOf(md, in.underlayMAC, &l.pkt.Key)
+			fk.CountAs = in.offID
+		}
+	} else {
+		fk, kind = offload.KeyOf(l.in.ifindex, &l.pkt.Key)
+	}
 	if kind == offload.KeyOffer {
 		l.start = l.pkt.Key
 	}
 	l.cache.Process(&l.pkt, l)
 	switch kind {
 	case offload.KeyOffer:
-		l.b.offload.Offer(fk, gen, &l.start, &l.pkt.Key, l.cache.Hits, l.ifindexOf)
+		l.b.offload.Offer(fk, gen, &l.start, &l.pkt.Key, l.cache.Hits, l.output)
 	case offload.KeyControl:
 		l.b.offload.Forget(fk)
 	}

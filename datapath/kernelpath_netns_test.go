@@ -420,6 +420,55 @@ func TestNetnsKernelPathDNAT(t *testing.T) {
 	}
 }
 
+// TestNetnsKernelPathOneWayUDP: a UDP stream nobody answers is never
+// established in both directions, so conntrack keeps it +new and it stays
+// in userspace (docs/offload.md): every datagram is delivered and counted
+// by the userspace path, none by the kernel, and no entry is installed.
+// Once B answers, the same stream is offloaded.
+func TestNetnsKernelPathOneWayUDP(t *testing.T) {
+	const n, size = 200, 64
+	s := newKPSetup(t, true, conntrack.Timeouts{})
+	var srv, cli *net.UDPConn
+	if err := s.nsB.Do(func() (err error) {
+		srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 2), Port: 9101})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := s.nsA.Do(func() (err error) {
+		cli, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 210, 0, 1), Port: 5201})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	buf := make([]byte, 2048)
+	got := 0
+	for i := 0; i < n; i++ {
+		if _, err := cli.WriteToUDP(make([]byte, size), srv.LocalAddr().(*net.UDPAddr)); err != nil {
+			t.Fatal(err)
+		}
+		srv.SetReadDeadline(time.Now().Add(time.Second))
+		if _, _, err := srv.ReadFromUDP(buf); err == nil {
+			got++
+		}
+	}
+	cli.Close()
+	st := s.m.Stats()
+	newPackets, _ := s.ruleStats(t, 0x1)
+	if got != n || st.Packets != 0 || st.Entries != 0 || newPackets != n {
+		t.Errorf("one-way UDP: delivered %d/%d, kernel forwarded %d with %d entries, +new flow counted %d (want %d, 0, 0, %d)", got, n, st.Packets, st.Entries, newPackets, n, n)
+	}
+	// An answer establishes the connection: then the kernel takes it.
+	if m := s.udpPingPong(t, 5201, 50, size); m != 50 {
+		t.Fatalf("after the answer: %d/50 echoes", m)
+	}
+	if st := s.m.Stats(); st.Packets == 0 || st.Entries == 0 {
+		t.Errorf("answered stream not offloaded: %+v", st)
+	}
+}
+
 // TestNetnsKernelPathRestartDNAT: a TCP stream to a Service address,
 // offloaded both ways with its NAT, goes on while the bridge is closed
 // with its kernel state retained (no userspace at all) and a new bridge

@@ -10,6 +10,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/datapath/geneve"
+	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
 )
@@ -56,9 +57,9 @@ type loop struct {
 	cacheMu sync.Mutex
 
 	// offload: the port feeds the kernel fast path (kernelpath.go).
-	offload   bool
-	start     flowtable.Key
-	ifindexOf func(ofport uint32) (int, bool)
+	offload bool
+	start   flowtable.Key
+	output  offload.OutputFunc
 }
 
 // outQueue is the frames queued for one destination port.
@@ -221,7 +222,7 @@ func (l *loop) processFrom(frames [][]byte, start int, bad *uint64) (next int) {
 			continue
 		}
 		if l.offload {
-			l.processOffload()
+			l.processOffload(in, i)
 		} else if l.cache != nil {
 			l.cache.Process(&l.pkt, l)
 		} else {

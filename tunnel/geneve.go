@@ -185,6 +185,9 @@ type Metadata struct {
 	// its outer addresses (tun_ipv6_src/tun_ipv6_dst), Src and Dst are 0.
 	IPv6       bool
 	Src6, Dst6 [16]byte
+	// Ifindex is the interface the datagram arrived on (0: unknown); the
+	// kernel fast path matches it.
+	Ifindex int
 }
 
 // Iter walks the options.

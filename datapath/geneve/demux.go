@@ -216,10 +216,11 @@ type receiver struct {
 	// reader is the port that reads the socket (the first port still
 	// open); the others wait for their turn.
 	reader atomic.Pointer[Port]
-	// ovfl is the socket's last SO_RXQ_OVFL count (ovflOK: one was
-	// seen); only the reader touches them.
-	ovfl   uint32
-	ovflOK bool
+	// drops is the socket's drop count (SO_MEMINFO) the ports' RxDropped
+	// already have; full says the last read took a whole batch (the
+	// queue may be overflowing). Only the reader touches them.
+	drops uint32
+	full  bool
 }
 
 // receivers are the open receivers of the process.

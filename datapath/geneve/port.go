@@ -177,9 +177,8 @@ const srcTTL = time.Second
 
 var _ port.Port = (*Port)(nil)
 
-// rxCtlLen fits an IP_PKTINFO or IPV6_PKTINFO and an SO_RXQ_OVFL control
-// message.
-const rxCtlLen = 80
+// rxCtlLen fits an IP_PKTINFO or IPV6_PKTINFO control message.
+const rxCtlLen = 64
 
 // Open creates the port's sockets in the caller's network namespace (that
 // of the OS thread).
@@ -401,11 +400,20 @@ func (p *Port) setupRx6(fd int, dual bool) error {
 }
 
 // setRxOptions sets the given (level, option, value, name) integer socket
-// options on the receive socket fd, then SO_RXQ_OVFL, which reports the
-// datagrams the socket queue dropped. IP_PKTINFO and IPV6_RECVPKTINFO tell
+// options on the receive socket fd. IP_PKTINFO and IPV6_RECVPKTINFO tell
 // the outer destination (tun_dst, tun_ipv6_dst) when bound to any address.
+//
+// Not SO_RXQ_OVFL: the kernel copies its count to the control message
+// straight from the skb's control block, and hardened usercopy
+// (CONFIG_HARDENED_USERCOPY) allows that only for skbs of
+// skbuff_head_cache. A TCP segment a generic XDP program (another node's
+// kernel fast path) turned into a Geneve datagram is still its TCP fclone
+// skb: once the socket has dropped a datagram, receiving such an skb hits
+// BUG() in usercopy_abort and the kernel kills the reading thread inside
+// recvmmsg, taking the Go M with the port loop's goroutine (holding RxMu)
+// with it: the port never reads again. The drops are read with SO_MEMINFO
+// instead (readDrops).
 func (p *Port) setRxOptions(fd int, opts ...any) error {
-	opts = append(opts, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1, "SO_RXQ_OVFL")
 	for i := 0; i+3 < len(opts); i += 4 {
 		if err := unix.SetsockoptInt(fd, opts[i].(int), opts[i+1].(int), opts[i+2].(int)); err != nil {
 			return p.Errorf("%s: %w", opts[i+3], err)
@@ -470,6 +478,21 @@ func (p *Port) MTU() int {
 
 // UnderlayMTU returns the underlay IP MTU the port checks against.
 func (p *Port) UnderlayMTU() int { return p.mtu }
+
+// Outer is the part of the port's configuration that shapes the outer
+// headers it sends (the kernel fast path builds the same ones).
+type Outer struct {
+	Local, Remote [4]byte // zero: unset (remote_ip=flow)
+	DstPort       uint16
+	Csum          bool
+	TTL           uint8
+	MTU           int // underlay IP MTU
+}
+
+// Outer returns the port's outer header configuration.
+func (p *Port) Outer() Outer {
+	return Outer{Local: p.local, Remote: p.remote, DstPort: p.dstPort, Csum: p.csum, TTL: p.ttl, MTU: p.mtu}
+}
 
 // SetTLVMap recompiles the option map after the bridge's TLV map changed.
 // Frames in flight finish with the old map.
@@ -595,10 +618,20 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&p.rxHdrs[0])), uintptr(want), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
+			// The queue only overflows when reads take whole batches:
+			// the drops are read then, and once more when it empties.
+			if int(r) == want || p.rx.full {
+				p.readDrops(fd)
+			}
+			p.rx.full = int(r) == want
 			return p.Lend(p.decapBatch(b, md, int(r))), nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if p.rx.full {
+				p.readDrops(fd)
+				p.rx.full = false
+			}
 			if !block {
 				return 0, nil
 			}
@@ -727,10 +760,11 @@ func isV4Mapped(a *[16]byte) bool {
 
 // parseControl walks the control messages of one datagram: it sets the
 // outer destination address of m (IP_PKTINFO or IPV6_PKTINFO; the bound
-// address otherwise) and its family, and records the socket's drop counter
-// (SO_RXQ_OVFL).
+// address otherwise) and its family and the interface it arrived on
+// (Ifindex, 0 when unknown).
 func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte, m *tunnel.Metadata) {
 	m.Dst = binary.BigEndian.Uint32(p.local[:])
+	m.Ifindex = 0
 	m.IPv6 = p.local6 != [16]byte{}
 	m.Dst6 = p.local6
 	c := ctl[:min(int(h.Controllen), rxCtlLen)]
@@ -745,6 +779,7 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte, m *tunnel.Metad
 		case cm.Level == unix.IPPROTO_IP && cm.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
 			info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
 			m.Dst = binary.BigEndian.Uint32(info.Addr[:])
+			m.Ifindex = int(info.Ifindex)
 			m.IPv6 = false
 		case cm.Level == unix.IPPROTO_IPV6 && cm.Type == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
 			info := (*unix.Inet6Pktinfo)(unsafe.Pointer(&data[0]))
@@ -754,19 +789,28 @@ func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte, m *tunnel.Metad
 			} else {
 				m.Dst, m.Dst6, m.IPv6 = 0, info.Addr, true
 			}
-		case cm.Level == unix.SOL_SOCKET && cm.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
-			// The count is the socket's: the reader keeps it in the
-			// receiver, so that the next reader goes on from it.
-			r := p.rx
-			ovfl := binary.NativeEndian.Uint32(data)
-			if r.ovflOK {
-				p.Ctr.RxDropped.Add(uint64(ovfl - r.ovfl))
-			} else {
-				p.Ctr.RxDropped.Add(uint64(ovfl))
-			}
-			r.ovfl, r.ovflOK = ovfl, true
+			m.Ifindex = int(info.Ifindex)
 		}
 		c = c[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(c)):]
+	}
+}
+
+// readDrops adds the datagrams the socket queue dropped since the last
+// look (SO_MEMINFO's SK_MEMINFO_DROPS, the socket's sk_drops) to the
+// reader's RxDropped. The count is the socket's: the receiver keeps it,
+// so that the next reader goes on from it.
+func (p *Port) readDrops(fd int) {
+	var mi [unix.SK_MEMINFO_VARS]uint32
+	l := uint32(unsafe.Sizeof(mi))
+	_, _, e := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&mi[0])), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 || l < (unix.SK_MEMINFO_DROPS+1)*4 {
+		return
+	}
+	r := p.rx
+	if d := mi[unix.SK_MEMINFO_DROPS]; d != r.drops {
+		p.Ctr.RxDropped.Add(uint64(d - r.drops))
+		r.drops = d
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -466,5 +467,63 @@ func TestOpenErrors(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSocketDrops: datagrams the receive socket's queue dropped (more
+// than it holds arrived while nobody read) are counted in RxDropped, as
+// the kernel counts them for the socket (the drops column of
+// /proc/net/udp), and every datagram is either received or dropped there
+// or before (veth backlog).
+func TestSocketDrops(t *testing.T) {
+	u := newUnderlay(t, 1500)
+	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
+	good := append([]byte{0, 0, 0x65, 0x58, 0, 0, 0, 0}, tunneltest.SeedFrame(t)...)
+	good = append(good, make([]byte, 1000)...)
+	const sent = 2000
+	for range sent / 100 {
+		d := make([][]byte, 100)
+		for i := range d {
+			d[i] = good
+		}
+		sendUDP(t, u.ns1, d...)
+	}
+	got := 0
+	b := port.NewBatch(8)
+	md := make([]tunnel.Metadata, 8)
+	for idle := 0; idle < 3; {
+		n, err := p2.ReadTunnelBatch(b, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got += n; n == 0 {
+			idle++
+		}
+	}
+	var kernel uint64
+	err := u.ns2.Do(func() error {
+		data, err := os.ReadFile("/proc/thread-self/net/udp")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 12 && strings.HasSuffix(f[1], ":17C1") {
+				kernel, err = strconv.ParseUint(f[len(f)-1], 10, 64)
+				return err
+			}
+		}
+		return errors.New("no socket on UDP 6081 in /proc/net/udp")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p2.TunnelStats()
+	t.Logf("sent %d, received %d, socket dropped %d (kernel %d)", sent, got, s.RxDropped, kernel)
+	if kernel == 0 {
+		t.Fatal("the socket dropped nothing: the test did not overflow it")
+	}
+	if s.RxDropped != kernel || s.RxPackets != uint64(got) || uint64(got)+kernel > sent {
+		t.Errorf("RxDropped %d, RxPackets %d; want the kernel's %d and the %d received (of %d sent)", s.RxDropped, s.RxPackets, kernel, got, sent)
 	}
 }

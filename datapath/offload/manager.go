@@ -1,6 +1,7 @@
 package offload
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 	"github.com/govs-project/govs/conntrack"
 	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/tunnel"
 )
 
 // Decision is what the kernel does with the packets of an offloaded flow:
@@ -62,6 +64,34 @@ func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, kind KeyKind) {
 		Dst:   netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}),
 		Proto: k.NwProto(), SrcPort: k.TpSrc(), DstPort: k.TpDst(), TTL: k.NwTTL(),
 	}, kind
+}
+
+// TunnelKeyOf is KeyOf for a frame a Geneve tunnel port decapsulated
+// from a datagram with metadata md, received on the underlay interface
+// md.Ifindex whose MAC is outerDst: its kernel match is the inner frame's
+// plus the outer addresses and the Geneve header, as the datagram had
+// them. Datagrams with more options than the program matches are KeyNone.
+func TunnelKeyOf(md *tunnel.Metadata, outerDst [6]byte, k *flowtable.Key) (fk FlowKey, kind KeyKind) {
+	if len(md.Options) > TunOptionsMax || md.DstPort != GenevePort || md.Ifindex == 0 {
+		return fk, KeyNone
+	}
+	fk, kind = KeyOf(md.Ifindex, k)
+	if kind == KeyNone {
+		return fk, kind
+	}
+	t := &fk.Tun
+	binary.BigEndian.PutUint32(t.Src[:], md.Src)
+	binary.BigEndian.PutUint32(t.Dst[:], md.Dst)
+	t.VNI = md.VNI
+	if md.Flags&tunnel.FlagOAM != 0 {
+		t.Flags |= 0x80
+	}
+	if md.Flags&tunnel.FlagCritical != 0 {
+		t.Flags |= 0x40
+	}
+	t.OptLen = uint8(copy(t.Options[:], md.Options))
+	t.OuterDst = outerDst
+	return fk, kind
 }
 
 // wordMask is a key mask with the list of its non-zero words, so a test
@@ -213,7 +243,7 @@ func tupleChanged(start, final *flowtable.Key) bool {
 // it advances and the kernel counters already pushed into them.
 type installed struct {
 	rules          []*flowtable.Rule
-	out            uint32 // output ifindex
+	in, out        uint32 // the ports' keys in the port counters (ifindex or PortID)
 	since          int64  // CLOCK_MONOTONIC ns of the install
 	packets, bytes uint64
 }
@@ -291,7 +321,7 @@ func (m *Manager) adoptPinned() {
 	var v offloadFlowAction
 	it := m.k.objs.Flows.Iterate()
 	for it.Next(&key, &v) {
-		m.entries[key] = &installed{out: v.OutIfindex, since: now, packets: v.Packets, bytes: v.Bytes}
+		m.entries[key] = &installed{in: key.Ifindex, out: v.OutIfindex, since: now, packets: v.Packets, bytes: v.Bytes}
 	}
 	if err := it.Err(); err != nil {
 		m.log.Warn("offload: listing adopted entries", zap.Error(err))
@@ -386,12 +416,18 @@ func (m *Manager) Invalidate(gen uint64) {
 	clear(m.entries)
 }
 
+// OutputFunc resolves a decision's output port for the program: the
+// interface to redirect to, the counters' key for the port (PortStats: its
+// ifindex, or PortID for a tunnel port) and, for a tunnel port, the
+// outer header for a frame sent with the final key; ok false when the
+// program cannot send there.
+type OutputFunc func(ofport uint32, final *flowtable.Key) (ifindex int, countAs uint32, enc *Encap, ok bool)
+
 // Offer installs the kernel entry for a packet that went through the
 // megaflow cache, decided at pipeline generation gen, or deletes the
 // entry of its flow when its decision can no longer be offloaded.
-// ifindexOf gives the interface of an output port when the program can
-// redirect to it.
-func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hits []*flowcache.Entry, ifindexOf func(ofport uint32) (int, bool)) {
+// output resolves the output port.
+func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hits []*flowcache.Entry, output OutputFunc) {
 	if len(hits) == 0 {
 		// A cache miss (the cache only decides after the upcall): nothing
 		// new about the flow. A pipeline change has already removed its
@@ -403,10 +439,16 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 		return
 	}
 	d, ok := Decide(start, final, hits)
-	var out int
+	var (
+		out     int
+		countAs uint32
+		enc     *Encap
+	)
 	if ok {
-		out, ok = ifindexOf(d.OutPort)
-		ok = ok && uint32(out) != fk.Ifindex
+		out, countAs, enc, ok = output(d.OutPort, final)
+		// Back out of the interface it came in on, or from one tunnel
+		// into another: userspace's.
+		ok = ok && uint32(out) != fk.Ifindex && !(enc != nil && fk.Tun.Dst != [4]byte{})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -427,17 +469,32 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 		m.pushOneLocked(key, old) // the replaced entry's counters restart
 	}
 	d.Action.OutIfindex = uint32(out)
-	m.installLocked(&key, d, out, connOf(start, final, hits))
+	if enc != nil {
+		d.Action.Flags |= ActEncap
+		d.Action.Encap = enc
+	}
+	if fk.Tun.Dst != [4]byte{} {
+		d.Action.Flags |= ActDecap
+	}
+	in := fk.CountAs
+	if in == 0 {
+		in = fk.Ifindex
+	}
+	// A Geneve entry's connection is recorded too: Revalidate removes
+	// the entry, but conntrack adopts the connection, so its next packet
+	// through userspace is still +est.
+	m.installLocked(&key, d, in, countAs, connOf(start, final, hits))
 }
 
-// installLocked writes an entry valid in the current generation.
-func (m *Manager) installLocked(key *offloadFlowKey, d Decision, out int, conn *conntrack.Entry) {
+// installLocked writes an entry valid in the current generation; in and
+// out are the ports its packets count on (ifindex or PortID).
+func (m *Manager) installLocked(key *offloadFlowKey, d Decision, in, out uint32, conn *conntrack.Entry) {
 	if err := m.k.install(key, d.Action, m.base+m.gen, conn); err != nil {
 		m.log.Warn("offload: installing entry failed", zap.Error(err))
 		delete(m.entries, *key)
 		return
 	}
-	m.entries[*key] = &installed{rules: d.Rules, out: uint32(out), since: int64(monotonicNow())}
+	m.entries[*key] = &installed{rules: d.Rules, in: in, out: out, since: int64(monotonicNow())}
 }
 
 // IdleTimeout is how long an entry the kernel has not used stays (a flow
@@ -515,7 +572,7 @@ func (m *Manager) pushOneLocked(key offloadFlowKey, e *installed) {
 	e.packets, e.bytes = v.Packets, v.Bytes
 	m.packets += dp
 	m.bytes += db
-	in, out := m.port(key.Ifindex), m.port(e.out)
+	in, out := m.port(e.in), m.port(e.out)
 	in.RxPackets += dp
 	in.RxBytes += db
 	out.TxPackets += dp
@@ -535,12 +592,13 @@ func (m *Manager) port(ifindex uint32) *PortCounters {
 	return c
 }
 
-// PortStats returns what the kernel forwarded from and to ifindex, as of
-// the last push (at most a second old).
-func (m *Manager) PortStats(ifindex int) PortCounters {
+// PortStats returns what the kernel forwarded from and to a port (its
+// ifindex, or PortID for a tunnel port), as of the last push (at most a
+// second old).
+func (m *Manager) PortStats(id uint32) PortCounters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := m.ports[uint32(ifindex)]; c != nil {
+	if c := m.ports[id]; c != nil {
 		return *c
 	}
 	return PortCounters{}

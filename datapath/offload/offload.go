@@ -30,6 +30,16 @@ const (
 	ActSetEth uint32 = 1 // write the Ethernet addresses
 	ActDecTTL uint32 = 2 // decrement the IPv4 TTL
 	ActNAT    uint32 = 4 // rewrite addresses and ports (conntrack's NAT)
+	ActEncap  uint32 = 8 // put the frame in Geneve (Action.Encap)
+	ActDecap  uint32 = 16
+)
+
+// Geneve as the program speaks it (bpf/offload.c): the IANA port only, at
+// most TunOptionsMax option bytes matched or sent.
+const (
+	GenevePort    = 6081
+	TunOptionsMax = 32
+	geneveHdrLen  = 8
 )
 
 // FlowKey is the exact match of a kernel entry: ingress interface, Ethernet
@@ -42,7 +52,47 @@ type FlowKey struct {
 	SrcPort        uint16
 	DstPort        uint16
 	TTL            uint8
+	// Tun is the outer part of a Geneve datagram's key (Ethernet and
+	// 5-tuple above are then its inner frame's, Ifindex the underlay
+	// interface); zero for every other packet.
+	Tun TunKey
+	// CountAs is the port the kernel's packets count as received on in
+	// PortStats (a tunnel port's PortID); 0: Ifindex. Not part of the match.
+	CountAs uint32
 }
+
+// TunKey is what the program matches of a Geneve datagram besides its
+// inner frame: the outer addresses and the whole Geneve header, so a
+// datagram matches only if govs's tunnel port would have decoded it into
+// the same tunnel metadata.
+type TunKey struct {
+	Src, Dst [4]byte // outer IPv4 source and destination
+	VNI      uint32
+	Flags    byte // Geneve header byte 1 (0x80 O bit, 0x40 C bit)
+	OptLen   uint8
+	Options  [TunOptionsMax]byte
+	OuterDst [6]byte // the underlay interface's MAC
+}
+
+// Encap is the outer header the program puts in front of a frame for a
+// Geneve tunnel port (csum=false, the IANA port): Ethernet from EthSrc to
+// EthDst (the kernel's next hop for Dst), outer IPv4 from Src to Dst with
+// TTL and DF, UDP from SrcPort (the inner flow's hash, as the tunnel port
+// computes it) and Header, the Geneve header with options as the tunnel
+// port writes it. Frames whose outer packet exceeds MTU go to userspace
+// (which drops them as the tunnel port does).
+type Encap struct {
+	EthSrc, EthDst [6]byte
+	Src, Dst       netip.Addr
+	SrcPort        uint16
+	TTL            uint8
+	MTU            uint16
+	Header         []byte
+}
+
+// PortID is the key of a port without an interface of its own (a tunnel
+// port, by OpenFlow port number) in the kernel path's port counters.
+func PortID(ofport uint32) uint32 { return 1<<31 | ofport }
 
 // Action is what the program does with a matching packet.
 type Action struct {
@@ -53,6 +103,8 @@ type Action struct {
 	// of its connection made it (IPv4; TCP/UDP checksums are updated).
 	NatSrc, NatDst         netip.Addr
 	NatSrcPort, NatDstPort uint16
+	// With ActEncap (OutIfindex is then the underlay interface).
+	Encap *Encap
 }
 
 // Counters are an entry's kernel statistics.
@@ -151,6 +203,13 @@ func (fk *FlowKey) kernel() (offloadFlowKey, error) {
 		return offloadFlowKey{}, errors.New("offload: not an IPv4 flow")
 	}
 	s, d := fk.Src.As4(), fk.Dst.As4()
+	if fk.Tun.OptLen > TunOptionsMax || fk.Tun.OptLen%4 != 0 {
+		return offloadFlowKey{}, errors.New("offload: Geneve options too long")
+	}
+	var opts [TunOptionsMax / 4]uint32
+	for i := range opts {
+		opts[i] = nativeU32([4]byte(fk.Tun.Options[4*i:]))
+	}
 	return offloadFlowKey{
 		Ifindex: fk.Ifindex,
 		// Addresses and ports are in network order in the packet: keep
@@ -163,6 +222,12 @@ func (fk *FlowKey) kernel() (offloadFlowKey, error) {
 		EthSrc: fk.EthSrc,
 		Proto:  fk.Proto,
 		Ttl:    fk.TTL,
+		TunSrc: nativeU32(fk.Tun.Src), TunDst: nativeU32(fk.Tun.Dst),
+		TunVni:    nativeU32([4]byte{byte(fk.Tun.VNI >> 16), byte(fk.Tun.VNI >> 8), byte(fk.Tun.VNI), 0}),
+		TunFlags:  fk.Tun.Flags,
+		TunOptLen: fk.Tun.OptLen,
+		OuterDst:  fk.Tun.OuterDst,
+		TunOpts:   opts,
 	}, nil
 }
 
@@ -206,6 +271,11 @@ func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntr
 		v.NatSaddr, v.NatDaddr = nativeU32(a.NatSrc.As4()), nativeU32(a.NatDst.As4())
 		v.NatSport, v.NatDport = nativeU16(a.NatSrcPort), nativeU16(a.NatDstPort)
 	}
+	if a.Flags&ActEncap != 0 {
+		if err := a.Encap.fill(&v); err != nil {
+			return err
+		}
+	}
 	if k.conns != nil {
 		// The connection first: an entry a restart finds has one.
 		if conn != nil {
@@ -219,6 +289,24 @@ func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntr
 	}
 	if err := k.objs.Flows.Put(key, &v); err != nil {
 		return fmt.Errorf("install offload entry: %w", err)
+	}
+	return nil
+}
+
+// fill writes e into the kernel action.
+func (e *Encap) fill(v *offloadFlowAction) error {
+	if e == nil || !e.Src.Is4() || !e.Dst.Is4() {
+		return errors.New("install offload entry: encapsulation without IPv4 outer addresses")
+	}
+	if len(e.Header) < geneveHdrLen || len(e.Header) > geneveHdrLen+TunOptionsMax || len(e.Header)%4 != 0 {
+		return fmt.Errorf("install offload entry: Geneve header of %d bytes", len(e.Header))
+	}
+	v.EncapSaddr, v.EncapDaddr = nativeU32(e.Src.As4()), nativeU32(e.Dst.As4())
+	v.EncapSport, v.EncapDport = nativeU16(e.SrcPort), nativeU16(GenevePort)
+	v.EncapMtu, v.EncapTtl, v.EncapHdrLen = e.MTU, e.TTL, uint8(len(e.Header))
+	v.EncapDmac, v.EncapSmac = e.EthDst, e.EthSrc
+	for i := 0; i < len(e.Header)/4; i++ {
+		v.EncapHdr[i] = nativeU32([4]byte(e.Header[4*i:]))
 	}
 	return nil
 }

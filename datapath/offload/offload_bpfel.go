@@ -14,36 +14,54 @@ import (
 )
 
 type offloadFlowAction struct {
-	_          structs.HostLayout
-	OutIfindex uint32
-	Flags      uint32
-	EthDst     [6]uint8
-	EthSrc     [6]uint8
-	Pad        uint32
-	NatSaddr   uint32
-	NatDaddr   uint32
-	NatSport   uint16
-	NatDport   uint16
-	Pad2       uint32
-	Gen        uint64
-	Packets    uint64
-	Bytes      uint64
-	LastUsed   uint64
-	LastPass   uint64
+	_           structs.HostLayout
+	OutIfindex  uint32
+	Flags       uint32
+	EthDst      [6]uint8
+	EthSrc      [6]uint8
+	Pad         uint32
+	NatSaddr    uint32
+	NatDaddr    uint32
+	NatSport    uint16
+	NatDport    uint16
+	Pad2        uint32
+	Gen         uint64
+	Packets     uint64
+	Bytes       uint64
+	LastUsed    uint64
+	LastPass    uint64
+	EncapSaddr  uint32
+	EncapDaddr  uint32
+	EncapSport  uint16
+	EncapDport  uint16
+	EncapMtu    uint16
+	EncapTtl    uint8
+	EncapHdrLen uint8
+	EncapDmac   [6]uint8
+	EncapSmac   [6]uint8
+	EncapHdr    [10]uint32
+	_           [4]byte
 }
 
 type offloadFlowKey struct {
-	_       structs.HostLayout
-	Ifindex uint32
-	Saddr   uint32
-	Daddr   uint32
-	Sport   uint16
-	Dport   uint16
-	EthDst  [6]uint8
-	EthSrc  [6]uint8
-	Proto   uint8
-	Ttl     uint8
-	Pad     uint16
+	_         structs.HostLayout
+	Ifindex   uint32
+	Saddr     uint32
+	Daddr     uint32
+	Sport     uint16
+	Dport     uint16
+	EthDst    [6]uint8
+	EthSrc    [6]uint8
+	Proto     uint8
+	Ttl       uint8
+	Pad       uint16
+	TunSrc    uint32
+	TunDst    uint32
+	TunVni    uint32
+	TunFlags  uint8
+	TunOptLen uint8
+	OuterDst  [6]uint8
+	TunOpts   [8]uint32
 }
 
 // Names of all BPF objects in the ELF.

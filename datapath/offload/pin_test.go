@@ -213,3 +213,75 @@ func TestPinIncompatibleMaps(t *testing.T) {
 		t.Errorf("adopted %v, flows map %v: want fresh maps of the program's own", k.Adopted(), k.objs.Flows.Type())
 	}
 }
+
+// TestRevalidateRemovesGeneve: a restart cannot replay a Geneve
+// decapsulation entry (the replay has no tunnel metadata), so Revalidate
+// removes it from the kernel without replaying it; its connection is
+// still adopted, so the flow's next packet through userspace is +est.
+func TestRevalidateRemovesGeneve(t *testing.T) {
+	netnstest.RequireRoot(t)
+	dir := PinDir(filepath.Join(netnstest.MountBPFFS(t), "govs"), "/run/govs-test", "br-gnv")
+	k, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := netip.MustParseAddr("10.78.0.1"), netip.MustParseAddr("10.78.0.2")
+	conn := conntrack.Entry{
+		Orig:  conntrack.Tuple{Src: a, Dst: b, Proto: 17, SrcPort: 4000, DstPort: 9999},
+		Reply: conntrack.Tuple{Src: b, Dst: a, Proto: 17, SrcPort: 9999, DstPort: 4000},
+		Zone:  1,
+	}
+	plain := FlowKey{Ifindex: 7, Src: a, Dst: b, Proto: 17, SrcPort: 4000, DstPort: 9999, TTL: 64}
+	decap := plain
+	decap.Ifindex = 8
+	decap.Tun = TunKey{Src: [4]byte{10, 79, 0, 1}, Dst: [4]byte{10, 79, 0, 2}, VNI: 5}
+	for _, fk := range []FlowKey{plain, decap} {
+		key, err := fk.kernel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		act := Action{OutIfindex: 9}
+		if fk.Tun.Dst != [4]byte{} {
+			act.Flags |= ActDecap
+		}
+		if err := k.install(&key, act, k.gen, &conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.Retain()
+	k.Close()
+
+	m, err := NewManager(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.Adopting() || m.Stats().Entries != 2 {
+		t.Fatalf("adopting %v with %d entries, want both pinned entries", m.Adopting(), m.Stats().Entries)
+	}
+	var adopted int
+	var replayed []uint32
+	kept, removed := m.Revalidate(func(conntrack.Entry) error { adopted++; return nil },
+		func(fk FlowKey) (start, final flowtable.Key, hits []*flowcache.Entry, ok bool) {
+			replayed = append(replayed, fk.Ifindex)
+			return start, final, nil, true
+		},
+		func(uint32) (int, bool) { return 9, true })
+	if kept != 0 || removed != 2 {
+		t.Errorf("Revalidate kept %d, removed %d; want 0, 2", kept, removed)
+	}
+	if len(replayed) != 1 || replayed[0] != plain.Ifindex {
+		t.Errorf("replayed the entries of ifindex %v, want only the plain one's (%d)", replayed, plain.Ifindex)
+	}
+	if adopted != 2 {
+		t.Errorf("conntrack adopted %d connections, want both entries' (2)", adopted)
+	}
+	if st := m.Stats(); st.Entries != 0 {
+		t.Errorf("%d entries left after the revalidation", st.Entries)
+	}
+	var key offloadFlowKey
+	var v offloadFlowAction
+	if m.k.objs.Flows.Iterate().Next(&key, &v) {
+		t.Errorf("kernel map still has the entry of ifindex %d", key.Ifindex)
+	}
+}

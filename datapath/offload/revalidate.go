@@ -121,6 +121,14 @@ func (m *Manager) Revalidate(adopt func(conntrack.Entry) error, replay Replay, i
 	}
 	decisions := make([]decided, len(todo))
 	for i, a := range todo {
+		if a.key.TunDst != 0 {
+			// A Geneve decapsulation: the replay cannot rebuild its
+			// tunnel metadata (nor does ifindexOf offer a Geneve port to
+			// encapsulate for), so it is removed; its connection is
+			// adopted and the next packet through userspace offers it
+			// again.
+			continue
+		}
 		start, final, hits, ok := replay(a.fk)
 		if !ok {
 			continue
@@ -153,7 +161,7 @@ func (m *Manager) Revalidate(adopt func(conntrack.Entry) error, replay Replay, i
 			if e := m.entries[a.key]; e != nil {
 				m.pushOneLocked(a.key, e) // what it forwarded since the adoption
 			}
-			m.installLocked(&a.key, decisions[i].d, decisions[i].out, decisions[i].conn)
+			m.installLocked(&a.key, decisions[i].d, a.fk.Ifindex, uint32(decisions[i].out), decisions[i].conn)
 			kept++
 		}
 	}

@@ -2,7 +2,9 @@
 // govs kernel fast path: forwards packets of established connections the
 // Go datapath has already decided, by exact match. Everything else, and
 // one packet per entry and second (so conntrack sees the connection is
-// alive), goes on to the AF_PACKET socket as if there were no program.
+// alive), goes on to the AF_PACKET socket (or, for a Geneve datagram, to
+// the kernel's UDP stack and govs's tunnel socket) as if there were no
+// program.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -16,10 +18,24 @@
 #define ACT_SET_ETH 1 // write eth_dst/eth_src
 #define ACT_DEC_TTL 2 // decrement the IPv4 TTL (and fix the checksum)
 #define ACT_NAT 4     // rewrite the 5-tuple to nat_* (conntrack's NAT of the connection)
+#define ACT_ENCAP 8   // put the frame in Geneve (outer headers from encap_*)
+#define ACT_DECAP 16  // the key is a Geneve datagram's: forward its inner frame
+
+// Geneve (RFC 8926) as govs's tunnel port speaks it.
+#define GENEVE_PORT 6081
+#define GENEVE_HDR_LEN 8
+#define GENEVE_PROTO_TEB 0x6558
+// The most option bytes an entry matches or sends (OVN's one option is 8,
+// Antrea sends none); longer ones stay in userspace.
+#define TUN_OPTS_MAX 32
+#define OUTER_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
 // flow_key is the exact match: the ingress interface, the Ethernet
 // addresses and the IPv4 5-tuple with the TTL (dec_ttl makes the TTL part
-// of a megaflow).
+// of a megaflow). For a Geneve datagram (ACT_DECAP entries) these are the
+// inner frame's, ifindex is the underlay interface, and the tun_* fields
+// hold the outer addresses and the whole Geneve header; they are zero for
+// every other packet.
 struct flow_key {
 	__u32 ifindex;
 	__u32 saddr; // network order
@@ -31,6 +47,13 @@ struct flow_key {
 	__u8 proto;
 	__u8 ttl;
 	__u16 pad;
+	__u32 tun_src;     // outer IPv4 addresses, network order
+	__u32 tun_dst;
+	__u32 tun_vni;     // Geneve bytes 4-7 (VNI, reserved) as on the wire
+	__u8 tun_flags;    // Geneve byte 1 (O and C bits, reserved)
+	__u8 tun_opt_len;  // option bytes
+	__u8 outer_dst[6]; // the outer destination MAC (the underlay's own)
+	__u32 tun_opts[TUN_OPTS_MAX / 4];
 };
 
 struct flow_action {
@@ -46,9 +69,24 @@ struct flow_action {
 	__u32 pad2;
 	__u64 gen;       // valid while it equals generation[0]
 	__u64 packets;   // forwarded by the program
-	__u64 bytes;
+	__u64 bytes;     // of the frames as the bridge ports see them (inner)
 	__u64 last_used; // bpf_ktime_get_ns (CLOCK_MONOTONIC)
 	__u64 last_pass; // last packet handed to userspace as a keepalive
+	// With ACT_ENCAP: the outer headers as govs's tunnel port would have
+	// the kernel send them: the Ethernet addresses of the route's next
+	// hop (out_ifindex), recorded at install and refreshed with every
+	// keepalive, the IPv4/UDP fields and the Geneve header with options.
+	// (bpf_fib_lookup would need IP forwarding on the underlay device.)
+	__u32 encap_saddr; // network order
+	__u32 encap_daddr;
+	__u16 encap_sport; // network order
+	__u16 encap_dport;
+	__u16 encap_mtu;    // underlay IP MTU, host order
+	__u8 encap_ttl;
+	__u8 encap_hdr_len; // Geneve header with options, bytes
+	__u8 encap_dmac[6];
+	__u8 encap_smac[6];
+	__u32 encap_hdr[(GENEVE_HDR_LEN + TUN_OPTS_MAX) / 4];
 };
 
 struct {
@@ -96,55 +134,99 @@ static __always_inline __u16 csum_apply(__u16 check, __u32 diff)
 	return (__u16)~csum_fold((__u16)~check + diff);
 }
 
-SEC("xdp")
-int govs_offload(struct xdp_md *ctx)
+// ip_csum is the checksum of a 20-byte IPv4 header (its check field 0).
+static __always_inline __u16 ip_csum(struct iphdr *ip)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct flow_key k = {};
+	__u16 *w = (__u16 *)ip;
+	__u32 s = 0;
+#pragma unroll
+	for (int i = 0; i < 10; i++)
+		s += w[i];
+	return (__u16)~csum_fold(s);
+}
 
+// parse fills k's inner part from the frame at eth: false for what the
+// program never forwards (not IPv4 TCP/UDP, IPv4 options, fragments, a
+// TCP SYN, FIN or RST: the conntrack state machine sees these).
+static __always_inline int parse(struct ethhdr *eth, void *end, struct flow_key *k)
+{
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return XDP_PASS;
+		return 0;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end || ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
-		return XDP_PASS; // options, fragments: userspace
+		return 0;
 	if (ip->protocol == IPPROTO_TCP) {
 		struct tcphdr *th = (void *)(ip + 1);
 		if ((void *)(th + 1) > end || th->syn || th->fin || th->rst)
-			return XDP_PASS; // the conntrack state machine sees these
-		k.sport = th->source;
-		k.dport = th->dest;
+			return 0;
+		k->sport = th->source;
+		k->dport = th->dest;
 	} else if (ip->protocol == IPPROTO_UDP) {
 		struct udphdr *uh = (void *)(ip + 1);
 		if ((void *)(uh + 1) > end)
-			return XDP_PASS;
-		k.sport = uh->source;
-		k.dport = uh->dest;
+			return 0;
+		k->sport = uh->source;
+		k->dport = uh->dest;
 	} else {
-		return XDP_PASS;
+		return 0;
 	}
-	k.ifindex = ctx->ingress_ifindex;
-	k.saddr = ip->saddr;
-	k.daddr = ip->daddr;
-	k.proto = ip->protocol;
-	k.ttl = ip->ttl;
-	__builtin_memcpy(k.eth_dst, eth->h_dest, 6);
-	__builtin_memcpy(k.eth_src, eth->h_source, 6);
+	k->saddr = ip->saddr;
+	k->daddr = ip->daddr;
+	k->proto = ip->protocol;
+	k->ttl = ip->ttl;
+	__builtin_memcpy(k->eth_dst, eth->h_dest, 6);
+	__builtin_memcpy(k->eth_src, eth->h_source, 6);
+	return 1;
+}
 
-	__u32 zero = 0;
-	__u64 *gen = bpf_map_lookup_elem(&generation, &zero);
-	struct flow_action *a = bpf_map_lookup_elem(&flows, &k);
-	if (!gen || !a || a->gen != *gen)
-		return XDP_PASS;
-	__u64 now = bpf_ktime_get_ns();
-	if (now - a->last_pass >= pass_interval_ns) {
-		a->last_pass = now;
-		return XDP_PASS;
+// parse_geneve fills k's tunnel part from a Geneve datagram and returns
+// the offset of its inner frame, or 0 when the datagram is not one the
+// program decapsulates: the kernel would drop or treat it otherwise (bad
+// outer checksum or lengths, an outer UDP checksum it must verify), or
+// govs's tunnel port would (version, payload type, options beyond
+// TUN_OPTS_MAX). Then the datagram goes up the kernel's stack as usual.
+static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, struct flow_key *k)
+{
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *uh = (void *)(ip + 1);
+	__u8 *gh = (void *)(uh + 1);
+	if ((void *)(gh + GENEVE_HDR_LEN) > end || ip->protocol != IPPROTO_UDP ||
+	    uh->dest != bpf_htons(GENEVE_PORT) || uh->check != 0)
+		return 0;
+	if (ip_csum(ip) != 0 || bpf_ntohs(ip->tot_len) != end - (void *)ip ||
+	    bpf_ntohs(uh->len) != end - (void *)uh)
+		return 0; // the kernel drops a bad header, trims padding
+	if ((gh[0] >> 6) != 0 || gh[2] != (GENEVE_PROTO_TEB >> 8) || gh[3] != (GENEVE_PROTO_TEB & 0xff))
+		return 0;
+	__u32 opt_len = (gh[0] & 0x3f) * 4;
+	if (opt_len > TUN_OPTS_MAX)
+		return 0;
+	__u32 *opts = (void *)(gh + GENEVE_HDR_LEN);
+#pragma unroll
+	for (int i = 0; i < TUN_OPTS_MAX / 4; i++) {
+		if (i * 4 >= opt_len)
+			break;
+		if ((void *)(opts + i + 1) > end)
+			return 0;
+		k->tun_opts[i] = opts[i];
 	}
+	k->tun_src = ip->saddr;
+	k->tun_dst = ip->daddr;
+	k->tun_vni = *(__u32 *)(gh + 4);
+	k->tun_flags = gh[1];
+	k->tun_opt_len = opt_len;
+	__builtin_memcpy(k->outer_dst, eth->h_dest, 6);
+	return OUTER_LEN + GENEVE_HDR_LEN + opt_len;
+}
+
+// rewrite applies the entry's writes to the frame at eth, which parse
+// accepted (the bounds are checked again for the verifier).
+static __always_inline int rewrite(struct ethhdr *eth, void *end, struct flow_action *a)
+{
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end)
+		return 0;
 	if (a->flags & ACT_DEC_TTL) {
-		if (ip->ttl <= 1)
-			return XDP_PASS; // userspace drops it as dec_ttl does
 		// RFC 1624 update of the checksum, as the kernel's ip_decrease_ttl.
 		__u32 check = ip->check;
 		check += bpf_htons(0x0100);
@@ -153,8 +235,7 @@ int govs_offload(struct xdp_md *ctx)
 	}
 	if (a->flags & ACT_NAT) {
 		// The addresses are in the IPv4 header checksum and, with the
-		// ports, in the TCP/UDP one (pseudo-header). Bounds were checked
-		// when the key was read.
+		// ports, in the TCP/UDP one (pseudo-header).
 		__u32 addrs = csum_diff4(ip->saddr, a->nat_saddr) + csum_diff4(ip->daddr, a->nat_daddr);
 		ip->check = csum_apply(ip->check, addrs);
 		ip->saddr = a->nat_saddr;
@@ -162,7 +243,7 @@ int govs_offload(struct xdp_md *ctx)
 		if (ip->protocol == IPPROTO_TCP) {
 			struct tcphdr *th = (void *)(ip + 1);
 			if ((void *)(th + 1) > end)
-				return XDP_PASS;
+				return 0;
 			__u32 d = addrs + csum_diff2(th->source, a->nat_sport) + csum_diff2(th->dest, a->nat_dport);
 			th->check = csum_apply(th->check, d);
 			th->source = a->nat_sport;
@@ -170,7 +251,7 @@ int govs_offload(struct xdp_md *ctx)
 		} else {
 			struct udphdr *uh = (void *)(ip + 1);
 			if ((void *)(uh + 1) > end)
-				return XDP_PASS;
+				return 0;
 			if (uh->check) { // 0: the sender computed none
 				__u32 d = addrs + csum_diff2(uh->source, a->nat_sport) + csum_diff2(uh->dest, a->nat_dport);
 				__u16 c = csum_apply(uh->check, d);
@@ -184,10 +265,116 @@ int govs_offload(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_dest, a->eth_dst, 6);
 		__builtin_memcpy(eth->h_source, a->eth_src, 6);
 	}
+	return 1;
+}
+
+// encap writes the outer Ethernet, IPv4, UDP and Geneve headers in front
+// of an inner frame of inner_len bytes at data (room made already), as
+// govs's tunnel port sends them: DF, ID 0 (an atomic datagram, as the
+// kernel's raw socket leaves it), no UDP checksum (csum=false).
+static __always_inline int encap(void *data, void *end, struct flow_action *a, __u32 inner_len)
+{
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *uh = (void *)(ip + 1);
+	__u32 *gh = (void *)(uh + 1);
+	if ((void *)(gh + 1) > end)
+		return 0;
+	__builtin_memcpy(eth->h_dest, a->encap_dmac, 6);
+	__builtin_memcpy(eth->h_source, a->encap_smac, 6);
+	eth->h_proto = bpf_htons(ETH_P_IP);
+	__u16 udp_len = sizeof(*uh) + a->encap_hdr_len + inner_len;
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tos = 0;
+	ip->tot_len = bpf_htons(sizeof(*ip) + udp_len);
+	ip->id = 0;
+	ip->frag_off = bpf_htons(0x4000);
+	ip->ttl = a->encap_ttl;
+	ip->protocol = IPPROTO_UDP;
+	ip->check = 0;
+	ip->saddr = a->encap_saddr;
+	ip->daddr = a->encap_daddr;
+	ip->check = ip_csum(ip);
+	uh->source = a->encap_sport;
+	uh->dest = a->encap_dport;
+	uh->len = bpf_htons(udp_len);
+	uh->check = 0;
+#pragma unroll
+	for (int i = 0; i < (GENEVE_HDR_LEN + TUN_OPTS_MAX) / 4; i++) {
+		if (i * 4 >= a->encap_hdr_len)
+			break;
+		if ((void *)(gh + i + 1) > end)
+			return 0;
+		gh[i] = a->encap_hdr[i];
+	}
+	return 1;
+}
+
+SEC("xdp")
+int govs_offload(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct flow_key k = {};
+	__u32 off = 0; // of the inner frame in a Geneve datagram
+
+	if (!parse(eth, end, &k))
+		return XDP_PASS;
+	if (k.proto == IPPROTO_UDP && k.dport == bpf_htons(GENEVE_PORT)) {
+		off = parse_geneve(eth, end, &k);
+		if (!off)
+			return XDP_PASS;
+		if (data + off > end)
+			return XDP_PASS;
+		if (!parse(data + off, end, &k)) // the inner fields replace the outer ones
+			return XDP_PASS;
+	}
+	k.ifindex = ctx->ingress_ifindex;
+
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&generation, &zero);
+	struct flow_action *a = bpf_map_lookup_elem(&flows, &k);
+	if (!gen || !a || a->gen != *gen)
+		return XDP_PASS;
+	__u64 now = bpf_ktime_get_ns();
+	if (now - a->last_pass >= pass_interval_ns) {
+		a->last_pass = now;
+		return XDP_PASS;
+	}
+	if ((a->flags & ACT_DEC_TTL) && k.ttl <= 1)
+		return XDP_PASS; // userspace drops it as dec_ttl does
+	__u32 inner_len = end - data - off;
+	__u32 out = a->out_ifindex;
+	if (a->flags & ACT_ENCAP) {
+		__u32 hdr_len = a->encap_hdr_len;
+		if (hdr_len > GENEVE_HDR_LEN + TUN_OPTS_MAX)
+			return XDP_PASS;
+		__u32 outer = sizeof(struct iphdr) + sizeof(struct udphdr) + hdr_len + inner_len;
+		if (outer > a->encap_mtu)
+			return XDP_PASS; // userspace drops and counts it (TxMTUDrops)
+		if (bpf_xdp_adjust_head(ctx, -(int)(OUTER_LEN + hdr_len)))
+			return XDP_PASS;
+		off = OUTER_LEN + hdr_len; // the inner frame is now there
+	} else if (off) {
+		if (bpf_xdp_adjust_head(ctx, off))
+			return XDP_PASS;
+		off = 0;
+	}
+	// From here on the packet has changed: it is forwarded or lost.
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (off > OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX || data + off > end)
+		return XDP_ABORTED;
+	if (!rewrite(data + off, end, a))
+		return XDP_ABORTED;
+	if ((a->flags & ACT_ENCAP) && !encap(data, end, a, inner_len))
+		return XDP_ABORTED;
 	__sync_fetch_and_add(&a->packets, 1);
-	__sync_fetch_and_add(&a->bytes, (__u64)(end - data));
+	__sync_fetch_and_add(&a->bytes, (__u64)inner_len);
 	a->last_used = now;
-	return bpf_redirect(a->out_ifindex, 0);
+	return bpf_redirect(out, 0);
 }
 
 char _license[] SEC("license") = "GPL";

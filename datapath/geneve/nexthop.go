@@ -1,0 +1,177 @@
+package geneve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// NextHop is where the kernel would send the port's datagrams to one
+// destination: the output interface and the link-layer address of the
+// neighbour (the destination itself or its route's gateway).
+type NextHop struct {
+	Ifindex int
+	MAC     [6]byte
+}
+
+// errNoNeighbour: the neighbour is not resolved (the kernel would ARP).
+var errNoNeighbour = errors.New("neighbour not resolved")
+
+// Resolver asks the kernel's routing and neighbour tables (rtnetlink(7))
+// for the next hop of the port's datagrams, as sending them through the
+// raw socket would use it; the kernel fast path records it in the entries
+// it encapsulates for (it cannot ask the FIB from XDP without IP
+// forwarding on the underlay interface). Its netlink socket is opened in
+// the caller's network namespace, like the port's sockets.
+type Resolver struct {
+	mu  sync.Mutex
+	fd  int
+	seq uint32
+	buf []byte
+}
+
+// NewResolver opens the netlink socket.
+func NewResolver() (*Resolver, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netlink bind: %w", err)
+	}
+	// A stuck kernel answer must not hang a packet loop.
+	tv := unix.Timeval{Sec: 1}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("netlink timeout: %w", err)
+	}
+	return &Resolver{fd: fd, buf: make([]byte, 8192)}, nil
+}
+
+// Close closes the netlink socket.
+func (r *Resolver) Close() error { return unix.Close(r.fd) }
+
+// NextHop returns the next hop of a datagram from src to dst: the route's
+// output interface and the resolved MAC of its gateway or of dst.
+func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags.
+	msg := []byte{unix.AF_INET, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	msg = rtAttr(msg, unix.RTA_DST, dst[:])
+	msg = rtAttr(msg, unix.RTA_SRC, src[:])
+	attrs, _, err := r.request(unix.RTM_GETROUTE, unix.RTM_NEWROUTE, msg, 12)
+	if err != nil {
+		return NextHop{}, fmt.Errorf("route to %s: %w", netip.AddrFrom4(dst), err)
+	}
+	var nh NextHop
+	via := dst
+	for _, a := range attrs {
+		switch {
+		case a.typ == unix.RTA_OIF && len(a.value) >= 4:
+			nh.Ifindex = int(binary.NativeEndian.Uint32(a.value))
+		case a.typ == unix.RTA_GATEWAY && len(a.value) == 4:
+			via = [4]byte(a.value)
+		}
+	}
+	if nh.Ifindex == 0 {
+		return NextHop{}, fmt.Errorf("route to %s: no output interface", netip.AddrFrom4(dst))
+	}
+	// struct ndmsg: family, pad1, pad2 (2), ifindex (4), state (2), flags, type.
+	msg = []byte{unix.AF_INET, 0, 0, 0}
+	msg = binary.NativeEndian.AppendUint32(msg, uint32(nh.Ifindex))
+	msg = append(msg, 0, 0, 0, 0)
+	msg = rtAttr(msg, unix.NDA_DST, via[:])
+	attrs, hdr, err := r.request(unix.RTM_GETNEIGH, unix.RTM_NEWNEIGH, msg, 12)
+	if err != nil {
+		return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), err)
+	}
+	const valid = unix.NUD_PERMANENT | unix.NUD_NOARP | unix.NUD_REACHABLE | unix.NUD_STALE | unix.NUD_DELAY | unix.NUD_PROBE
+	if state := binary.NativeEndian.Uint16(hdr[8:]); state&valid == 0 {
+		return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), errNoNeighbour)
+	}
+	for _, a := range attrs {
+		if a.typ == unix.NDA_LLADDR && len(a.value) == 6 {
+			nh.MAC = [6]byte(a.value)
+			return nh, nil
+		}
+	}
+	return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), errNoNeighbour)
+}
+
+// request sends one rtnetlink get request and returns the attributes and
+// the fixed header (hdrLen bytes) of the answer of type answer.
+func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rtattr, []byte, error) {
+	r.seq++
+	msg := binary.NativeEndian.AppendUint32(nil, uint32(unix.NLMSG_HDRLEN+len(payload)))
+	msg = binary.NativeEndian.AppendUint16(msg, typ)
+	msg = binary.NativeEndian.AppendUint16(msg, unix.NLM_F_REQUEST)
+	msg = binary.NativeEndian.AppendUint32(msg, r.seq)
+	msg = binary.NativeEndian.AppendUint32(msg, 0)
+	msg = append(msg, payload...)
+	if err := unix.Sendto(r.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, nil, err
+	}
+	for {
+		n, _, err := unix.Recvfrom(r.fd, r.buf, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs, err := syscall.ParseNetlinkMessage(r.buf[:n])
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			if m.Header.Seq != r.seq {
+				continue // the answer to an earlier request that timed out
+			}
+			switch {
+			case m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4:
+				if code := int32(binary.NativeEndian.Uint32(m.Data)); code != 0 {
+					return nil, nil, unix.Errno(-code)
+				}
+				return nil, nil, errors.New("no answer")
+			case m.Header.Type == answer && len(m.Data) >= hdrLen:
+				return parseAttrs(m.Data[hdrLen:]), m.Data[:hdrLen], nil
+			}
+		}
+	}
+}
+
+// rtattr is one attribute of an rtnetlink answer.
+type rtattr struct {
+	typ   uint16
+	value []byte
+}
+
+// parseAttrs splits b into attributes; a malformed tail is ignored.
+func parseAttrs(b []byte) []rtattr {
+	var attrs []rtattr
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(binary.NativeEndian.Uint16(b))
+		if l < unix.SizeofRtAttr || l > len(b) {
+			break
+		}
+		attrs = append(attrs, rtattr{typ: binary.NativeEndian.Uint16(b[2:]), value: b[unix.SizeofRtAttr:l]})
+		b = b[min((l+3)&^3, len(b)):]
+	}
+	return attrs
+}
+
+// rtAttr appends one route attribute, padded to 4 bytes.
+func rtAttr(b []byte, typ uint16, data []byte) []byte {
+	b = binary.NativeEndian.AppendUint16(b, uint16(unix.SizeofRtAttr+len(data)))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	b = append(b, data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}

@@ -1,0 +1,371 @@
+package datapath
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govs-project/govs/conntrack"
+	"github.com/govs-project/govs/datapath/afpacket"
+	"github.com/govs-project/govs/datapath/geneve"
+	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/offload"
+	"github.com/govs-project/govs/flowtable"
+	"github.com/govs-project/govs/internal/ctadapter"
+	"github.com/govs-project/govs/ofproto/flowtext"
+)
+
+// gkNode is one node of the two-node Geneve kernel path tests: a bridge
+// with a Geneve port (ofport 1, local_ip on the underlay veth) and one
+// pod (ofport 2), through a ct pipeline shaped like Antrea's inter-node
+// path (seed 001 §9): the source node rewrites the Ethernet addresses to
+// its gateway's and the global virtual MAC, decrements the TTL and sets
+// tun_dst and tun_id; the destination node rewrites them to its gateway's
+// and the pod's and decrements the TTL again.
+type gkNode struct {
+	nodeIP, nodeMAC string
+	podIP, podMAC   string
+	gwIP, gwMAC     string
+
+	node, pod *netnstest.NS
+	b         *Bridge
+	m         *offload.Manager
+	underlay  string // the underlay veth end in node
+}
+
+var gkSpecs = [2]gkNode{
+	{nodeIP: "10.79.9.1", nodeMAC: "02:dd:00:00:00:01", podIP: "10.211.1.2", podMAC: "02:dd:00:00:01:02", gwIP: "10.211.1.1", gwMAC: "02:dd:00:00:01:01"},
+	{nodeIP: "10.79.9.2", nodeMAC: "02:dd:00:00:00:02", podIP: "10.211.2.2", podMAC: "02:dd:00:00:02:02", gwIP: "10.211.2.1", gwMAC: "02:dd:00:00:02:01"},
+}
+
+// ovnOption is OVN's Geneve option (class 0x0102, type 0x80: critical,
+// 4 bytes: the logical ports), mapped to tun_metadata0 on both nodes.
+var ovnOption = flowtable.TLVMapping{Class: 0x102, Type: 0x80, Len: 4, Index: 0}
+
+// gkFlows is node n's pipeline; with option, the source node sends OVN's
+// option and the destination node matches it.
+func gkFlows(n, peer *gkNode, option bool) string {
+	setOpt, matchOpt := "", ""
+	if option {
+		setOpt, matchOpt = "set_field:0x10002->tun_metadata0,", "tun_metadata0=0x10002,"
+	}
+	return fmt.Sprintf(`table=0,priority=10,ip,in_port=2,actions=ct(table=1,zone=1)
+table=0,priority=10,ip,in_port=1,tun_id=0x5,%[6]sactions=ct(table=1,zone=1)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,in_port=2,actions=ct(commit,zone=1),resubmit(,2)
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=2,actions=resubmit(,2)
+table=1,priority=20,cookie=0x3,ct_state=+new+trk,ip,in_port=1,actions=ct(commit,zone=1),resubmit(,3)
+table=1,priority=20,cookie=0x4,ct_state=+est+trk,ip,in_port=1,actions=resubmit(,3)
+table=2,priority=10,cookie=0x5,actions=mod_dl_src:%[1]s,mod_dl_dst:aa:bb:cc:dd:ee:ff,dec_ttl,set_field:%[2]s->tun_dst,set_field:0x5->tun_id,%[5]soutput:1
+table=3,priority=10,cookie=0x6,actions=mod_dl_src:%[1]s,mod_dl_dst:%[3]s,dec_ttl,output:2
+`, n.gwMAC, peer.nodeIP, n.podMAC, "", setOpt, matchOpt)
+}
+
+// newGeneveKP builds the two nodes, the kernel path on or off on each.
+func newGeneveKP(t *testing.T, kernel [2]bool, option bool) [2]*gkNode {
+	var nodes [2]*gkNode
+	for i := range nodes {
+		n := gkSpecs[i]
+		nodes[i] = &n
+		n.node, n.pod = netnstest.NewNS(t), netnstest.NewNS(t)
+	}
+	u := netnstest.NewVeth(t, nodes[0].node, nodes[1].node, netnstest.VethOptions{
+		HostAddr: nodes[0].nodeIP + "/24", HostMAC: mustMAC(nodes[0].nodeMAC),
+		PeerAddr: nodes[1].nodeIP + "/24", PeerMAC: mustMAC(nodes[1].nodeMAC),
+	})
+	nodes[0].underlay, nodes[1].underlay = u.Host, u.Peer
+	for i, n := range nodes {
+		peer := nodes[1-i]
+		// Static neighbours: no ARP in the measured traffic.
+		n.node.MustExec(t, "ip", "neigh", "replace", peer.nodeIP, "lladdr", peer.nodeMAC, "dev", n.underlay, "nud", "permanent")
+		// The underlay's 1500 less the outer headers (and OVN's option:
+		// OVN sets 1442), so full-size segments fit the tunnel.
+		mtu := 1450
+		if option {
+			mtu = 1442
+		}
+		v := netnstest.NewVeth(t, n.node, n.pod, netnstest.VethOptions{PeerAddr: n.podIP + "/24", PeerMAC: mustMAC(n.podMAC), MTU: mtu})
+		n.pod.MustExec(t, "ip", "neigh", "replace", n.gwIP, "lladdr", n.gwMAC, "dev", v.Peer, "nud", "permanent")
+		n.pod.MustExec(t, "ip", "route", "add", "default", "via", n.gwIP)
+
+		p := flowtable.NewPipeline()
+		if option {
+			if err := p.TLV.Add(ovnOption); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := flowtext.Load(p, gkFlows(n, peer, option), nil); err != nil {
+			t.Fatal(err)
+		}
+		p.Conntrack = &ctadapter.Adapter{T: conntrack.New(conntrack.Config{NoTCPSeqCheck: kernel[i]})}
+		n.b = NewBridge(fmt.Sprintf("br-gk%d", i), uint64(i+1), p, nil)
+		t.Cleanup(func() {
+			if err := n.b.Close(); err != nil {
+				t.Errorf("close bridge: %v", err)
+			}
+			if n.m != nil {
+				n.m.Close()
+			}
+		})
+		if kernel[i] {
+			m, err := offload.NewManager(nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.m = m
+			n.b.EnableOffload(m)
+		}
+		err := n.node.Do(func() error {
+			tun, err := geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond})
+			if err != nil {
+				return err
+			}
+			if _, err := n.b.AddPort(1, tun, KindTunnel); err != nil {
+				tun.Close()
+				return err
+			}
+			pt, err := afpacket.Open(v.Host, afpacket.Config{})
+			if err != nil {
+				return err
+			}
+			if _, err := n.b.AddPort(2, pt, KindSystem); err != nil {
+				pt.Close()
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// capture collects the frames a raw socket on ifname in ns receives
+// until the returned function is called, which returns them.
+func capture(t *testing.T, ns *netnstest.NS, ifname string) func() [][]byte {
+	s := netnstest.NewRawSocket(t, ns, ifname)
+	var (
+		mu     sync.Mutex
+		frames [][]byte
+		stop   = make(chan struct{})
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := s.Recv(buf, 50*time.Millisecond)
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			frames = append(frames, append([]byte(nil), buf[:n]...))
+			mu.Unlock()
+		}
+	}()
+	return func() [][]byte {
+		time.Sleep(100 * time.Millisecond)
+		close(stop)
+		<-done
+		return frames
+	}
+}
+
+// TestNetnsKernelPathGeneve: UDP and TCP between pods on two nodes through
+// Geneve (Antrea's shape without options, OVN's with its option), with
+// the kernel path off on both nodes, on the source node only (the
+// program encapsulates; the destination decapsulates in userspace), and on
+// both (the program also decapsulates): the same datagrams and bytes are
+// delivered, every port of both bridges counts the same frames and bytes
+// (the kernel's included), the flows count every established datagram
+// once, and the encapsulated datagrams on the wire are byte for byte the
+// ones govs's tunnel port sends. With the path on, the kernel did most of
+// the encapsulating and decapsulating.
+func TestNetnsKernelPathGeneve(t *testing.T) {
+	const udpN, udpSize, tcpBytes = 300, 200, 4 << 20
+	for _, option := range []bool{false, true} {
+		t.Run(fmt.Sprintf("option=%v", option), func(t *testing.T) {
+			type ports [2]map[uint32]struct{ RxPackets, RxBytes, TxPackets, TxBytes uint64 }
+			type result struct {
+				udp, tcp int
+				ports    ports
+				wire     map[string]int // A->B datagrams on the underlay
+			}
+			modes := [][2]bool{{false, false}, {true, false}, {true, true}}
+			res := make([]result, len(modes))
+			for r, kernel := range modes {
+				t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
+					nodes := newGeneveKP(t, kernel, option)
+					var frames func() [][]byte
+					if !kernel[1] {
+						// Without the program on node 2's underlay its
+						// taps see every datagram node 1 sends.
+						frames = capture(t, nodes[1].node, nodes[1].underlay)
+					}
+					src := netip.AddrPortFrom(netip.MustParseAddr(nodes[0].podIP), 5001)
+					res[r].udp = netnstest.UDPPingPong(t, nodes[0].pod, nodes[1].pod, src, netip.AddrPortFrom(netip.MustParseAddr(nodes[1].podIP), 9001), udpN, udpSize)
+					res[r].ports = settledPorts(t, nodes)
+					if frames != nil {
+						res[r].wire = map[string]int{}
+						for _, f := range frames() {
+							if len(f) > 50 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == 17 && binary.BigEndian.Uint16(f[36:]) == 6081 &&
+								net.IP(f[26:30]).String() == nodes[0].nodeIP {
+								res[r].wire[wireKey(f)]++
+							}
+						}
+					}
+					// The first datagram each way is new; every other one
+					// established, counted once by whichever path took it.
+					inner := uint64(udpN-1) * (14 + 20 + 8 + udpSize)
+					for _, c := range []struct {
+						node   int
+						cookie uint64
+					}{{0, 0x2}, {1, 0x4}} {
+						if p, b := flowStats(t, nodes[c.node].b, c.cookie); p != udpN-1 || b != inner {
+							t.Errorf("node %d flow %#x after UDP: %d packets %d bytes, want %d and %d", c.node+1, c.cookie, p, b, udpN-1, inner)
+						}
+					}
+					for i, n := range nodes {
+						if n.m == nil {
+							continue
+						}
+						c := n.m.PortStats(offload.PortID(1))
+						t.Logf("node %d: kernel encapsulated %d, decapsulated %d datagrams", i+1, c.TxPackets, c.RxPackets)
+						if c.TxPackets < udpN/2 {
+							t.Errorf("node %d: the kernel encapsulated %d of the %d datagrams it sent", i+1, c.TxPackets, udpN)
+						}
+						if kernel[1-i] && c.RxPackets < udpN/2 {
+							t.Errorf("node %d: the kernel decapsulated %d of the %d datagrams it got", i+1, c.RxPackets, udpN)
+						}
+					}
+					res[r].tcp = gkTCP(t, nodes[0].pod, nodes[1].pod, nodes[1].podIP+":7001", tcpBytes)
+					for i, n := range nodes {
+						if n.m != nil {
+							st := n.m.Stats()
+							t.Logf("node %d: kernel forwarded %d packets, %d bytes in all", i+1, st.Packets, st.Bytes)
+							if st.Bytes < tcpBytes/2 {
+								t.Errorf("node %d: kernel forwarded %d bytes, want most of the %d bytes TCP stream", i+1, st.Bytes, tcpBytes)
+							}
+						}
+					}
+				})
+			}
+			for r := 1; r < len(modes); r++ {
+				if res[r].udp != udpN || res[r].tcp != tcpBytes {
+					t.Errorf("kernel %v: delivered %d/%d datagrams, %d/%d bytes", modes[r], res[r].udp, udpN, res[r].tcp, tcpBytes)
+				}
+				if fmt.Sprint(res[r].ports) != fmt.Sprint(res[0].ports) {
+					t.Errorf("port counters after UDP with kernel %v:\n%v\nwithout:\n%v", modes[r], res[r].ports, res[0].ports)
+				}
+				if res[r].wire != nil {
+					if len(res[0].wire) == 0 {
+						t.Fatal("no Geneve datagram captured on the underlay")
+					}
+					if fmt.Sprint(res[r].wire) != fmt.Sprint(res[0].wire) {
+						t.Errorf("datagrams on the underlay differ with kernel %v:\n%s\nwithout:\n%s", modes[r], wireSummary(res[r].wire), wireSummary(res[0].wire))
+					}
+				}
+			}
+		})
+	}
+}
+
+// wireKey is what must not depend on the path of a Geneve datagram: the
+// outer headers with the Geneve header and options, the inner Ethernet
+// header, the inner TTL and the length (the inner IPv4 ID and checksum
+// are the pod's, different in every run).
+func wireKey(f []byte) string {
+	inner := 14 + 20 + 8 + 8 + int(f[42]&0x3f)*4
+	if len(f) < inner+14+20 {
+		return fmt.Sprintf("short %x", f)
+	}
+	return fmt.Sprintf("%x inner %x ttl %d len %d", f[:inner], f[inner:inner+14], f[inner+14+8], len(f))
+}
+
+func wireSummary(w map[string]int) string {
+	var b strings.Builder
+	for f, n := range w {
+		fmt.Fprintf(&b, "  %d x %s\n", n, f)
+	}
+	return b.String()
+}
+
+// settledPorts pushes the kernel counters and returns both bridges' port
+// counters once they stop moving (the last frames' counts land just after
+// the pods got them).
+func settledPorts(t *testing.T, nodes [2]*gkNode) (p [2]map[uint32]struct{ RxPackets, RxBytes, TxPackets, TxBytes uint64 }) {
+	prev := ""
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for i, n := range nodes {
+			if n.m != nil {
+				n.m.Stats() // pushes the kernel counters to flows and ports
+			}
+			p[i] = portStats(t, n.b)
+		}
+		if s := fmt.Sprint(p); s == prev {
+			break
+		} else {
+			prev = s
+		}
+	}
+	return p
+}
+
+// flowStats returns the counters of the flow with cookie c.
+func flowStats(t *testing.T, b *Bridge, c uint64) (packets, bytes uint64) {
+	t.Helper()
+	rs := b.Pipeline().Flows(&flowtable.FlowFilter{Table: 255, Cookie: c, CookieMask: ^uint64(0), OutPort: flowtable.PortNone, OutGroup: 0xffffffff})
+	if len(rs) != 1 {
+		t.Fatalf("cookie %#x: %d flows", c, len(rs))
+	}
+	return rs[0].Stats.Packets.Load(), rs[0].Stats.Bytes.Load()
+}
+
+// gkTCP sends n bytes over TCP from ns a to addr in ns b and returns how
+// many b read; a stall fails at the deadlines, not the test's timeout.
+func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
+	var ln net.Listener
+	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		m, _ := io.Copy(io.Discard, c)
+		got <- m
+	}()
+	var c net.Conn
+	if err := a.Do(func() (err error) { c, err = net.DialTimeout("tcp4", addr, 5*time.Second); return err }); err != nil {
+		t.Error(err)
+		return 0
+	}
+	c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 64<<10)
+	for sent := 0; sent < n; sent += len(buf) {
+		if _, err := c.Write(buf[:min(len(buf), n-sent)]); err != nil {
+			t.Errorf("tcp write after %d bytes: %v", sent, err)
+			break
+		}
+	}
+	c.Close()
+	return int(<-got)
+}
