@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/govs-project/govs/datapath/rtnl"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,8 +65,8 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 	defer r.mu.Unlock()
 	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags.
 	msg := []byte{unix.AF_INET, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-	msg = rtAttr(msg, unix.RTA_DST, dst[:])
-	msg = rtAttr(msg, unix.RTA_SRC, src[:])
+	msg = rtnl.AppendAttr(msg, unix.RTA_DST, dst[:])
+	msg = rtnl.AppendAttr(msg, unix.RTA_SRC, src[:])
 	attrs, _, err := r.request(unix.RTM_GETROUTE, unix.RTM_NEWROUTE, msg, 12)
 	if err != nil {
 		return NextHop{}, fmt.Errorf("route to %s: %w", netip.AddrFrom4(dst), err)
@@ -87,7 +88,7 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 	msg = []byte{unix.AF_INET, 0, 0, 0}
 	msg = binary.NativeEndian.AppendUint32(msg, uint32(nh.Ifindex))
 	msg = append(msg, 0, 0, 0, 0)
-	msg = rtAttr(msg, unix.NDA_DST, via[:])
+	msg = rtnl.AppendAttr(msg, unix.NDA_DST, via[:])
 	attrs, hdr, err := r.request(unix.RTM_GETNEIGH, unix.RTM_NEWNEIGH, msg, 12)
 	if err != nil {
 		return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), err)
@@ -163,15 +164,4 @@ func parseAttrs(b []byte) []rtattr {
 		b = b[min((l+3)&^3, len(b)):]
 	}
 	return attrs
-}
-
-// rtAttr appends one route attribute, padded to 4 bytes.
-func rtAttr(b []byte, typ uint16, data []byte) []byte {
-	b = binary.NativeEndian.AppendUint16(b, uint16(unix.SizeofRtAttr+len(data)))
-	b = binary.NativeEndian.AppendUint16(b, typ)
-	b = append(b, data...)
-	for len(b)%4 != 0 {
-		b = append(b, 0)
-	}
-	return b
 }

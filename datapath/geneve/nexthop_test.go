@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/rtnl"
 )
 
 // FuzzParseAttrs: rtnetlink answers split into attributes never panic,
 // and every attribute lies inside the input.
 func FuzzParseAttrs(f *testing.F) {
-	f.Add(rtAttr(rtAttr(nil, 1, []byte{10, 0, 0, 1}), 4, []byte{2, 0, 0, 0}))
+	f.Add(rtnl.AppendAttr(rtnl.AppendAttr(nil, 1, []byte{10, 0, 0, 1}), 4, []byte{2, 0, 0, 0}))
 	f.Add([]byte{3, 0, 1, 0})
 	f.Add([]byte{0xff, 0xff, 1, 0, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"syscall"
 
+	"github.com/govs-project/govs/datapath/rtnl"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,10 +34,10 @@ func AddKernelRoute(dst netip.Prefix, dev string, gw netip.Addr) error {
 	}
 	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags.
 	msg := []byte{family, byte(dst.Bits()), 0, 0, unix.RT_TABLE_MAIN, unix.RTPROT_STATIC, scope, unix.RTN_UNICAST, 0, 0, 0, 0}
-	msg = rtAttr(msg, unix.RTA_DST, dst.Masked().Addr().AsSlice()[:size])
-	msg = rtAttr(msg, unix.RTA_OIF, u32le(uint32(ifi.Index)))
+	msg = rtnl.AppendAttr(msg, unix.RTA_DST, dst.Masked().Addr().AsSlice()[:size])
+	msg = rtnl.AppendAttr(msg, unix.RTA_OIF, u32le(uint32(ifi.Index)))
 	if gw.IsValid() {
-		msg = rtAttr(msg, unix.RTA_GATEWAY, gw.AsSlice())
+		msg = rtnl.AppendAttr(msg, unix.RTA_GATEWAY, gw.AsSlice())
 	}
 	return netlinkRequest(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, msg)
 }
@@ -56,23 +57,12 @@ func SetKernelNeighbour(dev string, ip netip.Addr, mac net.HardwareAddr) error {
 	msg = append(msg, u32le(uint32(ifi.Index))...)
 	msg = binary.LittleEndian.AppendUint16(msg, unix.NUD_PERMANENT)
 	msg = append(msg, 0, 0)
-	msg = rtAttr(msg, unix.NDA_DST, ip.AsSlice())
-	msg = rtAttr(msg, unix.NDA_LLADDR, mac)
+	msg = rtnl.AppendAttr(msg, unix.NDA_DST, ip.AsSlice())
+	msg = rtnl.AppendAttr(msg, unix.NDA_LLADDR, mac)
 	return netlinkRequest(unix.RTM_NEWNEIGH, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, msg)
 }
 
 func u32le(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-
-// rtAttr appends one route attribute, padded to 4 bytes.
-func rtAttr(b []byte, typ uint16, data []byte) []byte {
-	b = binary.LittleEndian.AppendUint16(b, uint16(unix.SizeofRtAttr+len(data)))
-	b = binary.LittleEndian.AppendUint16(b, typ)
-	b = append(b, data...)
-	for len(b)%4 != 0 {
-		b = append(b, 0)
-	}
-	return b
-}
 
 // netlinkRequest sends one rtnetlink request and waits for its ack.
 func netlinkRequest(typ, flags uint16, payload []byte) error {
