@@ -94,6 +94,9 @@ const (
 	TraceAction                       // an action executed
 	TraceNote                         // a remark (resubmit depth, drop reason, ...)
 	TraceOutput                       // a packet output to a port
+	// TraceBranch starts a branch of check_pkt_larger in a trace (Msg
+	// "gt" or "le"; OVS translates both) or, Msg "", ends the second.
+	TraceBranch
 )
 
 // TraceEvent is one step of a packet walk.
@@ -450,8 +453,14 @@ func (x *xlate) execute(acts []Action) {
 			ev = len(x.tr.Events)
 			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
 		}
-		if c, ok := a.(*CheckPktLarger); ok && !x.dry && !x.ghost && i+1 < len(acts) {
-			x.otherBranch(c, acts[i+1:])
+		if c, ok := a.(*CheckPktLarger); ok && !x.ghost && i+1 < len(acts) {
+			if x.dry && x.tr != nil {
+				x.traceBranches(c, acts[i+1:], ev)
+				return
+			}
+			if !x.dry {
+				x.otherBranch(c, acts[i+1:], x.pkt, nil)
+			}
 		}
 		x.do(a)
 		if ev >= 0 {

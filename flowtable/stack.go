@@ -67,21 +67,52 @@ func (x *xlate) checkPktLarger(a *CheckPktLarger) {
 // counts the packet; the walk here has no output, packet-in, conntrack,
 // meter or learning, and a private copy of the packet (check_pkt_larger
 // walks are never cached, so the copy is off the fast path).
-func (x *xlate) otherBranch(a *CheckPktLarger, rest []Action) {
-	pkt := *x.pkt
-	pkt.Frame = append([]byte(nil), x.pkt.Frame...)
+// from is the packet as it reached the check_pkt_larger; tr, non-nil in
+// a trace only, records the walk.
+func (x *xlate) otherBranch(a *CheckPktLarger, rest []Action, from *Packet, tr *Trace) {
+	pkt := *from
+	pkt.Frame = append([]byte(nil), from.Frame...)
 	g := *x
 	g.pkt = &pkt
-	g.sink, g.tr, g.r = nil, nil, nil
-	g.ghost = true
+	g.sink, g.tr, g.r = nil, tr, nil
+	g.ghost, g.exit = true, false
 	g.learned, g.frozen, g.unroll, g.pause, g.freezing = nil, nil, nil, nil, false
 	g.stack = slices.Clone(x.stack)
 	g.actionSet = slices.Clone(x.actionSet)
 	bit := byte(1)
-	if len(x.pkt.Frame) > int(a.Len) {
+	if len(from.Frame) > int(a.Len) {
 		bit = 0
 	}
 	val, mask := placeRange(a.Dst, []byte{bit})
 	setFieldMasked(&pkt.Key, a.Dst.Field, val, mask)
 	g.execute(rest)
+}
+
+// traceBranches runs a check_pkt_larger (its trace event at ev) and the
+// actions after it in a trace as OVS translates them: the greater branch,
+// then the less-or-equal one, each between TraceBranch marks, the one
+// the packet does not take walked as otherBranch does. The trace is off
+// the packet path, so the copy of the packet here costs nothing there.
+func (x *xlate) traceBranches(a *CheckPktLarger, rest []Action, ev int) {
+	from := *x.pkt
+	from.Frame = append([]byte(nil), x.pkt.Frame...)
+	x.do(a)
+	x.tr.Events[ev].After = x.pkt.Key
+	larger := len(from.Frame) > int(a.Len)
+	mark := func(msg string) {
+		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceBranch, Depth: x.depth, Port: uint32(a.Len), Msg: msg})
+	}
+	mark("gt")
+	if larger {
+		x.execute(rest)
+	} else {
+		x.otherBranch(a, rest, &from, x.tr)
+	}
+	mark("le")
+	if larger {
+		x.otherBranch(a, rest, &from, x.tr)
+	} else {
+		x.execute(rest)
+	}
+	mark("")
 }

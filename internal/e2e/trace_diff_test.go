@@ -60,20 +60,43 @@ func normalizeOVSTrace(out string, ports map[string]string) string {
 			return s[:i] + id
 		})
 		if rest, ok := strings.CutPrefix(l, "Datapath actions: "); ok {
-			var parts []string
-			for _, p := range flowtext.SplitDatapathActions(rest) {
-				if n, ok := ports[p]; ok {
-					p = n
-				}
-				if p != "(LOCAL)" {
-					parts = append(parts, p)
-				}
-			}
-			l = "Datapath actions: " + strings.Join(parts, ",")
+			l = "Datapath actions: " + dpPortsByName(rest, ports)
 		}
 		lines = append(lines, l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// checkPktLargerFlows send a packet to 10.222.1.250 or .251 through
+// check_pkt_larger: OVS's trace translates both branches (the generated
+// packet is short, so the packet itself takes the not-larger one; to
+// 10.222.1.251 it is larger).
+var checkPktLargerFlows = []string{
+	"table=0,priority=65535,udp,in_port=49,nw_dst=10.222.1.250,actions=check_pkt_larger(200)->NXM_NX_REG0[0],resubmit(,250)",
+	"table=0,priority=65535,udp,in_port=49,nw_dst=10.222.1.251,actions=check_pkt_larger(10)->NXM_NX_REG0[0],resubmit(,250)",
+	"table=250,priority=10,reg0=0x1/0x1,actions=mod_dl_dst:02:00:00:00:00:03,output:3",
+	"table=250,priority=0,actions=output:48",
+}
+
+// cplBranchRE finds check_pkt_len's branches, whose actions name ports too.
+var cplBranchRE = regexp.MustCompile(`^check_pkt_len\(size=(\d+),gt\((.*)\),le\((.*)\)\)$`)
+
+// dpPortsByName prints the datapath ports of a list of datapath actions
+// by name, inside check_pkt_len too.
+func dpPortsByName(actions string, ports map[string]string) string {
+	var parts []string
+	for _, p := range flowtext.SplitDatapathActions(actions) {
+		if m := cplBranchRE.FindStringSubmatch(p); m != nil {
+			p = "check_pkt_len(size=" + m[1] + ",gt(" + dpPortsByName(m[2], ports) + "),le(" + dpPortsByName(m[3], ports) + "))"
+		}
+		if n, ok := ports[p]; ok {
+			p = n
+		}
+		if p != "(LOCAL)" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // TestTraceMatchesOVS: `ovs-appctl ofproto/trace` of the seed walks on
@@ -93,6 +116,11 @@ func TestTraceMatchesOVS(t *testing.T) {
 	if err := o.AddFlowsFile(flows, "OpenFlow15"); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range checkPktLargerFlows {
+		if err := o.AddFlow("OpenFlow15", f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n := startNode(t)
 	n.mustRun("add-br", "br-int", "fail_mode=secure")
 	for _, p := range tracePorts {
@@ -104,6 +132,11 @@ func TestTraceMatchesOVS(t *testing.T) {
 	}
 	if out, err := ofctl(mgmt, "-O", "OpenFlow15", "add-flows", flows); err != nil {
 		t.Fatalf("add-flows: %v %s", err, out)
+	}
+	for _, f := range checkPktLargerFlows {
+		if out, err := ofctl(mgmt, "add-flow", f); err != nil {
+			t.Fatalf("add-flow %s: %v %s", f, err, out)
+		}
 	}
 	ovsShow, err := o.Appctl("dpif/show")
 	if err != nil {
@@ -133,6 +166,8 @@ func TestTraceMatchesOVS(t *testing.T) {
 		{"frontend to coredns:53/udp", []string{"br-int", "udp," + frontend + ",nw_dst=10.222.1.2,udp_src=5353,udp_dst=53"}},
 		{"spoofed source dropped in table 10", []string{"br-int", "tcp,in_port=49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=4e:99:08:c1:53:be,nw_src=10.222.1.99,nw_dst=10.222.1.47,tp_dst=80"}},
 		{"ARP for the gateway (ARP responder)", []string{"br-int", "arp,in_port=49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=ff:ff:ff:ff:ff:ff,arp_op=1,arp_spa=10.222.1.48,arp_tpa=10.222.1.1,arp_sha=be:2c:bf:e4:ec:c5"}},
+		{"check_pkt_larger: both branches translated", []string{"br-int", "udp," + frontend + ",nw_dst=10.222.1.250,udp_src=5353,udp_dst=53"}},
+		{"check_pkt_larger: both branches, the packet larger", []string{"br-int", "udp," + frontend + ",nw_dst=10.222.1.251,udp_src=5353,udp_dst=53"}},
 		{"port by name, trailing comma (Antrea's antctl)", []string{"br-int", "in_port=pod49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=4e:99:08:c1:53:be,ip,nw_ttl=64,nw_src=10.222.1.48,nw_dst=10.222.1.47,"}},
 	} {
 		ovsOut, err := o.Appctl(append([]string{"ofproto/trace"}, tc.args...)...)

@@ -333,6 +333,7 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 	lists := map[int]*traceNode{}
 	cur := start
 	var dp []string
+	var branches []cplBranch
 	committed := start
 	for i, e := range ps.events {
 		d := e.Depth - ps.base
@@ -417,6 +418,23 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 			if kind, text := noteNode(e.Msg); kind != 0 {
 				tn.add(kind, text)
 			}
+		case flowtable.TraceBranch:
+			// check_pkt_larger: both branches' datapath actions go in
+			// one check_pkt_len, each branch from the same flow.
+			switch e.Msg {
+			case "gt":
+				dp = append(dp, t.commitSets(&committed, &cur)...)
+				branches = append(branches, cplBranch{outer: dp, cur: cur, committed: committed})
+				dp = nil
+			case "le":
+				br := &branches[len(branches)-1]
+				br.gt, dp = dp, nil
+				cur, committed = br.cur, br.committed
+			default:
+				br := branches[len(branches)-1]
+				branches = branches[:len(branches)-1]
+				dp = append(br.outer, fmt.Sprintf("check_pkt_len(size=%d,gt(%s),le(%s))", e.Port, dpList(br.gt), dpList(dp)))
+			}
 		case flowtable.TraceOutput:
 			if e.Port == flowtable.PortController {
 				dp = append(dp, t.commitSets(&committed, &cur)...)
@@ -436,12 +454,23 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 		b.WriteString(FlowString(&cur, o))
 	}
 	b.WriteString("\nMegaflow: " + t.megaflow(&start, res, ps.seg) + "\n")
-	b.WriteString("Datapath actions: ")
+	b.WriteString("Datapath actions: " + dpList(dp))
+}
+
+// cplBranch is a check_pkt_larger being printed: the datapath actions
+// before it, the flow its branches start from and its greater branch.
+type cplBranch struct {
+	outer, gt      []string
+	cur, committed flowtable.Key
+}
+
+// dpList prints datapath actions as OVS's format_odp_actions: "drop"
+// for none.
+func dpList(dp []string) string {
 	if len(dp) == 0 {
-		b.WriteString("drop")
-	} else {
-		b.WriteString(strings.Join(dp, ","))
+		return "drop"
 	}
+	return strings.Join(dp, ",")
 }
 
 // controllerAction prints a packet-in as the datapath action OVS's
