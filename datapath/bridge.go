@@ -138,6 +138,10 @@ type Bridge struct {
 
 	// offload is the kernel fast path (nil: off); see EnableOffload.
 	offload *offload.Manager
+	// underlays are the program's links on Geneve underlay interfaces
+	// (by ifindex), shared by the Geneve ports with local_ip there.
+	underlaysMu sync.Mutex
+	underlays   map[int]*underlayLink
 	// OffloadAttachError, when set, reports a port the kernel fast path
 	// could not attach to (the port works in userspace); nil logs a
 	// warning per port.

@@ -68,6 +68,13 @@ table=3,priority=10,cookie=0x6,actions=mod_dl_src:%[1]s,mod_dl_dst:%[3]s,dec_ttl
 
 // newGeneveKP builds the two nodes, the kernel path on or off on each.
 func newGeneveKP(t *testing.T, kernel [2]bool, option bool) [2]*gkNode {
+	return newGeneveKPWith(t, kernel, option, [2]string{}, nil)
+}
+
+// newGeneveKPWith is newGeneveKP with node i's kernel state pinned in
+// pinDirs[i] (""; not pinned) and first, when set, run in each node's
+// namespace before its Geneve port is added.
+func newGeneveKPWith(t *testing.T, kernel [2]bool, option bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
 	var nodes [2]*gkNode
 	for i := range nodes {
 		n := gkSpecs[i]
@@ -113,7 +120,7 @@ func newGeneveKP(t *testing.T, kernel [2]bool, option bool) [2]*gkNode {
 			}
 		})
 		if kernel[i] {
-			m, err := offload.NewManager(nil, "")
+			m, err := offload.NewManager(nil, pinDirs[i])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,6 +128,11 @@ func newGeneveKP(t *testing.T, kernel [2]bool, option bool) [2]*gkNode {
 			n.b.EnableOffload(m)
 		}
 		err := n.node.Do(func() error {
+			if first != nil {
+				if err := first(i, n); err != nil {
+					return err
+				}
+			}
 			tun, err := geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond})
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 
@@ -98,21 +99,68 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	}
 	bp.geneve, bp.resolver, bp.underlay, bp.off, bp.offID = g, r, ifi.Index, b.offload, offload.PortID(bp.ofport)
 	copy(bp.underlayMAC[:], ifi.HardwareAddr)
-	for _, q := range b.ports.Load().byNo {
-		if q != bp && q.geneve != nil && q.underlay == ifi.Index && q.xdp != nil {
-			// Another Geneve port with this local_ip (one per remote
-			// chassis) has the program there already: a second link
-			// would be the same pinned link, and its close would detach
-			// the first port's. Decapsulation lasts while that port does.
-			return
-		}
-	}
-	x, err := b.offload.Attach(ifi.Index, ifi.Name)
+	x, err := b.attachUnderlay(ifi)
 	if err != nil {
 		b.offloadAttachFailed(bp, fmt.Errorf("decapsulation on %s: %w", ifi.Name, err))
 		return
 	}
 	bp.xdp = x
+}
+
+// underlayLink is the program's link on a Geneve underlay interface. The
+// interface owns it (its pin is the interface's name), not the port that
+// attached it: every Geneve port with its local_ip there (one per remote
+// chassis) holds a reference, and the link is closed (detached and
+// unpinned, or only released when the datapath is retained across a
+// restart) when the last of them goes.
+type underlayLink struct {
+	b       *Bridge
+	ifindex int
+	link    io.Closer
+	refs    int
+}
+
+// underlayRef is one Geneve port's reference to its underlay's link.
+type underlayRef struct {
+	u      *underlayLink
+	closed bool
+}
+
+// attachUnderlay returns a reference to the link on ifi, attaching the
+// program when no port holds one.
+func (b *Bridge) attachUnderlay(ifi *net.Interface) (io.Closer, error) {
+	b.underlaysMu.Lock()
+	defer b.underlaysMu.Unlock()
+	u := b.underlays[ifi.Index]
+	if u == nil {
+		x, err := b.offload.Attach(ifi.Index, ifi.Name)
+		if err != nil {
+			return nil, err
+		}
+		u = &underlayLink{b: b, ifindex: ifi.Index, link: x}
+		if b.underlays == nil {
+			b.underlays = map[int]*underlayLink{}
+		}
+		b.underlays[ifi.Index] = u
+	}
+	u.refs++
+	return &underlayRef{u: u}, nil
+}
+
+// Close drops the port's reference; the last one closes the link.
+func (r *underlayRef) Close() error {
+	u := r.u
+	u.b.underlaysMu.Lock()
+	defer u.b.underlaysMu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if u.refs--; u.refs > 0 {
+		return nil
+	}
+	delete(u.b.underlays, u.ifindex)
+	return u.link.Close()
 }
 
 // interfaceWithAddr finds the interface that holds addr.
