@@ -110,12 +110,7 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 // the fixed header (hdrLen bytes) of the answer of type answer.
 func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rtattr, []byte, error) {
 	r.seq++
-	msg := binary.NativeEndian.AppendUint32(nil, uint32(unix.NLMSG_HDRLEN+len(payload)))
-	msg = binary.NativeEndian.AppendUint16(msg, typ)
-	msg = binary.NativeEndian.AppendUint16(msg, unix.NLM_F_REQUEST)
-	msg = binary.NativeEndian.AppendUint32(msg, r.seq)
-	msg = binary.NativeEndian.AppendUint32(msg, 0)
-	msg = append(msg, payload...)
+	msg := rtnl.NewMessage(typ, unix.NLM_F_REQUEST, r.seq, payload)
 	if err := unix.Sendto(r.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, nil, err
 	}
@@ -135,8 +130,8 @@ func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rt
 			}
 			switch {
 			case m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4:
-				if code := int32(binary.NativeEndian.Uint32(m.Data)); code != 0 {
-					return nil, nil, unix.Errno(-code)
+				if err := rtnl.AckError(m.Data); err != nil {
+					return nil, nil, err
 				}
 				return nil, nil, errors.New("no answer")
 			case m.Header.Type == answer && len(m.Data) >= hdrLen:

@@ -1,10 +1,11 @@
 // Package rtnl holds what rtnetlink requests built by hand share: the
-// route attribute (struct rtattr) encoding, in host byte order as the
-// kernel reads it.
+// message header, the route attribute (struct rtattr) encoding and the
+// acknowledgement's error, in host byte order as the kernel reads them.
 package rtnl
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,4 +20,27 @@ func AppendAttr(b []byte, typ uint16, data []byte) []byte {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// NewMessage is one netlink request: the header (struct nlmsghdr, port
+// 0: to the kernel) then payload.
+func NewMessage(typ, flags uint16, seq uint32, payload []byte) []byte {
+	msg := binary.NativeEndian.AppendUint32(nil, uint32(unix.NLMSG_HDRLEN+len(payload)))
+	msg = binary.NativeEndian.AppendUint16(msg, typ)
+	msg = binary.NativeEndian.AppendUint16(msg, flags)
+	msg = binary.NativeEndian.AppendUint32(msg, seq)
+	msg = binary.NativeEndian.AppendUint32(msg, 0)
+	return append(msg, payload...)
+}
+
+// AckError is the error an NLMSG_ERROR message's data carries: nil for
+// an acknowledgement (code 0), else the errno the kernel refused with.
+func AckError(data []byte) error {
+	if len(data) < 4 {
+		return errors.New("netlink: short error message")
+	}
+	if code := int32(binary.NativeEndian.Uint32(data)); code != 0 {
+		return unix.Errno(-code)
+	}
+	return nil
 }

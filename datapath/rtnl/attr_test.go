@@ -2,6 +2,7 @@ package rtnl
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -19,6 +20,33 @@ func TestAppendAttr(t *testing.T) {
 			got := AppendAttr([]byte{}, 7, tc.data)
 			if !bytes.Equal(got, tc.want) {
 				t.Fatalf("AppendAttr = % x, want % x", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewMessage(t *testing.T) {
+	got := NewMessage(24, 0x5, 7, []byte{1, 2, 3, 4})
+	want := []byte{20, 0, 0, 0, 24, 0, 5, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("NewMessage = % x, want % x", got, want)
+	}
+}
+
+func TestAckError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"ack", []byte{0, 0, 0, 0}, ""},
+		{"EEXIST", []byte{0xef, 0xff, 0xff, 0xff}, "file exists"},
+		{"short", []byte{0}, "netlink: short error message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := AckError(tc.data)
+			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+				t.Fatalf("AckError = %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -74,13 +74,7 @@ func netlinkRequest(typ, flags uint16, payload []byte) error {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("netlink bind: %w", err)
 	}
-	const seq = 1
-	msg := binary.LittleEndian.AppendUint32(nil, uint32(unix.NLMSG_HDRLEN+len(payload)))
-	msg = binary.LittleEndian.AppendUint16(msg, typ)
-	msg = binary.LittleEndian.AppendUint16(msg, flags|unix.NLM_F_REQUEST|unix.NLM_F_ACK)
-	msg = binary.LittleEndian.AppendUint32(msg, seq)
-	msg = binary.LittleEndian.AppendUint32(msg, 0)
-	msg = append(msg, payload...)
+	msg := rtnl.NewMessage(typ, flags|unix.NLM_F_REQUEST|unix.NLM_F_ACK, 1, payload)
 	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("netlink send: %w", err)
 	}
@@ -94,11 +88,8 @@ func netlinkRequest(typ, flags uint16, payload []byte) error {
 		return fmt.Errorf("netlink answer: %w", err)
 	}
 	for _, m := range msgs {
-		if m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4 {
-			if code := int32(binary.LittleEndian.Uint32(m.Data[:4])); code != 0 {
-				return unix.Errno(-code)
-			}
-			return nil
+		if m.Header.Type == unix.NLMSG_ERROR {
+			return rtnl.AckError(m.Data)
 		}
 	}
 	return fmt.Errorf("netlink: no acknowledgement")
