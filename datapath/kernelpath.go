@@ -20,7 +20,8 @@ import (
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
-// system port forwards what the megaflow cache decided for established
+// system port (a TCX one with the tap filter on ports with offload
+// metadata) forwards what the megaflow cache decided for established
 // connections; the port loops install its entries.
 
 // EnableOffload makes m the bridge's kernel fast path for the system ports
@@ -47,10 +48,20 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		return
 	}
 	ix, ok := bp.p.(ifindexer)
-	if b.offload == nil || kind != KindSystem || !ok || bp.vnet != nil || b.CacheDisabled {
+	if b.offload == nil || kind != KindSystem || !ok || b.CacheDisabled {
 		return
 	}
-	x, err := b.offload.Attach(ix.Ifindex(), bp.p.Name())
+	attach := b.offload.Attach
+	if bp.vnet != nil {
+		// Frames with offload metadata: the tc path, which needs the
+		// tap filter on the port's socket from before it was bound.
+		if f, ok := bp.p.(interface{ Filter() int }); !ok || f.Filter() != b.offload.TapFilter() {
+			b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
+			return
+		}
+		attach = b.offload.AttachTC
+	}
+	x, err := attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
 		b.offloadAttachFailed(bp, err)
 		return
