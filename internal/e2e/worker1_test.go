@@ -78,9 +78,22 @@ func startWorker1(t *testing.T, extra ...string) *worker1 {
 // commands one types for Open vSwitch's userspace datapath.
 func startWorker1OVSDB(t *testing.T, vswitchd string) *worker1 {
 	t.Helper()
+	return startWorker1OVSDBWith(t, vswitchd, false)
+}
+
+// startWorker1OVSDBWith is startWorker1OVSDB with the pods' checksum and
+// segmentation offloads left on (keepOffloads: the veth defaults) and
+// other_config:userspace-tso-enable=true.
+func startWorker1OVSDBWith(t *testing.T, vswitchd string, keepOffloads bool) *worker1 {
+	t.Helper()
 	netnstest.RequireRoot(t)
-	o := ovstest.Start(t, ovstest.Options{FailMode: "secure", Vswitchd: vswitchd,
-		Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}})
+	opts := ovstest.Options{FailMode: "secure", Vswitchd: vswitchd,
+		Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}}
+	if keepOffloads {
+		// The ports exchange offload metadata (OVS's userspace TSO).
+		opts.OtherConfig = map[string]string{"userspace-tso-enable": "true"}
+	}
+	o := ovstest.Start(t, opts)
 	node := &netnstest.NS{Name: o.Netns()}
 	w := &worker1{ns: node, gw: "gw0", pods: map[string]*pod{}, mgmt: o.Target(), o: o,
 		appctl: func(t *testing.T, args ...string) (string, int) {
@@ -99,7 +112,7 @@ func startWorker1OVSDB(t *testing.T, vswitchd string) *worker1 {
 	netnstest.DisableOffloads(t, node, "gw0")
 	for _, p := range worker1Pods {
 		ns := netnstest.NewNS(t)
-		v := netnstest.NewVeth(t, node, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: net.HardwareAddr(mustMAC(t, p.mac))})
+		v := netnstest.NewVeth(t, node, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: net.HardwareAddr(mustMAC(t, p.mac)), KeepOffloads: keepOffloads})
 		ns.MustExec(t, "ip", "link", "set", "lo", "up")
 		ns.MustExec(t, "ip", "route", "add", "default", "via", "10.222.1.1")
 		if err := o.AddPort(ovstest.Port{Name: v.Host, OFPort: p.ofport}); err != nil {
