@@ -1,9 +1,11 @@
 package offload
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,5 +201,123 @@ func TestTCPathOnce(t *testing.T) {
 	}
 	if c, _, _ := k.Lookup(fk); c.Packets != 50 {
 		t.Errorf("entry counted %d packets, want 50", c.Packets)
+	}
+}
+
+// csumAdd adds 16-bit big-endian words of b to sum.
+func csumAdd(sum uint32, b []byte) uint32 {
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	return sum
+}
+
+func csumFold(sum uint32) uint16 {
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return uint16(sum)
+}
+
+// TestTCPathNATChecksums: the tc program's NAT (source and destination
+// address and port) leaves the IPv4 and UDP checksums right, with the
+// sender's checksum offload on (CHECKSUM_PARTIAL: the UDP check holds the
+// pseudo-header sum, which must be updated for the addresses and not for
+// the ports) and off (full checksums). A raw socket in B's namespace
+// reads each forwarded frame with its checksum status (PACKET_AUXDATA)
+// and checks it as the device or the stack would.
+func TestTCPathNATChecksums(t *testing.T) {
+	for _, offloads := range []bool{true, false} {
+		t.Run(map[bool]string{true: "offloads-on", false: "offloads-off"}[offloads], func(t *testing.T) {
+			p := newPairWith(t, offloads)
+			p.a.MustExec(t, "ip", "neigh", "replace", "10.77.0.100", "lladdr", p.macHA.String(), "dev", p.va.Peer, "nud", "permanent")
+			k, err := Load("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer k.Close()
+			var l io.Closer
+			if err := p.sw.Do(func() (err error) { l, err = k.AttachTC(p.ifA, "a"); return err }); err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+			capture := netnstest.NewRawSocket(t, p.b, p.vb.Peer)
+			if err := unix.SetsockoptInt(capture.FD(), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+				t.Fatal(err)
+			}
+			srv := udpListen(t, p.b, "10.77.0.2:9999")
+			cli := udpListen(t, p.a, "10.77.0.1:4000")
+
+			fk := FlowKey{Ifindex: uint32(p.ifA), EthSrc: [6]byte(p.macA), EthDst: [6]byte(p.macHA),
+				Src: p.ipA, Dst: netip.MustParseAddr("10.77.0.100"), Proto: unix.IPPROTO_UDP, SrcPort: 4000, DstPort: 80, TTL: 64}
+			act := Action{OutIfindex: uint32(p.ifB), Flags: ActSetEth | ActDecTTL | ActNAT, EthSrc: [6]byte(p.macHB), EthDst: [6]byte(p.macB),
+				NatSrc: netip.MustParseAddr("10.77.0.9"), NatDst: p.ipB, NatSrcPort: 4444, NatDstPort: 9999}
+			if err := k.Install(fk, act, 1); err != nil {
+				t.Fatal(err)
+			}
+			const n = 20
+			for i := range n {
+				if _, err := cli.WriteToUDP(make([]byte, 100+i), &net.UDPAddr{IP: net.IPv4(10, 77, 0, 100), Port: 80}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := recvCount(srv, 300*time.Millisecond); got != n {
+				t.Errorf("B received %d of %d translated datagrams", got, n)
+			}
+			buf, oob := make([]byte, 2048), make([]byte, 256)
+			var partial, full int
+			for {
+				fds := []unix.PollFd{{Fd: int32(capture.FD()), Events: unix.POLLIN}}
+				if n, err := unix.Poll(fds, 100); err != nil || n == 0 {
+					break
+				}
+				m, oobn, _, _, err := unix.Recvmsg(capture.FD(), buf, oob, unix.MSG_DONTWAIT)
+				if err != nil {
+					continue
+				}
+				f := buf[:m]
+				if m < 42 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != unix.IPPROTO_UDP || binary.BigEndian.Uint16(f[36:]) != 9999 {
+					continue
+				}
+				var status uint32
+				cms, _ := unix.ParseSocketControlMessage(oob[:oobn])
+				for _, c := range cms {
+					if c.Header.Level == unix.SOL_PACKET && c.Header.Type == unix.PACKET_AUXDATA && len(c.Data) >= 4 {
+						status = binary.NativeEndian.Uint32(c.Data)
+					}
+				}
+				ip, udp := f[14:34], f[34:]
+				if csumFold(csumAdd(0, ip)) != 0xffff {
+					t.Errorf("IPv4 header checksum wrong after NAT: % x", ip)
+				}
+				if !bytes.Equal(ip[12:20], []byte{10, 77, 0, 9, 10, 77, 0, 2}) || binary.BigEndian.Uint16(udp) != 4444 || ip[8] != 63 {
+					t.Errorf("frame not translated: % x", f[14:38])
+				}
+				ulen := binary.BigEndian.Uint16(udp[4:])
+				pseudo := csumAdd(0, ip[12:20]) + unix.IPPROTO_UDP + uint32(ulen)
+				if status&unix.TP_STATUS_CSUMNOTREADY != 0 {
+					partial++
+					// The check holds the folded pseudo-header sum.
+					if got, want := binary.BigEndian.Uint16(udp[6:]), csumFold(pseudo); got != want {
+						t.Errorf("partial UDP checksum %#04x, want the pseudo-header sum %#04x", got, want)
+					}
+				} else {
+					full++
+					if csumFold(csumAdd(pseudo, udp[:ulen])) != 0xffff {
+						t.Errorf("UDP checksum wrong after NAT: % x", udp[:8])
+					}
+				}
+			}
+			if partial+full != n {
+				t.Errorf("captured %d translated frames (%d partial), want %d", partial+full, partial, n)
+			}
+			if offloads && partial == 0 {
+				t.Errorf("no frame with a partial checksum: the sender's offloads are not exercised")
+			}
+		})
 	}
 }
