@@ -51,15 +51,15 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 	if b.offload == nil || kind != KindSystem || !ok || b.CacheDisabled {
 		return
 	}
+	// A port whose socket runs the tap filter (from before it was bound)
+	// gets the tc path; the daemon gives it to ports with offload
+	// metadata, which XDP would strip. Others get XDP.
 	attach := b.offload.Attach
-	if bp.vnet != nil {
-		// Frames with offload metadata: the tc path, which needs the
-		// tap filter on the port's socket from before it was bound.
-		if f, ok := bp.p.(interface{ Filter() int }); !ok || f.Filter() != b.offload.TapFilter() {
-			b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
-			return
-		}
+	if f, ok := bp.p.(interface{ Filter() int }); ok && f.Filter() == b.offload.TapFilter() {
 		attach = b.offload.AttachTC
+	} else if bp.vnet != nil {
+		b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
+		return
 	}
 	x, err := attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
