@@ -69,6 +69,23 @@ func bigBuffers(t *testing.T, fd int) {
 	}
 }
 
+// tcPath loads the program, attaches the tc path to A's port and opens
+// the port's socket: a raw socket running the tap filter from before it
+// is bound. Everything goes in t.Cleanup.
+func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
+	k, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	var l io.Closer
+	if err := p.sw.Do(func() (err error) { l, err = k.AttachTC(p.ifA, "a"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return k, netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+}
+
 // TestTCPathOnce: on the tc path (ports with offload metadata) every frame
 // is handled exactly once. A UDP flood from A crosses the ingress port
 // while its entry is installed and deleted again and again; each datagram
@@ -80,17 +97,7 @@ func bigBuffers(t *testing.T, fd int) {
 // daemon) the tc program forwards alone.
 func TestTCPathOnce(t *testing.T) {
 	p := newPair(t)
-	k, err := Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	var l io.Closer
-	if err := p.sw.Do(func() (err error) { l, err = k.AttachTC(p.ifA, "a"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+	k, port := p.tcPath(t)
 	plain := netnstest.NewRawSocket(t, p.sw, p.va.Host)
 	bigBuffers(t, port.FD())
 	bigBuffers(t, plain.FD())
@@ -234,17 +241,7 @@ func TestTCPathNATChecksums(t *testing.T) {
 		t.Run(map[bool]string{true: "offloads-on", false: "offloads-off"}[offloads], func(t *testing.T) {
 			p := newPairWith(t, offloads)
 			p.a.MustExec(t, "ip", "neigh", "replace", "10.77.0.100", "lladdr", p.macHA.String(), "dev", p.va.Peer, "nud", "permanent")
-			k, err := Load("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer k.Close()
-			var l io.Closer
-			if err := p.sw.Do(func() (err error) { l, err = k.AttachTC(p.ifA, "a"); return err }); err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+			k, _ := p.tcPath(t)
 			capture := netnstest.NewRawSocket(t, p.b, p.vb.Peer)
 			if err := unix.SetsockoptInt(capture.FD(), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
 				t.Fatal(err)
