@@ -186,6 +186,20 @@ func TestWorker1Seed(t *testing.T) { testWorker1Seed(t, startWorker1(t)) }
 // The same checks with the kernel fast path on (docs/offload.md).
 func TestWorker1SeedKernelPath(t *testing.T) { testWorker1Seed(t, startWorker1(t, "--offload=ebpf")) }
 
+// The same with the pods' offloads on and userspace-tso-enable: the pod
+// ports are on the kernel path's tc path (TCX and the tap filter).
+func TestWorker1SeedKernelPathOffloadsOn(t *testing.T) {
+	_, vswitchd := binaries(t)
+	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs=none"), true)
+	for name, p := range w.pods {
+		if kernelProg(t, w.ns.Name, p.veth.Host, true) == "" || xdpProg(t, w.ns.Name, p.veth.Host) != "" {
+			t.Fatalf("pod %s's port %s is not on the tc path (TCX program %q, XDP program %q)", name, p.veth.Host,
+				kernelProg(t, w.ns.Name, p.veth.Host, true), xdpProg(t, w.ns.Name, p.veth.Host))
+		}
+	}
+	testWorker1Seed(t, w)
+}
+
 // The same checks with govs-vswitchd driven only by Open vSwitch's tools:
 // a private ovsdb-server, ovs-vsctl, ovs-ofctl, ovs-appctl.
 func TestWorker1SeedOVSDB(t *testing.T) {
