@@ -444,6 +444,21 @@ func (k *Kernel) Clear() error {
 	return nil
 }
 
+// TCRuns counts the tc program's runs on every CPU: following a tap
+// filter's verdict, and deciding alone (no govs socket filter saw the
+// frame: no daemon owns the port).
+func (k *Kernel) TCRuns() (followed, alone uint64, err error) {
+	var vs []offloadVerdict
+	if err := k.objs.Verdicts.Lookup(uint32(0), &vs); err != nil {
+		return 0, 0, fmt.Errorf("read tc path counters: %w", err)
+	}
+	for i := range vs {
+		followed += vs[i].Followed
+		alone += vs[i].Alone
+	}
+	return followed, alone, nil
+}
+
 // Len counts the entries (tests, dump-cache).
 func (k *Kernel) Len() int {
 	var key offloadFlowKey

@@ -65,14 +65,16 @@ type offloadFlowKey struct {
 }
 
 type offloadVerdict struct {
-	_       structs.HostLayout
-	Ifindex uint32
-	Len     uint32
-	Verdict uint32
-	Pad     uint32
-	Key     offloadFlowKey
-	_       [4]byte
-	Act     offloadFlowAction
+	_        structs.HostLayout
+	Ifindex  uint32
+	Len      uint32
+	Verdict  uint32
+	Pad      uint32
+	Key      offloadFlowKey
+	_        [4]byte
+	Act      offloadFlowAction
+	Followed uint64
+	Alone    uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -109,6 +109,10 @@ func TestTCPathOnce(t *testing.T) {
 	}
 	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
 
+	followed0, alone0, err := k.TCRuns()
+	if err != nil {
+		t.Fatal(err)
+	}
 	const n = 30000
 	atB, atPort, atPlain := &seqCounter{n: make([]int, n)}, &seqCounter{n: make([]int, n)}, &seqCounter{n: make([]int, n)}
 	var stop atomic.Bool
@@ -192,6 +196,17 @@ func TestTCPathOnce(t *testing.T) {
 		t.Errorf("a tap without the filter missed %d datagrams; it sees every frame before tc ingress", plainMiss)
 	}
 
+	// Every frame's verdict came from the filter: the tc program never
+	// looked the entry up itself while the port's socket was open.
+	followed, alone, err := k.TCRuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if followed-followed0 < n || alone != alone0 {
+		t.Errorf("the tc program followed the filter %d times and decided alone %d times during the flood, want >= %d and 0",
+			followed-followed0, alone-alone0, n)
+	}
+
 	// No filtered socket (no daemon: a pinned restart): tc decides alone.
 	port.Close()
 	if err := k.Install(fk, act, 1); err != nil {
@@ -208,6 +223,9 @@ func TestTCPathOnce(t *testing.T) {
 	}
 	if c, _, _ := k.Lookup(fk); c.Packets != 50 {
 		t.Errorf("entry counted %d packets, want 50", c.Packets)
+	}
+	if _, alone2, err := k.TCRuns(); err != nil || alone2-alone < 50 {
+		t.Errorf("the tc program decided alone %d times without a filtered socket (%v), want >= 50", alone2-alone, err)
 	}
 }
 

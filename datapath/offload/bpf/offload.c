@@ -432,6 +432,10 @@ struct verdict {
 	__u32 pad;
 	struct flow_key key;
 	struct flow_action act;
+	// This CPU's tc program runs: following a filter's verdict, and
+	// deciding alone (no govs filter saw the frame).
+	__u64 followed;
+	__u64 alone;
 };
 
 struct {
@@ -549,8 +553,12 @@ int govs_offload_tc(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	__u32 verdict = v->verdict;
 	v->verdict = 0;
-	if (!verdict || v->ifindex != skb->ifindex || v->len != skb->len)
+	if (verdict && v->ifindex == skb->ifindex && v->len == skb->len) {
+		v->followed++;
+	} else {
+		v->alone++;
 		verdict = decide(skb, v); // no govs filter saw this frame
+	}
 	if (verdict != VERDICT_FWD)
 		return TC_ACT_OK;
 	if (!skb_rewrite(skb, &v->key, &v->act))
