@@ -20,7 +20,8 @@ import (
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
-// system port forwards what the megaflow cache decided for established
+// system port (a TCX one with the tap filter on ports with offload
+// metadata) forwards what the megaflow cache decided for established
 // connections; the port loops install its entries.
 
 // EnableOffload makes m the bridge's kernel fast path for the system ports
@@ -47,10 +48,20 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		return
 	}
 	ix, ok := bp.p.(ifindexer)
-	if b.offload == nil || kind != KindSystem || !ok || bp.vnet != nil || b.CacheDisabled {
+	if b.offload == nil || kind != KindSystem || !ok || b.CacheDisabled {
 		return
 	}
-	x, err := b.offload.Attach(ix.Ifindex(), bp.p.Name())
+	// A port whose socket runs the tap filter (from before it was bound)
+	// gets the tc path; the daemon gives it to ports with offload
+	// metadata, which XDP would strip. Others get XDP.
+	attach := b.offload.Attach
+	if f, ok := bp.p.(interface{ Filter() int }); ok && f.Filter() == b.offload.TapFilter() {
+		attach = b.offload.AttachTC
+	} else if bp.vnet != nil {
+		b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
+		return
+	}
+	x, err := attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
 		b.offloadAttachFailed(bp, err)
 		return

@@ -51,6 +51,9 @@ type kpSetup struct {
 	timeouts conntrack.Timeouts
 	hosts    [2]string
 	pinDir   string
+	// vnet: the pods keep their offloads and the ports exchange offload
+	// metadata (--userspace-tso): the kernel path is then the tc path.
+	vnet bool
 }
 
 func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
@@ -65,10 +68,14 @@ func newKPSetupFlows(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flo
 // newKPSetupPinned is newKPSetupFlows with the kernel state pinned in
 // pinDir (restart).
 func newKPSetupPinned(t *testing.T, kernel bool, timeouts conntrack.Timeouts, flows, pinDir string) *kpSetup {
-	s := &kpSetup{flows: flows, timeouts: timeouts, pinDir: pinDir}
+	return newKPSetupWith(t, kernel, &kpSetup{flows: flows, timeouts: timeouts, pinDir: pinDir})
+}
+
+// newKPSetupWith builds s as configured.
+func newKPSetupWith(t *testing.T, kernel bool, s *kpSetup) *kpSetup {
 	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
-	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA})
-	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB})
+	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA, KeepOffloads: s.vnet})
+	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB, KeepOffloads: s.vnet})
 	s.peerA, s.hosts = va.Peer, [2]string{va.Host, vb.Host}
 	t.Cleanup(func() {
 		if err := s.b.Close(); err != nil {
@@ -105,9 +112,13 @@ func (s *kpSetup) start(t *testing.T, kernel bool) {
 	}
 	// The program attaches by ifindex in the caller's namespace: add the
 	// ports from the switch namespace.
+	cfg := afpacket.Config{VnetHdr: s.vnet}
+	if s.vnet && kernel {
+		cfg.Filter = s.m.TapFilter()
+	}
 	err := s.sw.Do(func() error {
 		for i, name := range s.hosts {
-			pt, err := afpacket.Open(name, afpacket.Config{})
+			pt, err := afpacket.Open(name, cfg)
 			if err != nil {
 				return err
 			}
@@ -383,14 +394,18 @@ table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,actions=mod_dl_src
 // pods' veths verify checksums: their offloads are off, so a wrong one
 // is a lost datagram or a stalled stream), and the OpenFlow counters see
 // every established datagram once.
-func TestNetnsKernelPathDNAT(t *testing.T) {
-	const tcpBytes, udpN, udpSize = 4 << 20, 300, 120
+func TestNetnsKernelPathDNAT(t *testing.T) { testKernelPathDNAT(t, false, 4<<20) }
+
+// testKernelPathDNAT runs the DNAT differential with the pods' offloads
+// and the ports' offload metadata on (vnet) or off.
+func testKernelPathDNAT(t *testing.T, vnet bool, tcpBytes int) {
+	const udpN, udpSize = 300, 120
 	vip, backend := netip.MustParseAddrPort("10.210.0.100:80"), netip.MustParseAddrPort("10.210.0.2:7101")
 	type result struct{ tcp, udp int }
 	var res [2]result
 	for i, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-			s := newKPSetupFlows(t, kernel, conntrack.Timeouts{}, kpDNATFlows)
+			s := newKPSetupWith(t, kernel, &kpSetup{flows: kpDNATFlows, vnet: vnet})
 			s.nsA.MustExec(t, "ip", "neigh", "replace", vip.Addr().String(), "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
 			src := netip.MustParseAddrPort("10.210.0.1:5101")
 			res[i].udp = netnstest.UDPPingPongVia(t, s.nsA, s.nsB, src, vip, backend, udpN, udpSize)
@@ -410,8 +425,11 @@ func TestNetnsKernelPathDNAT(t *testing.T) {
 			if udpKernel < udpN {
 				t.Errorf("kernel forwarded %d UDP packets, want most of the %d each way", udpKernel, 2*udpN)
 			}
-			if st.Bytes < tcpBytes/2 {
+			if st.Bytes < uint64(tcpBytes)/2 {
 				t.Errorf("kernel forwarded %d bytes in all, want most of the %d bytes TCP stream", st.Bytes, tcpBytes)
+			}
+			if tcp := st.Packets - udpKernel; vnet && (tcp == 0 || (st.Bytes-udpKernel*udpSize)/tcp < 3000) {
+				t.Errorf("kernel forwarded %d TCP packets of %d bytes: want super-segments (offloads on)", tcp, st.Bytes)
 			}
 		})
 	}
@@ -545,3 +563,11 @@ func TestNetnsKernelPathRestartDNAT(t *testing.T) {
 		}
 	}
 }
+
+// TestNetnsKernelPathOffloadsOn: with the pods' offloads on (TSO
+// super-segments, partial checksums; the ports with offload metadata) the
+// kernel path is the tc path: the DNAT differential (a Service stream
+// and UDP, same delivery with the path on and off) with the kernel
+// forwarding most of the stream as super-segments (more bytes per packet
+// than the MTU), the tap filter keeping them from the ports' sockets.
+func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 32<<20) }

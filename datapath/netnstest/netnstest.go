@@ -416,6 +416,13 @@ type RawSocket struct {
 // t.Cleanup. It does not see its own transmissions.
 func NewRawSocket(t T, ns *NS, ifname string) *RawSocket {
 	t.Helper()
+	return NewRawSocketFilter(t, ns, ifname, 0)
+}
+
+// NewRawSocketFilter is NewRawSocket with a BPF socket filter program
+// (its fd; 0: none) attached before the socket is bound, as a port's.
+func NewRawSocketFilter(t T, ns *NS, ifname string, filter int) *RawSocket {
+	t.Helper()
 	s := RawSocket{fd: -1}
 	err := ns.Do(func() error {
 		ifi, err := net.InterfaceByName(ifname)
@@ -430,11 +437,16 @@ func NewRawSocket(t T, ns *NS, ifname string) *RawSocket {
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 			return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
 		}
+		if filter > 0 {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ATTACH_BPF, filter); err != nil {
+				return fmt.Errorf("SO_ATTACH_BPF: %w", err)
+			}
+		}
 		proto := uint16(unix.ETH_P_ALL)
 		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto<<8 | proto>>8, Ifindex: ifi.Index})
 	})
 	if s.fd >= 0 {
-		t.Cleanup(func() { unix.Close(s.fd) })
+		t.Cleanup(s.Close)
 	}
 	if err != nil {
 		t.Fatalf("raw socket on %s in %s: %v", ifname, ns, err)
@@ -500,6 +512,14 @@ func (s *RawSocket) RecvMatch(timeout time.Duration, match func([]byte) bool) ([
 // FD is the socket's file descriptor (for benchmarks that drive it
 // directly).
 func (s *RawSocket) FD() int { return s.fd }
+
+// Close closes the socket now (t.Cleanup then does nothing).
+func (s *RawSocket) Close() {
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+}
 
 // ServeTCP listens on port inside the namespace and answers every
 // connection with greeting, then closes it, until the listener is closed.

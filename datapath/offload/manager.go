@@ -371,6 +371,15 @@ func (m *Manager) Attach(ifindex int, name string) (io.Closer, error) {
 	return m.k.Attach(ifindex, name)
 }
 
+// AttachTC is Attach for a port with offload metadata: the tc path
+// (Kernel.AttachTC), for a socket that runs TapFilter.
+func (m *Manager) AttachTC(ifindex int, name string) (io.Closer, error) {
+	return m.k.AttachTC(ifindex, name)
+}
+
+// TapFilter is the socket filter (fd) of the ports on the tc path.
+func (m *Manager) TapFilter() int { return m.k.TapFilter() }
+
 // Retain makes the pinned state outlive this process: closing the ports
 // and the manager then leaves the program attached and the entries
 // forwarding (a clean stop without --cleanup, as ovs-vswitchd leaves its

@@ -1,5 +1,7 @@
-// Package offload is govs's kernel fast path: an XDP program, attached to
-// the system (AF_PACKET) ports, that forwards the packets of established
+// Package offload is govs's kernel fast path: an XDP program (a TCX one
+// with a socket filter on ports with offload metadata: bpf/offload.c,
+// "tc path"), attached to the system (AF_PACKET) ports, that forwards the
+// packets of established
 // connections whose megaflow decision the Go datapath installed in a BPF
 // hash map, by exact match (see docs/offload.md). The Go pipeline, conntrack
 // and the megaflow cache stay the authority: a packet the map does not
@@ -16,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -32,6 +36,9 @@ const (
 	ActNAT    uint32 = 4 // rewrite addresses and ports (conntrack's NAT)
 	ActEncap  uint32 = 8 // put the frame in Geneve (Action.Encap)
 	ActDecap  uint32 = 16
+	// ActPeer: the output is a veth; the tc program delivers to its pod
+	// end with bpf_redirect_peer (set by the Kernel at install).
+	ActPeer uint32 = 32
 )
 
 // Geneve as the program speaks it (bpf/offload.c): the IANA port only, at
@@ -122,6 +129,9 @@ type Kernel struct {
 	pins  *pins                // nil: nothing pinned
 	spec  *ebpf.CollectionSpec // pinned only: for the hold program
 	gen   uint64               // the generation in the map at load
+	// veth: the attached interfaces that are veths (ifindex -> true),
+	// outputs the tc program redirects to the peer of.
+	veth sync.Map
 }
 
 // Load loads the program and maps into the kernel. It fails where the
@@ -168,8 +178,8 @@ func (k *Kernel) Close() error {
 	if k.conns != nil {
 		k.conns.Close()
 	}
-	if k.pins != nil && k.pins.hold != nil {
-		k.pins.hold.Close() // the links that run it keep it
+	if k.pins != nil {
+		k.pins.closeHoldLocked() // the links that run them keep them
 	}
 	return errors.Join(err, k.objs.Close())
 }
@@ -184,18 +194,70 @@ func (k *Kernel) Close() error {
 // the datapath cleaned up, whatever becomes of the process. name is the
 // port's name, the link's pin.
 func (k *Kernel) Attach(ifindex int, name string) (io.Closer, error) {
-	if k.pins != nil {
-		return k.attachPinned(ifindex, name)
-	}
-	return k.attachLink(ifindex, k.objs.GovsOffload)
+	return k.attach(ifindex, name, false)
 }
 
-func (k *Kernel) attachLink(ifindex int, prog *ebpf.Program) (link.Link, error) {
-	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
+// AttachTC attaches the tc path to a port whose frames carry offload
+// metadata: the program at TCX ingress, which keeps super-segments and
+// partial checksums whole. The port's AF_PACKET socket must have run
+// TapFilter since before it was bound (afpacket.Config.Filter): the tap
+// sees every frame before tc ingress, and the filter is what takes the
+// frames the tc program forwards away from it (docs/offload.md).
+func (k *Kernel) AttachTC(ifindex int, name string) (io.Closer, error) {
+	return k.attach(ifindex, name, true)
+}
+
+// TapFilter is the socket filter program (its fd) of ports on the tc
+// path: SO_ATTACH_BPF it to the port's AF_PACKET socket before bind.
+func (k *Kernel) TapFilter() int { return k.objs.GovsTapFilter.FD() }
+
+func (k *Kernel) attach(ifindex int, name string, tc bool) (io.Closer, error) {
+	k.veth.Store(uint32(ifindex), isVeth(ifindex))
+	if k.pins != nil {
+		return k.attachPinned(ifindex, name, tc)
+	}
+	l, err := k.attachLink(ifindex, tc, k.program(tc))
+	if err != nil {
+		return nil, err
+	}
+	return &portLink{l: l, k: k, ifindex: ifindex}, nil
+}
+
+// program is the Kernel's program for an XDP or a TCX link.
+func (k *Kernel) program(tc bool) *ebpf.Program {
+	if tc {
+		return k.objs.GovsOffloadTc
+	}
+	return k.objs.GovsOffload
+}
+
+func (k *Kernel) attachLink(ifindex int, tc bool, prog *ebpf.Program) (link.Link, error) {
+	var l link.Link
+	var err error
+	if tc {
+		l, err = link.AttachTCX(link.TCXOptions{Program: prog, Interface: ifindex, Attach: ebpf.AttachTCXIngress})
+	} else {
+		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("attach offload program to ifindex %d: %w", ifindex, err)
 	}
 	return l, nil
+}
+
+// isVeth tells whether the interface is a veth (ethtool's driver name).
+func isVeth(ifindex int) bool {
+	ifi, err := net.InterfaceByIndex(ifindex)
+	if err != nil {
+		return false
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	info, err := unix.IoctlGetEthtoolDrvinfo(fd, ifi.Name)
+	return err == nil && unix.ByteSliceToString(info.Driver[:]) == "veth"
 }
 
 func (fk *FlowKey) kernel() (offloadFlowKey, error) {
@@ -263,7 +325,10 @@ func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
 func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntrack.Entry) error {
 	// last_pass = now: the packet that got the entry installed went through
 	// userspace, the next keepalive is due in a second.
-	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
+	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags &^ ActPeer, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
+	if veth, _ := k.veth.Load(a.OutIfindex); veth == true && a.Flags&ActEncap == 0 {
+		v.Flags |= ActPeer
+	}
 	if a.Flags&ActNAT != 0 {
 		if !a.NatSrc.Is4() || !a.NatDst.Is4() {
 			return errors.New("install offload entry: NAT to a non-IPv4 address")
@@ -377,6 +442,21 @@ func (k *Kernel) Clear() error {
 		}
 	}
 	return nil
+}
+
+// TCRuns counts the tc program's runs on every CPU: following a tap
+// filter's verdict, and deciding alone (no govs socket filter saw the
+// frame: no daemon owns the port).
+func (k *Kernel) TCRuns() (followed, alone uint64, err error) {
+	var vs []offloadVerdict
+	if err := k.objs.Verdicts.Lookup(uint32(0), &vs); err != nil {
+		return 0, 0, fmt.Errorf("read tc path counters: %w", err)
+	}
+	for i := range vs {
+		followed += vs[i].Followed
+		alone += vs[i].Alone
+	}
+	return followed, alone, nil
 }
 
 // Len counts the entries (tests, dump-cache).

@@ -23,15 +23,19 @@ type pair struct {
 	ipA, ipB     netip.Addr
 }
 
-func newPair(t *testing.T) *pair {
+func newPair(t *testing.T) *pair { return newPairWith(t, false) }
+
+// newPairWith is newPair with the veths' checksum and segmentation
+// offloads left on (keepOffloads) or turned off.
+func newPairWith(t *testing.T, keepOffloads bool) *pair {
 	p := &pair{
 		macA: net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 1}, macB: net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 2},
 		macHA: net.HardwareAddr{0x02, 0xbb, 0, 0, 0, 1}, macHB: net.HardwareAddr{0x02, 0xbb, 0, 0, 0, 2},
 		ipA: netip.MustParseAddr("10.77.0.1"), ipB: netip.MustParseAddr("10.77.0.2"),
 	}
 	p.sw, p.a, p.b = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
-	p.va = netnstest.NewVeth(t, p.sw, p.a, netnstest.VethOptions{HostMAC: p.macHA, PeerMAC: p.macA, PeerAddr: "10.77.0.1/24"})
-	p.vb = netnstest.NewVeth(t, p.sw, p.b, netnstest.VethOptions{HostMAC: p.macHB, PeerMAC: p.macB, PeerAddr: "10.77.0.2/24"})
+	p.va = netnstest.NewVeth(t, p.sw, p.a, netnstest.VethOptions{HostMAC: p.macHA, PeerMAC: p.macA, PeerAddr: "10.77.0.1/24", KeepOffloads: keepOffloads})
+	p.vb = netnstest.NewVeth(t, p.sw, p.b, netnstest.VethOptions{HostMAC: p.macHB, PeerMAC: p.macB, PeerAddr: "10.77.0.2/24", KeepOffloads: keepOffloads})
 	// A sends to B's address with the host end's MAC (as through a router).
 	p.a.MustExec(t, "ip", "neigh", "replace", "10.77.0.2", "lladdr", p.macHA.String(), "dev", p.va.Peer, "nud", "permanent")
 	err := p.sw.Do(func() error {

@@ -186,9 +186,10 @@ type pins struct {
 
 	mu      sync.Mutex
 	claimed map[string]*portLink // the port links of this process, by pin name
-	// hold is the program without keepalives the links run while no
-	// process can take them (nil: the links run the Kernel's program).
-	hold *ebpf.Program
+	// hold is the program without keepalives the XDP links run while no
+	// process can take them (nil: the links run the Kernel's program),
+	// holdTC the TCX links'.
+	hold, holdTC *ebpf.Program
 }
 
 func (p *pins) mapDir() string  { return filepath.Join(p.dir, p.version) }
@@ -264,14 +265,18 @@ func (k *Kernel) Adopted() bool { return k.pins != nil && k.pins.adopted }
 
 // portLink is a port's attachment of the program.
 type portLink struct {
-	l    link.Link
-	path string // its pin ("" when not pinned)
-	p    *pins
+	l       link.Link
+	path    string // its pin ("" when not pinned)
+	p       *pins  // nil: not pinned
+	tc      bool   // a TCX link (else XDP)
+	k       *Kernel
+	ifindex int
 }
 
 // Close detaches the program from the port, unless the datapath retains
 // its pins (a clean stop): then only this process's handle goes.
 func (pl *portLink) Close() error {
+	pl.k.veth.Delete(uint32(pl.ifindex))
 	if pl.p != nil {
 		pl.p.mu.Lock()
 		delete(pl.p.claimed, filepath.Base(pl.path))
@@ -290,26 +295,29 @@ func (pl *portLink) Close() error {
 // through its pinned link: a link a previous process left on that
 // interface is moved to this program in one step (bpf_link_update: the
 // interface is never without a program), any other is replaced.
-func (k *Kernel) attachPinned(ifindex int, name string) (io.Closer, error) {
+func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, error) {
 	p := k.pins
 	if name == "" || strings.ContainsRune(name, '/') {
 		return nil, fmt.Errorf("attach offload program: bad port name %q", name)
 	}
 	path := filepath.Join(p.linkDir(), name)
+	pl := &portLink{path: path, p: p, tc: tc, k: k, ifindex: ifindex}
 	if l, err := link.LoadPinnedLink(path, nil); err == nil {
-		if info, err := l.Info(); err == nil && info.Type == link.XDPType && info.XDP() != nil && int(info.XDP().Ifindex) == ifindex {
-			if err := l.Update(k.linkProgram()); err == nil {
-				return p.claim(&portLink{l: l, path: path, p: p}), nil
+		if linkOn(l, ifindex, tc) {
+			if err := l.Update(k.linkProgram(tc)); err == nil {
+				pl.l = l
+				return p.claim(pl), nil
 			}
 		}
-		// Another interface of that name, or a link the kernel cannot
+		// Another interface of that name, the other attach mode (the
+		// port's offload metadata changed), or a link the kernel cannot
 		// move: detach it, attach anew.
 		l.Unpin()
 		l.Close()
 	} else if !errors.Is(err, os.ErrNotExist) {
 		os.Remove(path)
 	}
-	l, err := k.attachLink(ifindex, k.linkProgram())
+	l, err := k.attachLink(ifindex, tc, k.linkProgram(tc))
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +325,21 @@ func (k *Kernel) attachPinned(ifindex int, name string) (io.Closer, error) {
 		l.Close()
 		return nil, fmt.Errorf("pin offload link of %s: %w", name, err)
 	}
-	return p.claim(&portLink{l: l, path: path, p: p}), nil
+	pl.l = l
+	return p.claim(pl), nil
+}
+
+// linkOn tells whether l is the program's link of that mode on ifindex.
+func linkOn(l link.Link, ifindex int, tc bool) bool {
+	info, err := l.Info()
+	if err != nil {
+		return false
+	}
+	if tc {
+		return info.Type == link.TCXType && info.TCX() != nil && int(info.TCX().Ifindex) == ifindex &&
+			uint32(info.TCX().AttachType) == uint32(ebpf.AttachTCXIngress)
+	}
+	return info.Type == link.XDPType && info.XDP() != nil && int(info.XDP().Ifindex) == ifindex
 }
 
 func (p *pins) claim(pl *portLink) *portLink {
@@ -327,17 +349,20 @@ func (p *pins) claim(pl *portLink) *portLink {
 	return pl
 }
 
-// linkProgram is the program new links run: the hold program while
-// there is one.
-func (k *Kernel) linkProgram() *ebpf.Program {
+// linkProgram is the program new links of a mode run: the hold program
+// while there is one.
+func (k *Kernel) linkProgram(tc bool) *ebpf.Program {
 	if k.pins != nil {
 		k.pins.mu.Lock()
 		defer k.pins.mu.Unlock()
 		if k.pins.hold != nil {
+			if tc {
+				return k.pins.holdTC
+			}
 			return k.pins.hold
 		}
 	}
-	return k.objs.GovsOffload
+	return k.program(tc)
 }
 
 // Hold moves the ports' links (and those attached later) to a copy of
@@ -368,19 +393,34 @@ func (k *Kernel) Hold() error {
 		replace[name] = m
 	}
 	var objs struct {
-		Prog *ebpf.Program `ebpf:"govs_offload"`
+		Prog   *ebpf.Program `ebpf:"govs_offload"`
+		ProgTC *ebpf.Program `ebpf:"govs_offload_tc"`
 	}
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 		return fmt.Errorf("load hold program: %w", err)
 	}
+	// The sockets' filters are the Kernel's (with keepalives): the held
+	// flag stops their keepalives too, and a next process's while it has
+	// not revalidated.
+	if err := k.objs.Generation.Put(uint32(1), uint64(1)); err != nil {
+		objs.Prog.Close()
+		objs.ProgTC.Close()
+		return fmt.Errorf("hold offload links: %w", err)
+	}
 	p := k.pins
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closeHoldLocked()
+	p.hold, p.holdTC = objs.Prog, objs.ProgTC
+	return p.updateLinksLocked(objs.Prog, objs.ProgTC)
+}
+
+func (p *pins) closeHoldLocked() {
 	if p.hold != nil {
 		p.hold.Close()
+		p.holdTC.Close()
 	}
-	p.hold = objs.Prog
-	return p.updateLinksLocked(objs.Prog)
+	p.hold, p.holdTC = nil, nil
 }
 
 // Release moves the links back to the Kernel's program, with keepalives.
@@ -394,16 +434,22 @@ func (k *Kernel) Release() error {
 	if p.hold == nil {
 		return nil
 	}
-	err := p.updateLinksLocked(k.objs.GovsOffload)
-	p.hold.Close()
-	p.hold = nil
+	err := p.updateLinksLocked(k.objs.GovsOffload, k.objs.GovsOffloadTc)
+	p.closeHoldLocked()
+	if perr := k.objs.Generation.Put(uint32(1), uint64(0)); perr != nil {
+		err = errors.Join(err, fmt.Errorf("release offload links: %w", perr))
+	}
 	return err
 }
 
-func (p *pins) updateLinksLocked(prog *ebpf.Program) error {
+func (p *pins) updateLinksLocked(prog, progTC *ebpf.Program) error {
 	var errs []error
 	for name, pl := range p.claimed {
-		if err := pl.l.Update(prog); err != nil {
+		to := prog
+		if pl.tc {
+			to = progTC
+		}
+		if err := pl.l.Update(to); err != nil {
 			errs = append(errs, fmt.Errorf("move the offload link of %s: %w", name, err))
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -249,20 +251,55 @@ func kernelHits(t *testing.T, w *worker1) (entries, packets int) {
 func TestOffloadRestartKeepsStream(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
+	exit := func(w *worker1) error { return w.o.StopVswitchd() }
+	crash := func(w *worker1) error { return w.o.KillVswitchd() }
 	for _, tc := range []struct {
 		name string
 		stop func(w *worker1) error
+		// The pods keep their offloads and the ports exchange offload
+		// metadata (userspace-tso-enable): they are on the tc path.
+		offloads bool
 	}{
-		{"exit", func(w *worker1) error { return w.o.StopVswitchd() }},
-		{"crash", func(w *worker1) error { return w.o.KillVswitchd() }},
+		{"exit", exit, false},
+		{"crash", crash, false},
+		{"exit-offloads-on", exit, true},
+		{"crash-offloads-on", crash, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testOffloadRestart(t, vswitchd, tc.stop) })
+		t.Run(tc.name, func(t *testing.T) { testOffloadRestart(t, vswitchd, tc.stop, tc.offloads) })
 	}
 }
 
-func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error) {
+// kernelProg is the id of the offload program on a device of ns ("":
+// none): the XDP program, or with tc the TCX ingress one.
+func kernelProg(t *testing.T, ns, dev string, tc bool) string {
+	t.Helper()
+	if !tc {
+		return xdpProg(t, ns, dev)
+	}
+	var id string
+	err := (&netnstest.NS{Name: ns}).Do(func() error {
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil {
+			return err
+		}
+		r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		if len(r.Programs) > 0 {
+			id = strconv.Itoa(int(r.Programs[0].ID))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("TCX programs of %s: %v", dev, err)
+	}
+	return id
+}
+
+func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error, tc bool) {
 	root := filepath.Join(netnstest.MountBPFFS(t), "govs")
-	w := startWorker1OVSDB(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs="+root))
+	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs="+root), tc)
 	pinDir := offload.PinDir(root, w.o.Rundir(), w.o.Bridge())
 	frontend, backend1 := w.pods["frontend"], w.pods["backend1"]
 	s := startStream(t, frontend, backend1, "10.222.1.47:80")
@@ -289,8 +326,8 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	if got := s.recvd.Load() - down; got < 1<<20 {
 		t.Errorf("while govs-vswitchd was down %d bytes went through: the kernel path stopped with it", got)
 	}
-	if xdpProg(t, w.ns.Name, backend1.veth.Host) == "" {
-		t.Errorf("no XDP program on %s while govs-vswitchd is down", backend1.veth.Host)
+	if kernelProg(t, w.ns.Name, backend1.veth.Host, tc) == "" {
+		t.Errorf("no program on %s while govs-vswitchd is down", backend1.veth.Host)
 	}
 	// Antrea's start script sets flow-restore-wait before it starts the
 	// switch; the agent removes it once it has replayed its flows.
@@ -302,7 +339,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	if _, err := w.o.Vsctl("--no-wait", "del-port", coredns.veth.Host); err != nil {
 		t.Fatal(err)
 	}
-	oldProg := xdpProg(t, w.ns.Name, backend1.veth.Host)
+	oldProg := kernelProg(t, w.ns.Name, backend1.veth.Host, tc)
 	t1 := time.Now()
 	w.o.StartVswitchd()
 	phases = append(phases, s.nSamples())
@@ -313,10 +350,10 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	restarted := time.Since(t1)
 	phases = append(phases, s.nSamples())
 	time.Sleep(3 * time.Second)
-	if p := xdpProg(t, w.ns.Name, backend1.veth.Host); p == "" || p == oldProg {
-		t.Errorf("%s runs XDP program %q after the restart, was %q: want the new daemon's", backend1.veth.Host, p, oldProg)
+	if p := kernelProg(t, w.ns.Name, backend1.veth.Host, tc); p == "" || p == oldProg {
+		t.Errorf("%s runs program %q after the restart, was %q: want the new daemon's", backend1.veth.Host, p, oldProg)
 	}
-	if xdpProg(t, w.ns.Name, coredns.veth.Host) != "" {
+	if kernelProg(t, w.ns.Name, coredns.veth.Host, tc) != "" {
 		t.Errorf("%s, deleted while govs-vswitchd was down, still has the program", coredns.veth.Host)
 	}
 	if _, err := os.Stat(filepath.Join(pinDir, "links", coredns.veth.Host)); !errors.Is(err, os.ErrNotExist) {
@@ -362,6 +399,9 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	}
 	for _, p := range w.pods {
 		waitXDP(t, w.ns.Name, p.veth.Host, false)
+		if id := kernelProg(t, w.ns.Name, p.veth.Host, true); id != "" {
+			t.Errorf("after exit --cleanup %s still has TCX program %s", p.veth.Host, id)
+		}
 	}
 	if _, err := os.Stat(pinDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after exit --cleanup %s: %v, want it gone", pinDir, err)

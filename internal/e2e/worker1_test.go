@@ -78,9 +78,22 @@ func startWorker1(t *testing.T, extra ...string) *worker1 {
 // commands one types for Open vSwitch's userspace datapath.
 func startWorker1OVSDB(t *testing.T, vswitchd string) *worker1 {
 	t.Helper()
+	return startWorker1OVSDBWith(t, vswitchd, false)
+}
+
+// startWorker1OVSDBWith is startWorker1OVSDB with the pods' checksum and
+// segmentation offloads left on (keepOffloads: the veth defaults) and
+// other_config:userspace-tso-enable=true.
+func startWorker1OVSDBWith(t *testing.T, vswitchd string, keepOffloads bool) *worker1 {
+	t.Helper()
 	netnstest.RequireRoot(t)
-	o := ovstest.Start(t, ovstest.Options{FailMode: "secure", Vswitchd: vswitchd,
-		Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}})
+	opts := ovstest.Options{FailMode: "secure", Vswitchd: vswitchd,
+		Ports: []ovstest.Port{{Name: "gw0", Type: "internal", OFPort: 2}}}
+	if keepOffloads {
+		// The ports exchange offload metadata (OVS's userspace TSO).
+		opts.OtherConfig = map[string]string{"userspace-tso-enable": "true"}
+	}
+	o := ovstest.Start(t, opts)
 	node := &netnstest.NS{Name: o.Netns()}
 	w := &worker1{ns: node, gw: "gw0", pods: map[string]*pod{}, mgmt: o.Target(), o: o,
 		appctl: func(t *testing.T, args ...string) (string, int) {
@@ -99,7 +112,7 @@ func startWorker1OVSDB(t *testing.T, vswitchd string) *worker1 {
 	netnstest.DisableOffloads(t, node, "gw0")
 	for _, p := range worker1Pods {
 		ns := netnstest.NewNS(t)
-		v := netnstest.NewVeth(t, node, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: net.HardwareAddr(mustMAC(t, p.mac))})
+		v := netnstest.NewVeth(t, node, ns, netnstest.VethOptions{PeerAddr: p.ip + "/24", PeerMAC: net.HardwareAddr(mustMAC(t, p.mac)), KeepOffloads: keepOffloads})
 		ns.MustExec(t, "ip", "link", "set", "lo", "up")
 		ns.MustExec(t, "ip", "route", "add", "default", "via", "10.222.1.1")
 		if err := o.AddPort(ovstest.Port{Name: v.Host, OFPort: p.ofport}); err != nil {
@@ -172,6 +185,20 @@ func TestWorker1Seed(t *testing.T) { testWorker1Seed(t, startWorker1(t)) }
 
 // The same checks with the kernel fast path on (docs/offload.md).
 func TestWorker1SeedKernelPath(t *testing.T) { testWorker1Seed(t, startWorker1(t, "--offload=ebpf")) }
+
+// The same with the pods' offloads on and userspace-tso-enable: the pod
+// ports are on the kernel path's tc path (TCX and the tap filter).
+func TestWorker1SeedKernelPathOffloadsOn(t *testing.T) {
+	_, vswitchd := binaries(t)
+	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs=none"), true)
+	for name, p := range w.pods {
+		if kernelProg(t, w.ns.Name, p.veth.Host, true) == "" || xdpProg(t, w.ns.Name, p.veth.Host) != "" {
+			t.Fatalf("pod %s's port %s is not on the tc path (TCX program %q, XDP program %q)", name, p.veth.Host,
+				kernelProg(t, w.ns.Name, p.veth.Host, true), xdpProg(t, w.ns.Name, p.veth.Host))
+		}
+	}
+	testWorker1Seed(t, w)
+}
 
 // The same checks with govs-vswitchd driven only by Open vSwitch's tools:
 // a private ovsdb-server, ovs-vsctl, ovs-ofctl, ovs-appctl.

@@ -64,6 +64,9 @@ type PortConfig struct {
 	// other_config:govs-offload=false; docs/offload.md). Changing it
 	// reopens the port.
 	NoOffload bool `yaml:"no_offload"`
+	// tapFilter is the kernel fast path's socket filter for a system
+	// port (set when the port opens, see startPort).
+	tapFilter int
 	// PrevOFPort is the number the port had before (the OVSDB's
 	// Interface.ofport), which it gets back when nothing asks for another.
 	PrevOFPort uint32 `yaml:"-"`

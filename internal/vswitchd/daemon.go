@@ -150,7 +150,13 @@ func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	return afpacket.Open(cfg.Name, afpacket.Config{VnetHdr: o.vnet, FrameCount: o.rxDesc})
+	c := afpacket.Config{VnetHdr: o.vnet, FrameCount: o.rxDesc}
+	if o.vnet {
+		// The kernel fast path's tc program forwards from ports with
+		// offload metadata; their socket runs its tap filter.
+		c.Filter = cfg.tapFilter
+	}
+	return afpacket.Open(cfg.Name, c)
 }
 
 // portOptions are the options system and internal ports take.

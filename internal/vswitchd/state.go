@@ -293,6 +293,9 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig, no uint32) (uint32, error)
 			return 0, err
 		}
 	}
+	if m := b.dp.Offload(); m != nil && kind == datapath.KindSystem && !cfg.NoOffload {
+		cfg.tapFilter = m.TapFilter()
+	}
 	p, err := open(cfg)
 	if err != nil {
 		return 0, err

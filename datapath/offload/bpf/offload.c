@@ -6,6 +6,9 @@
 // the kernel's UDP stack and govs's tunnel socket) as if there were no
 // program.
 #include <linux/bpf.h>
+#include <linux/if_packet.h>
+#include <linux/pkt_cls.h>
+#include <stddef.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/in.h>
@@ -20,6 +23,7 @@
 #define ACT_NAT 4     // rewrite the 5-tuple to nat_* (conntrack's NAT of the connection)
 #define ACT_ENCAP 8   // put the frame in Geneve (outer headers from encap_*)
 #define ACT_DECAP 16  // the key is a Geneve datagram's: forward its inner frame
+#define ACT_PEER 32   // tc path: the output is a veth, bpf_redirect_peer to its pod end
 
 // Geneve (RFC 8926) as govs's tunnel port speaks it.
 #define GENEVE_PORT 6081
@@ -98,9 +102,11 @@ struct {
 
 // generation[0] is the pipeline generation entries must carry: bumping it
 // disables every entry at once, before userspace gets to delete them.
+// generation[1] non-zero holds the links (Kernel.Hold): no keepalive
+// goes to userspace, whichever program (and socket filter) runs.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u64);
 } generation SEC(".maps");
@@ -311,6 +317,36 @@ static __always_inline int encap(void *data, void *end, struct flow_action *a, _
 	return 1;
 }
 
+// take returns the entry whose action the kernel applies to the packet
+// with key k now, or NULL when the packet goes on to userspace: no entry,
+// a stale generation, the entry's keepalive due (one packet a second
+// passes, unless the links are held: no process would take it), or a TTL
+// dec_ttl must drop (userspace drops it as dec_ttl does).
+static __always_inline struct flow_action *take(struct flow_key *k, __u64 now)
+{
+	__u32 zero = 0, one = 1;
+	__u64 *gen = bpf_map_lookup_elem(&generation, &zero);
+	__u64 *held = bpf_map_lookup_elem(&generation, &one);
+	struct flow_action *a = bpf_map_lookup_elem(&flows, k);
+	if (!gen || !held || !a || a->gen != *gen)
+		return 0;
+	if (!*held && now - a->last_pass >= pass_interval_ns) {
+		a->last_pass = now;
+		return 0;
+	}
+	if ((a->flags & ACT_DEC_TTL) && k->ttl <= 1)
+		return 0;
+	return a;
+}
+
+// count adds a forwarded packet of len bytes to the entry.
+static __always_inline void count(struct flow_action *a, __u64 len, __u64 now)
+{
+	__sync_fetch_and_add(&a->packets, 1);
+	__sync_fetch_and_add(&a->bytes, len);
+	a->last_used = now;
+}
+
 SEC("xdp")
 int govs_offload(struct xdp_md *ctx)
 {
@@ -333,18 +369,10 @@ int govs_offload(struct xdp_md *ctx)
 	}
 	k.ifindex = ctx->ingress_ifindex;
 
-	__u32 zero = 0;
-	__u64 *gen = bpf_map_lookup_elem(&generation, &zero);
-	struct flow_action *a = bpf_map_lookup_elem(&flows, &k);
-	if (!gen || !a || a->gen != *gen)
-		return XDP_PASS;
 	__u64 now = bpf_ktime_get_ns();
-	if (now - a->last_pass >= pass_interval_ns) {
-		a->last_pass = now;
+	struct flow_action *a = take(&k, now);
+	if (!a)
 		return XDP_PASS;
-	}
-	if ((a->flags & ACT_DEC_TTL) && k.ttl <= 1)
-		return XDP_PASS; // userspace drops it as dec_ttl does
 	__u32 inner_len = end - data - off;
 	__u32 out = a->out_ifindex;
 	if (a->flags & ACT_ENCAP) {
@@ -371,10 +399,173 @@ int govs_offload(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if ((a->flags & ACT_ENCAP) && !encap(data, end, a, inner_len))
 		return XDP_ABORTED;
-	__sync_fetch_and_add(&a->packets, 1);
-	__sync_fetch_and_add(&a->bytes, (__u64)inner_len);
-	a->last_used = now;
+	count(a, inner_len, now);
 	return bpf_redirect(out, 0);
+}
+
+// The tc path (docs/offload.md, "XDP and TCX"): ports whose frames carry
+// offload metadata (TSO/GSO super-segments, partial checksums) keep their
+// skbs whole, which generic XDP would linearise and strip of that
+// metadata. Two programs share the decision, because the port's
+// AF_PACKET socket (a ptype_all tap) sees every frame before tc ingress:
+//
+//   - govs_tap_filter, the port socket's filter (SO_ATTACH_BPF), decides:
+//     it looks the frame up, takes it from the socket when the entry
+//     forwards it (returns 0) and leaves its verdict, with a copy of the
+//     entry's action, in this CPU's slot;
+//   - govs_offload_tc (TCX ingress) runs next for the same skb on the same
+//     CPU (__netif_receive_skb_core: taps, then sch_handle_ingress, with
+//     no other packet in between) and follows the slot: it forwards with
+//     the copied action or lets the frame go. An entry installed or
+//     removed between the two cannot make the frame reach both the socket
+//     and the output, or neither.
+//
+// When no govs filter ran for the skb (the slot names another frame: no
+// daemon owns the port, a pinned restart), the tc program decides alone.
+#define VERDICT_PASS 1
+#define VERDICT_FWD 2
+
+struct verdict {
+	__u32 ifindex; // the frame's: skb->ifindex and skb->len, as both
+	__u32 len;     // programs see them (the MAC header pushed)
+	__u32 verdict; // VERDICT_*; 0 once the tc program took it
+	__u32 pad;
+	struct flow_key key;
+	struct flow_action act;
+	// This CPU's tc program runs: following a filter's verdict, and
+	// deciding alone (no govs filter saw the frame).
+	__u64 followed;
+	__u64 alone;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct verdict);
+} verdicts SEC(".maps");
+
+// What the tc path reads of a frame: Ethernet, IPv4 without options and
+// the TCP header (a UDP frame needs 42 of these bytes).
+#define TC_HDR_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct tcphdr))
+#define UDP_HDR_END (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+
+// skb_key fills k from the skb's headers (a socket filter has no direct
+// packet access; the tc program reads the same way); 0: not forwarded.
+static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k)
+{
+	// Two bytes in, so that the IPv4 and TCP headers are 4-byte aligned
+	// on the stack as the verifier wants.
+	__u64 raw[(TC_HDR_LEN + 2 + 7) / 8] = {};
+	__u8 *buf = (__u8 *)raw + 2;
+	__u32 n = TC_HDR_LEN;
+	if (skb->len < TC_HDR_LEN)
+		n = UDP_HDR_END;
+	if (skb->len < n || bpf_skb_load_bytes(skb, 0, buf, n))
+		return 0;
+	if (!parse((struct ethhdr *)buf, buf + n, k))
+		return 0;
+	k->ifindex = skb->ifindex;
+	return 1;
+}
+
+// decide is the tc path's one lookup: the entry's action copied into v
+// (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Geneve entries
+// stay with XDP (the underlay) and userspace (encapsulation of
+// super-segments would need the tunnel GSO types).
+static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
+{
+	if (!skb_key(skb, &v->key))
+		return VERDICT_PASS;
+	__u64 now = bpf_ktime_get_ns();
+	struct flow_action *a = take(&v->key, now);
+	if (!a || (a->flags & (ACT_ENCAP | ACT_DECAP)))
+		return VERDICT_PASS;
+	count(a, skb->len, now);
+	__builtin_memcpy(&v->act, a, sizeof(v->act));
+	return VERDICT_FWD;
+}
+
+SEC("socket")
+int govs_tap_filter(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	struct verdict *v = bpf_map_lookup_elem(&verdicts, &zero);
+	if (!v || skb->pkt_type == PACKET_OUTGOING)
+		return skb->len;
+	v->ifindex = skb->ifindex;
+	v->len = skb->len;
+	v->verdict = decide(skb, v);
+	return v->verdict == VERDICT_FWD ? 0 : skb->len;
+}
+
+#define IP_CSUM_OFF (sizeof(struct ethhdr) + offsetof(struct iphdr, check))
+#define IP_TTL_OFF (sizeof(struct ethhdr) + offsetof(struct iphdr, ttl))
+#define IP_SRC_OFF (sizeof(struct ethhdr) + offsetof(struct iphdr, saddr))
+#define L4_OFF (sizeof(struct ethhdr) + sizeof(struct iphdr))
+
+// skb_rewrite applies the entry's writes with the skb helpers, which
+// keep the checksum state right: with CHECKSUM_PARTIAL the TCP/UDP check
+// holds the pseudo-header sum only, and BPF_F_PSEUDO_HDR updates exactly
+// that (a port is then left to the checksum the device or stack finishes).
+static __always_inline int skb_rewrite(struct __sk_buff *skb, struct flow_key *k, struct flow_action *a)
+{
+	if (a->flags & ACT_DEC_TTL) {
+		__u16 old = bpf_htons((__u16)k->ttl << 8 | k->proto);
+		__u16 new = bpf_htons((__u16)(k->ttl - 1) << 8 | k->proto);
+		__u8 ttl = k->ttl - 1;
+		if (bpf_l3_csum_replace(skb, IP_CSUM_OFF, old, new, 2) ||
+		    bpf_skb_store_bytes(skb, IP_TTL_OFF, &ttl, 1, 0))
+			return 0;
+	}
+	if (a->flags & ACT_NAT) {
+		__u32 l4_csum = L4_OFF + (k->proto == IPPROTO_TCP ? offsetof(struct tcphdr, check) : offsetof(struct udphdr, check));
+		__u64 l4f = k->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+		if (bpf_l3_csum_replace(skb, IP_CSUM_OFF, k->saddr, a->nat_saddr, 4) ||
+		    bpf_l3_csum_replace(skb, IP_CSUM_OFF, k->daddr, a->nat_daddr, 4) ||
+		    bpf_l4_csum_replace(skb, l4_csum, k->saddr, a->nat_saddr, l4f | BPF_F_PSEUDO_HDR | 4) ||
+		    bpf_l4_csum_replace(skb, l4_csum, k->daddr, a->nat_daddr, l4f | BPF_F_PSEUDO_HDR | 4) ||
+		    bpf_l4_csum_replace(skb, l4_csum, k->sport, a->nat_sport, l4f | 2) ||
+		    bpf_l4_csum_replace(skb, l4_csum, k->dport, a->nat_dport, l4f | 2))
+			return 0;
+		__u32 addrs[2] = {a->nat_saddr, a->nat_daddr};
+		__u16 ports[2] = {a->nat_sport, a->nat_dport};
+		if (bpf_skb_store_bytes(skb, IP_SRC_OFF, addrs, 8, 0) ||
+		    bpf_skb_store_bytes(skb, L4_OFF, ports, 4, 0))
+			return 0;
+	}
+	if (a->flags & ACT_SET_ETH) {
+		__u8 macs[12];
+		__builtin_memcpy(macs, a->eth_dst, 6);
+		__builtin_memcpy(macs + 6, a->eth_src, 6);
+		if (bpf_skb_store_bytes(skb, 0, macs, 12, 0))
+			return 0;
+	}
+	return 1;
+}
+
+SEC("tc")
+int govs_offload_tc(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	struct verdict *v = bpf_map_lookup_elem(&verdicts, &zero);
+	if (!v)
+		return TC_ACT_OK;
+	__u32 verdict = v->verdict;
+	v->verdict = 0;
+	if (verdict && v->ifindex == skb->ifindex && v->len == skb->len) {
+		v->followed++;
+	} else {
+		v->alone++;
+		verdict = decide(skb, v); // no govs filter saw this frame
+	}
+	if (verdict != VERDICT_FWD)
+		return TC_ACT_OK;
+	if (!skb_rewrite(skb, &v->key, &v->act))
+		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
+	if (v->act.flags & ACT_PEER)
+		return bpf_redirect_peer(v->act.out_ifindex, 0);
+	return bpf_redirect(v->act.out_ifindex, 0);
 }
 
 char _license[] SEC("license") = "GPL";

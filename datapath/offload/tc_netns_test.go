@@ -1,0 +1,338 @@
+package offload
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/govs-project/govs/datapath/netnstest"
+)
+
+// seqCounter counts the datagrams of a flood by their sequence number.
+type seqCounter struct {
+	mu sync.Mutex
+	n  []int
+}
+
+func (c *seqCounter) add(seq uint32) {
+	c.mu.Lock()
+	if int(seq) < len(c.n) {
+		c.n[seq]++
+	}
+	c.mu.Unlock()
+}
+
+// tapSeqs reads the frames the raw socket s gets until stop, counting
+// the UDP datagrams to dport by the sequence number in their payload.
+func tapSeqs(s *netnstest.RawSocket, dport uint16, c *seqCounter, stop *atomic.Bool, done *sync.WaitGroup) {
+	defer done.Done()
+	buf := make([]byte, 65536)
+	for !stop.Load() {
+		m, err := s.Recv(buf, 50*time.Millisecond)
+		if err != nil {
+			continue
+		}
+		f := buf[:m]
+		if m >= 14+20+8+4 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == unix.IPPROTO_UDP &&
+			binary.BigEndian.Uint16(f[36:]) == dport {
+			c.add(binary.BigEndian.Uint32(f[42:]))
+		}
+	}
+}
+
+// udpSeqs is tapSeqs for a UDP socket.
+func udpSeqs(u *net.UDPConn, c *seqCounter, stop *atomic.Bool, done *sync.WaitGroup) {
+	defer done.Done()
+	buf := make([]byte, 2048)
+	for !stop.Load() {
+		u.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		m, _, err := u.ReadFromUDP(buf)
+		if err == nil && m >= 4 {
+			c.add(binary.BigEndian.Uint32(buf))
+		}
+	}
+}
+
+// bigBuffers lets a socket queue a whole flood (root: SO_RCVBUFFORCE).
+func bigBuffers(t *testing.T, fd int) {
+	t.Helper()
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 32<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tcPath loads the program, attaches the tc path to A's port and opens
+// the port's socket: a raw socket running the tap filter from before it
+// is bound. Everything goes in t.Cleanup.
+func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
+	k, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	var l io.Closer
+	if err := p.sw.Do(func() (err error) { l, err = k.AttachTC(p.ifA, "a"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return k, netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+}
+
+// TestTCPathOnce: on the tc path (ports with offload metadata) every frame
+// is handled exactly once. A UDP flood from A crosses the ingress port
+// while its entry is installed and deleted again and again; each datagram
+// must reach exactly one of B (forwarded by the tc program) and the
+// port's socket (a raw ETH_P_ALL socket running the tap filter, as a
+// port's does). A raw socket without the filter on the same port sees
+// every frame: the tap runs before tc ingress, so without the filter the
+// forwarded datagrams would be duplicated. With no filtered socket (no
+// daemon) the tc program forwards alone.
+func TestTCPathOnce(t *testing.T) {
+	p := newPair(t)
+	k, port := p.tcPath(t)
+	plain := netnstest.NewRawSocket(t, p.sw, p.va.Host)
+	bigBuffers(t, port.FD())
+	bigBuffers(t, plain.FD())
+	srv := udpListen(t, p.b, "10.77.0.2:9999")
+	cli := udpListen(t, p.a, "10.77.0.1:4000")
+	rc, err := srv.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
+
+	followed0, alone0, err := k.TCRuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30000
+	atB, atPort, atPlain := &seqCounter{n: make([]int, n)}, &seqCounter{n: make([]int, n)}, &seqCounter{n: make([]int, n)}
+	var stop atomic.Bool
+	var readers sync.WaitGroup
+	readers.Add(3)
+	go udpSeqs(srv, atB, &stop, &readers)
+	go tapSeqs(port, 9999, atPort, &stop, &readers)
+	go tapSeqs(plain, 9999, atPlain, &stop, &readers)
+
+	fk := p.flowKey(4000, 9999)
+	act := Action{OutIfindex: uint32(p.ifB), Flags: ActSetEth | ActDecTTL, EthSrc: [6]byte(p.macHB), EthDst: [6]byte(p.macB)}
+	// Install and delete the entry as fast as the map takes it while the
+	// flood runs: many datagrams are decided next to a change.
+	var flooding atomic.Bool
+	flooding.Store(true)
+	toggled := make(chan int)
+	go func() {
+		changes := 0
+		for flooding.Load() {
+			if err := k.Install(fk, act, 1); err != nil {
+				t.Error(err)
+				break
+			}
+			time.Sleep(time.Duration(changes%7) * 30 * time.Microsecond)
+			if err := k.Delete(fk); err != nil {
+				t.Error(err)
+				break
+			}
+			changes += 2
+			time.Sleep(time.Duration(changes%5) * 30 * time.Microsecond)
+		}
+		toggled <- changes
+	}()
+	dst := &net.UDPAddr{IP: net.IPv4(10, 77, 0, 2), Port: 9999}
+	payload := make([]byte, 64)
+	for i := range n {
+		binary.BigEndian.PutUint32(payload, uint32(i))
+		if _, err := cli.WriteToUDP(payload, dst); err != nil {
+			t.Fatal(err)
+		}
+		if i%64 == 63 {
+			time.Sleep(50 * time.Microsecond) // no backlog overflow on the veth
+		}
+	}
+	flooding.Store(false)
+	changes := <-toggled
+	time.Sleep(500 * time.Millisecond)
+	stop.Store(true)
+	readers.Wait()
+
+	var both, neither, dupB, dupPort, plainMiss, fwd, passed int
+	for i := range n {
+		b, s := atB.n[i], atPort.n[i]
+		switch {
+		case b > 1:
+			dupB++
+		case s > 1:
+			dupPort++
+		case b == 1 && s == 1:
+			both++
+		case b == 0 && s == 0:
+			neither++
+		case b == 1:
+			fwd++
+		default:
+			passed++
+		}
+		if atPlain.n[i] != 1 {
+			plainMiss++
+		}
+	}
+	t.Logf("%d datagrams, %d entry changes: %d forwarded by tc, %d to the port's socket", n, changes, fwd, passed)
+	if both != 0 || neither != 0 || dupB != 0 || dupPort != 0 {
+		t.Errorf("%d datagrams at both B and the port's socket, %d at neither, %d twice at B, %d twice at the socket; want each exactly once",
+			both, neither, dupB, dupPort)
+	}
+	if fwd == 0 || passed == 0 {
+		t.Errorf("forwarded %d, passed %d: the flood did not cross installs and deletes", fwd, passed)
+	}
+	if plainMiss != 0 {
+		t.Errorf("a tap without the filter missed %d datagrams; it sees every frame before tc ingress", plainMiss)
+	}
+
+	// Every frame's verdict came from the filter: the tc program never
+	// looked the entry up itself while the port's socket was open.
+	followed, alone, err := k.TCRuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if followed-followed0 < n || alone != alone0 {
+		t.Errorf("the tc program followed the filter %d times and decided alone %d times during the flood, want >= %d and 0",
+			followed-followed0, alone-alone0, n)
+	}
+
+	// No filtered socket (no daemon: a pinned restart): tc decides alone.
+	port.Close()
+	if err := k.Install(fk, act, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		binary.BigEndian.PutUint32(payload, uint32(i))
+		if _, err := cli.WriteToUDP(payload, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := recvCount(srv, 300*time.Millisecond); got != 50 {
+		t.Errorf("B received %d of 50 datagrams with no socket filter on the port, want 50 (tc alone)", got)
+	}
+	if c, _, _ := k.Lookup(fk); c.Packets != 50 {
+		t.Errorf("entry counted %d packets, want 50", c.Packets)
+	}
+	if _, alone2, err := k.TCRuns(); err != nil || alone2-alone < 50 {
+		t.Errorf("the tc program decided alone %d times without a filtered socket (%v), want >= 50", alone2-alone, err)
+	}
+}
+
+// csumAdd adds 16-bit big-endian words of b to sum.
+func csumAdd(sum uint32, b []byte) uint32 {
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	return sum
+}
+
+func csumFold(sum uint32) uint16 {
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return uint16(sum)
+}
+
+// TestTCPathNATChecksums: the tc program's NAT (source and destination
+// address and port) leaves the IPv4 and UDP checksums right, with the
+// sender's checksum offload on (CHECKSUM_PARTIAL: the UDP check holds the
+// pseudo-header sum, which must be updated for the addresses and not for
+// the ports) and off (full checksums). A raw socket in B's namespace
+// reads each forwarded frame with its checksum status (PACKET_AUXDATA)
+// and checks it as the device or the stack would.
+func TestTCPathNATChecksums(t *testing.T) {
+	for _, offloads := range []bool{true, false} {
+		t.Run(map[bool]string{true: "offloads-on", false: "offloads-off"}[offloads], func(t *testing.T) {
+			p := newPairWith(t, offloads)
+			p.a.MustExec(t, "ip", "neigh", "replace", "10.77.0.100", "lladdr", p.macHA.String(), "dev", p.va.Peer, "nud", "permanent")
+			k, _ := p.tcPath(t)
+			capture := netnstest.NewRawSocket(t, p.b, p.vb.Peer)
+			if err := unix.SetsockoptInt(capture.FD(), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+				t.Fatal(err)
+			}
+			srv := udpListen(t, p.b, "10.77.0.2:9999")
+			cli := udpListen(t, p.a, "10.77.0.1:4000")
+
+			fk := FlowKey{Ifindex: uint32(p.ifA), EthSrc: [6]byte(p.macA), EthDst: [6]byte(p.macHA),
+				Src: p.ipA, Dst: netip.MustParseAddr("10.77.0.100"), Proto: unix.IPPROTO_UDP, SrcPort: 4000, DstPort: 80, TTL: 64}
+			act := Action{OutIfindex: uint32(p.ifB), Flags: ActSetEth | ActDecTTL | ActNAT, EthSrc: [6]byte(p.macHB), EthDst: [6]byte(p.macB),
+				NatSrc: netip.MustParseAddr("10.77.0.9"), NatDst: p.ipB, NatSrcPort: 4444, NatDstPort: 9999}
+			if err := k.Install(fk, act, 1); err != nil {
+				t.Fatal(err)
+			}
+			const n = 20
+			for i := range n {
+				if _, err := cli.WriteToUDP(make([]byte, 100+i), &net.UDPAddr{IP: net.IPv4(10, 77, 0, 100), Port: 80}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := recvCount(srv, 300*time.Millisecond); got != n {
+				t.Errorf("B received %d of %d translated datagrams", got, n)
+			}
+			buf, oob := make([]byte, 2048), make([]byte, 256)
+			var partial, full int
+			for {
+				fds := []unix.PollFd{{Fd: int32(capture.FD()), Events: unix.POLLIN}}
+				if n, err := unix.Poll(fds, 100); err != nil || n == 0 {
+					break
+				}
+				m, oobn, _, _, err := unix.Recvmsg(capture.FD(), buf, oob, unix.MSG_DONTWAIT)
+				if err != nil {
+					continue
+				}
+				f := buf[:m]
+				if m < 42 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != unix.IPPROTO_UDP || binary.BigEndian.Uint16(f[36:]) != 9999 {
+					continue
+				}
+				var status uint32
+				cms, _ := unix.ParseSocketControlMessage(oob[:oobn])
+				for _, c := range cms {
+					if c.Header.Level == unix.SOL_PACKET && c.Header.Type == unix.PACKET_AUXDATA && len(c.Data) >= 4 {
+						status = binary.NativeEndian.Uint32(c.Data)
+					}
+				}
+				ip, udp := f[14:34], f[34:]
+				if csumFold(csumAdd(0, ip)) != 0xffff {
+					t.Errorf("IPv4 header checksum wrong after NAT: % x", ip)
+				}
+				if !bytes.Equal(ip[12:20], []byte{10, 77, 0, 9, 10, 77, 0, 2}) || binary.BigEndian.Uint16(udp) != 4444 || ip[8] != 63 {
+					t.Errorf("frame not translated: % x", f[14:38])
+				}
+				ulen := binary.BigEndian.Uint16(udp[4:])
+				pseudo := csumAdd(0, ip[12:20]) + unix.IPPROTO_UDP + uint32(ulen)
+				if status&unix.TP_STATUS_CSUMNOTREADY != 0 {
+					partial++
+					// The check holds the folded pseudo-header sum.
+					if got, want := binary.BigEndian.Uint16(udp[6:]), csumFold(pseudo); got != want {
+						t.Errorf("partial UDP checksum %#04x, want the pseudo-header sum %#04x", got, want)
+					}
+				} else {
+					full++
+					if csumFold(csumAdd(pseudo, udp[:ulen])) != 0xffff {
+						t.Errorf("UDP checksum wrong after NAT: % x", udp[:8])
+					}
+				}
+			}
+			if partial+full != n {
+				t.Errorf("captured %d translated frames (%d partial), want %d", partial+full, partial, n)
+			}
+			if offloads && partial == 0 {
+				t.Errorf("no frame with a partial checksum: the sender's offloads are not exercised")
+			}
+		})
+	}
+}
