@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
 // ipAddr is s (IPv4 or IPv6) as the table sees it; "" is no address.
 func ipAddr(s string) addr {
@@ -61,10 +60,24 @@ func TestTableLookup(t *testing.T) {
 	local6 := tnlPort("local6", "fd00::2", keyFlow, "fd00::1")
 	local6key5 := tnlPort("local6-key5", "", vni(5), "fd00::1")
 
+	// Ports on the same socket with a local_ip, without, and with
+	// local_ip=flow.
+	at1 := tnlPort("at-1", "", keyFlow, "10.0.0.1")
+	at9 := tnlPort("at-9", "", keyFlow, "10.0.0.9")
+	anyDst := tnlPort("any", "", keyFlow, "")
+	flowDst := tnlPort("local-flow", "", keyFlow, "")
+	flowDst.match.localFlow = true
+	flowDstToB := tnlPort("local-flow-b", "10.0.0.2", keyFlow, "")
+	flowDstToB.match.localFlow = true
+	at1key5 := tnlPort("at-1-key5", "", vni(5), "10.0.0.1")
+	anyToB := tnlPort("any-b", "10.0.0.2", keyFlow, "")
+	at1ToB := tnlPort("at-1-b", "10.0.0.2", keyFlow, "10.0.0.1")
+
 	type pkt struct {
 		src  string
 		vni  uint32
 		want *Port
+		dst  string // "": 10.0.0.1 or fd00::1
 	}
 	cases := []struct {
 		name  string
@@ -72,49 +85,80 @@ func TestTableLookup(t *testing.T) {
 		pkts  []pkt
 	}{
 		{"one port per remote chassis", []*Port{toB, toC}, []pkt{
-			{"10.0.0.2", 1, toB}, {"10.0.0.3", 7, toC}, {"10.0.0.4", 1, nil},
+			{"10.0.0.2", 1, toB, ""}, {"10.0.0.3", 7, toC, ""}, {"10.0.0.4", 1, nil, ""},
 		}},
 		{"fixed remote_ip before remote_ip=flow", []*Port{flow, toB, toC}, []pkt{
-			{"10.0.0.2", 1, toB}, {"10.0.0.3", 1, toC}, {"10.0.0.4", 1, flow}, {"10.0.0.9", 0xffffff, flow},
+			{"10.0.0.2", 1, toB, ""}, {"10.0.0.3", 1, toC, ""}, {"10.0.0.4", 1, flow, ""}, {"10.0.0.9", 0xffffff, flow, ""},
 		}},
 		{"fixed in_key before key=flow, whatever remote_ip", []*Port{toB, flow, key5}, []pkt{
-			{"10.0.0.2", 5, key5}, {"10.0.0.2", 6, toB}, {"10.0.0.4", 5, key5}, {"10.0.0.4", 6, flow},
+			{"10.0.0.2", 5, key5, ""}, {"10.0.0.2", 6, toB, ""}, {"10.0.0.4", 5, key5, ""}, {"10.0.0.4", 6, flow, ""},
 		}},
 		{"fixed in_key and remote_ip first of all", []*Port{toB, flow, key5, key5toB}, []pkt{
-			{"10.0.0.2", 5, key5toB}, {"10.0.0.3", 5, key5}, {"10.0.0.2", 4, toB},
+			{"10.0.0.2", 5, key5toB, ""}, {"10.0.0.3", 5, key5, ""}, {"10.0.0.2", 4, toB, ""},
 		}},
 		{"no key option: VNI 0 only", []*Port{key0}, []pkt{
-			{"10.0.0.2", 0, key0}, {"10.0.0.2", 1, nil},
+			{"10.0.0.2", 0, key0, ""}, {"10.0.0.2", 1, nil, ""},
 		}},
 		{"a lone fixed-remote port drops the others", []*Port{toB}, []pkt{
-			{"10.0.0.2", 3, toB}, {"10.0.0.3", 3, nil},
+			{"10.0.0.2", 3, toB, ""}, {"10.0.0.3", 3, nil, ""},
 		}},
 		{"a lone port with local_ip", []*Port{local}, []pkt{
-			{"10.0.0.2", 3, local},
+			{"10.0.0.2", 3, local, ""},
 		}},
-		{"no ports", nil, []pkt{{"10.0.0.2", 3, nil}}},
+		{"no ports", nil, []pkt{{"10.0.0.2", 3, nil, ""}}},
 		{"one port per remote chassis, IPv6", []*Port{toB6, toC6}, []pkt{
-			{"fd00::2", 1, toB6}, {"fd00::3", 7, toC6}, {"fd00::4", 1, nil}, {"10.0.0.2", 1, nil},
+			{"fd00::2", 1, toB6, ""}, {"fd00::3", 7, toC6, ""}, {"fd00::4", 1, nil, ""}, {"10.0.0.2", 1, nil, ""},
 		}},
 		{"both families on the dual-stack socket", []*Port{toB, toB6, flow, key5toB6}, []pkt{
-			{"10.0.0.2", 1, toB}, {"fd00::2", 1, toB6}, {"fd00::2", 5, key5toB6}, {"10.0.0.2", 5, toB},
+			{"10.0.0.2", 1, toB, ""}, {"fd00::2", 1, toB6, ""}, {"fd00::2", 5, key5toB6, ""}, {"10.0.0.2", 5, toB, ""},
 			// IPv4-compatible and NAT64 forms of 10.0.0.2 are other addresses.
-			{"::10.0.0.2", 1, flow}, {"64:ff9b::10.0.0.2", 1, flow}, {"fd00::9", 1, flow},
+			{"::10.0.0.2", 1, flow, ""}, {"64:ff9b::10.0.0.2", 1, flow, ""}, {"fd00::9", 1, flow, ""},
 		}},
 		{"a lone fixed-remote IPv6 port", []*Port{toB6}, []pkt{
-			{"fd00::2", 3, toB6}, {"fd00::3", 3, nil}, {"10.0.0.2", 3, nil},
+			{"fd00::2", 3, toB6, ""}, {"fd00::3", 3, nil, ""}, {"10.0.0.2", 3, nil, ""},
 		}},
 		{"IPv6 local_ip", []*Port{local6, local6key5}, []pkt{
-			{"fd00::2", 3, local6}, {"fd00::2", 5, local6key5}, {"fd00::3", 3, nil},
+			{"fd00::2", 3, local6, ""}, {"fd00::2", 5, local6key5, ""}, {"fd00::3", 3, nil, ""},
+			{"fd00::2", 3, nil, "fd00::9"}, {"fd00::2", 3, nil, "10.0.0.1"},
+		}},
+		// ip_src_type: IP_SRC_CFG, then IP_SRC_ANY, then IP_SRC_FLOW.
+		{"local_ip before none before local_ip=flow", []*Port{flowDst, anyDst, at1, at9}, []pkt{
+			{"10.0.0.2", 3, at1, "10.0.0.1"}, {"10.0.0.2", 3, at9, "10.0.0.9"}, {"10.0.0.2", 3, anyDst, "10.0.0.7"},
+			{"fd00::2", 3, anyDst, "fd00::1"},
+		}},
+		{"local_ip=flow takes what no other port does", []*Port{flowDst, at1}, []pkt{
+			{"10.0.0.2", 3, at1, "10.0.0.1"}, {"10.0.0.2", 3, flowDst, "10.0.0.7"}, {"fd00::2", 3, flowDst, "fd00::1"},
+		}},
+		{"a lone local_ip port drops other destinations", []*Port{at1}, []pkt{
+			{"10.0.0.2", 3, at1, "10.0.0.1"}, {"10.0.0.2", 3, nil, "10.0.0.9"}, {"10.0.0.2", 3, nil, "::ffff:0.0.0.0"},
+		}},
+		// The local_ip comes last: a fixed remote_ip without local_ip
+		// wins over a local_ip with remote_ip=flow, a fixed key over both.
+		{"in_key, then remote_ip, then local_ip", []*Port{at1, anyToB, at1key5, flowDstToB}, []pkt{
+			{"10.0.0.2", 3, anyToB, "10.0.0.1"}, {"10.0.0.3", 3, at1, "10.0.0.1"}, {"10.0.0.2", 5, at1key5, "10.0.0.1"},
+			{"10.0.0.3", 3, nil, "10.0.0.9"}, {"10.0.0.2", 5, anyToB, "10.0.0.9"},
+		}},
+		{"fixed remote_ip: local_ip before none before flow", []*Port{flowDstToB, anyToB, at1ToB}, []pkt{
+			{"10.0.0.2", 3, at1ToB, "10.0.0.1"}, {"10.0.0.2", 3, anyToB, "10.0.0.9"},
+		}},
+		{"local_ip=flow without other ports", []*Port{flowDstToB}, []pkt{
+			{"10.0.0.2", 3, flowDstToB, "10.0.0.9"}, {"10.0.0.3", 3, nil, "10.0.0.9"},
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tbl := newTable(c.ports)
 			for _, p := range c.pkts {
-				got := tbl.lookup(ipAddr(p.src), p.vni)
+				dst := p.dst
+				if dst == "" {
+					dst = "10.0.0.1"
+					if netip.MustParseAddr(p.src).Is6() {
+						dst = "fd00::1"
+					}
+				}
+				got := tbl.lookup(ipAddr(p.src), ipAddr(dst), p.vni)
 				if got != p.want {
-					t.Errorf("from %s VNI %d: port %v, want %v", p.src, p.vni, portName(got), portName(p.want))
+					t.Errorf("from %s to %s VNI %d: port %v, want %v", p.src, dst, p.vni, portName(got), portName(p.want))
 				}
 			}
 		})
@@ -143,9 +187,9 @@ func BenchmarkTableLookup(b *testing.B) {
 	}{{"one port", one}, {"100 chassis", ovn}} {
 		b.Run(c.name, func(b *testing.B) {
 			tbl := newTable(c.ports)
-			src := ipAddr("10.0.1.42")
+			src, dst := ipAddr("10.0.1.42"), ipAddr("10.0.0.1")
 			for b.Loop() {
-				if tbl.lookup(src, 7) == nil {
+				if tbl.lookup(src, dst, 7) == nil {
 					b.Fatal("no port")
 				}
 			}
@@ -314,8 +358,8 @@ func TestSharedSocket(t *testing.T) {
 		t.Helper()
 		return readShared(t, p, n, d, false)
 	}
-	if toB.PollFd() < 0 || toC.PollFd() != -1 || flow.PollFd() != -1 {
-		t.Fatalf("poll descriptors %d %d %d: only the first port reads", toB.PollFd(), toC.PollFd(), flow.PollFd())
+	if toB.PollFd() != toB.rx.fd || toC.PollFd() != toC.inbox.fd || flow.PollFd() != flow.inbox.fd {
+		t.Fatalf("poll descriptors %d %d %d: only the first port reads the socket, the others poll their inboxes", toB.PollFd(), toC.PollFd(), flow.PollFd())
 	}
 	send(map[string][][]byte{
 		"127.0.0.2": {genevePacket(1, frame), genevePacket(9, frame)},
@@ -360,9 +404,9 @@ func TestSharedSocket(t *testing.T) {
 			return err
 		}
 		defer unix.Close(fd)
-		return unix.Bind(fd, &unix.SockaddrInet4{Addr: ip4("127.0.0.1"), Port: 6081})
+		return unix.Bind(fd, &unix.SockaddrInet4{Port: 6081})
 	}); err != nil {
-		t.Errorf("bind 127.0.0.1:6081 after the last port closed: %v", err)
+		t.Errorf("bind 0.0.0.0:6081 after the last port closed: %v", err)
 	}
 }
 
