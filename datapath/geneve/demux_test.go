@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-
 // ipAddr is s (IPv4 or IPv6) as the table sees it; "" is no address.
 func ipAddr(s string) addr {
 	if s == "" {
