@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"
@@ -480,4 +481,139 @@ func readTunnelFrame(t *testing.T, p *geneve.Port) ([]byte, tunnel.Metadata) {
 	}
 	t.Fatalf("%s received nothing", p.Name())
 	return nil, tunnel.Metadata{}
+}
+
+// TestGeneveTwoBridges: Geneve ports of two bridges share node A's socket
+// on UDP 6081, and each datagram enters the pipeline of the bridge whose
+// port OVS's tnl_find picks, as in Open vSwitch, whose one datapath serves
+// every bridge: br-a has a port with a fixed remote_ip and one with a
+// local_ip, br-b one with a fixed remote_ip and one with neither (both
+// without local_ip next to br-a's with: one socket for all). The port
+// reading the socket is br-a's, then, once it is deleted, br-b's; the
+// frames of the other bridge go through their port's inbox.
+func TestGeneveTwoBridges(t *testing.T) {
+	for _, pmd := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testGeneveTwoBridges(t, pmd) })
+	}
+}
+
+func testGeneveTwoBridges(t *testing.T, pmd bool) {
+	nsA, nsB, nsC := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	netnstest.NewVeth(t, nsA, nsB, netnstest.VethOptions{HostAddr: "10.92.1.1/24", PeerAddr: "10.92.1.2/24"})
+	link := netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: "10.92.2.1/24", PeerAddr: "10.92.2.3/24"})
+	nsA.MustExec(t, "ip", "addr", "add", "10.92.2.9/24", "dev", link.Host)
+	nsC.MustExec(t, "ip", "addr", "add", "10.92.2.4/24", "dev", link.Peer)
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
+		t.Helper()
+		cfg.ReadTimeout = 20 * time.Millisecond
+		var p *geneve.Port
+		if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ip := netip.MustParseAddr
+	// Opened in this order: the first reads the socket.
+	aFromB := open(nsA, geneve.Config{Name: "a-from-b", RemoteIP: ip("10.92.1.2")})
+	bFromC := open(nsA, geneve.Config{Name: "b-from-c", RemoteIP: ip("10.92.2.3")})
+	aLocal := open(nsA, geneve.Config{Name: "a-local", LocalIP: ip("10.92.2.1")})
+	bAny := open(nsA, geneve.Config{Name: "b-any"})
+	// The peers: B, C from its first address, C from 10.92.2.4 to any
+	// tun_dst.
+	nodeB := open(nsB, geneve.Config{Name: "to-a", RemoteIP: ip("10.92.1.1")})
+	nodeC := open(nsC, geneve.Config{Name: "to-a", RemoteIP: ip("10.92.2.1")})
+	nodeC4 := open(nsC, geneve.Config{Name: "from-4", LocalIP: ip("10.92.2.4")})
+	t.Cleanup(func() { nodeB.Close(); nodeC.Close(); nodeC4.Close() })
+
+	frame := frameOf(t, "udp,dl_src=00:00:00:00:01:02,dl_dst=00:00:00:00:01:03,nw_src=10.0.1.2,nw_dst=10.0.1.3,tp_src=1,tp_dst=2")
+	type bridge struct {
+		b   *Bridge
+		mem map[uint32]*MemPort
+	}
+	var brs []bridge
+	for i, tps := range [][]*geneve.Port{{aFromB, aLocal}, {bFromC, bAny}} {
+		p := flowtable.NewPipeline()
+		b := NewBridge([]string{"br-a", "br-b"}[i], uint64(i+1), p, nil)
+		b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+		t.Cleanup(func() { b.Close() })
+		for j, tp := range tps {
+			if _, err := b.AddPort(uint32(j+1), tp, KindTunnel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mem := addMemPorts(t, b, MemPortConfig{}, 3, 4)
+		if err := flowtext.Load(p, "in_port=1,actions=output:3\nin_port=2,actions=output:4\n", nil); err != nil {
+			t.Fatal(err)
+		}
+		brs = append(brs, bridge{b, mem})
+	}
+	// send has peer send frame to dst (its remote_ip when "").
+	send := func(peer *geneve.Port, dst string) {
+		t.Helper()
+		var k flowtable.Key
+		if dst != "" {
+			flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(ip(dst).AsSlice())))
+		}
+		if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+	}
+	// expect waits for the frame to leave by bridge br's memory port mem,
+	// and by no other.
+	expect := func(br, mem int) {
+		t.Helper()
+		got := map[string]int{}
+		collect := func() {
+			for _, b := range brs {
+				for n, mp := range b.mem {
+					if s := mp.Sent(); len(s) > 0 {
+						got[fmt.Sprintf("%s mem%d", b.b.name, n)] += len(s)
+					}
+				}
+			}
+		}
+		for end := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+			collect()
+		}
+		time.Sleep(20 * time.Millisecond) // a frame out of another port too?
+		collect()
+		want := map[string]int{fmt.Sprintf("%s mem%d", brs[br].b.name, mem): 1}
+		if !maps.Equal(got, want) {
+			t.Errorf("frames left by %v, want %v", got, want)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		peer     *geneve.Port
+		dst      string
+		br, mem  int
+		receiver *geneve.Port
+	}{
+		{"B to 10.92.1.1: br-a's fixed remote_ip", nodeB, "", 0, 3, aFromB},
+		{"C to 10.92.2.1: br-b's fixed remote_ip before br-a's local_ip", nodeC, "", 1, 3, bFromC},
+		{"10.92.2.4 to 10.92.2.1: br-a's local_ip", nodeC4, "10.92.2.1", 0, 4, aLocal},
+		{"10.92.2.4 to 10.92.2.9: br-b's port without local_ip", nodeC4, "10.92.2.9", 1, 4, bAny},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := c.receiver.Stats().RxPackets
+			send(c.peer, c.dst)
+			expect(c.br, c.mem)
+			if got := c.receiver.Stats().RxPackets; got != before+1 {
+				t.Errorf("%s received %d, want %d", c.receiver.Name(), got-before, 1)
+			}
+		})
+	}
+	// br-a's reading port goes: br-b's b-from-c reads now, and br-a's
+	// frames go to a-local's inbox.
+	if err := brs[0].b.DelPort(1); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after the reader is deleted: br-a's local_ip", func(t *testing.T) {
+		send(nodeC4, "10.92.2.1")
+		expect(0, 4)
+	})
+	t.Run("after the reader is deleted: br-b's", func(t *testing.T) {
+		send(nodeC, "")
+		expect(1, 3)
+	})
 }

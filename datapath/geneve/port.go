@@ -493,6 +493,7 @@ func (p *Port) UnderlayMTU() int { return p.mtu }
 // headers it sends (the kernel fast path builds the same ones).
 type Outer struct {
 	Local, Remote [4]byte // zero: unset (remote_ip=flow)
+	LocalFlow     bool    // local_ip=flow: the source is the flow's tun_src
 	DstPort       uint16
 	Csum          bool
 	TTL           uint8
@@ -501,7 +502,7 @@ type Outer struct {
 
 // Outer returns the port's outer header configuration.
 func (p *Port) Outer() Outer {
-	return Outer{Local: p.local, Remote: p.remote, DstPort: p.dstPort, Csum: p.csum, TTL: p.ttl, MTU: p.mtu}
+	return Outer{Local: p.local, LocalFlow: p.match.localFlow, Remote: p.remote, DstPort: p.dstPort, Csum: p.csum, TTL: p.ttl, MTU: p.mtu}
 }
 
 // SetTLVMap recompiles the option map after the bridge's TLV map changed.
