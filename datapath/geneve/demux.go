@@ -320,12 +320,12 @@ func (p *Port) join() error {
 }
 
 // admits checks that p can join r: its match is new (Open vSwitch refuses
-// a tunnel "with same config as port" another) and r receives from its
+// a tunnel "with same config as port" another, with EEXIST) and r receives from its
 // remote_ip's family.
 func (r *receiver) admits(p *Port) error {
 	for _, q := range r.ports {
 		if q.match == p.match {
-			return p.Errorf("same config as port %s (%s)", q.Name(), p.match)
+			return p.Errorf("same config as port %s (%s): %w", q.Name(), p.match, unix.EEXIST)
 		}
 	}
 	if (p.remote6 != [16]byte{} || p.local6 != [16]byte{}) && !r.v6 {

@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/port"
+	"golang.org/x/sys/unix"
 )
 
 // GeneveOptions documents the Interface options of type=geneve that govs
@@ -67,10 +69,10 @@ func geneveConfig(cfg PortConfig) (geneve.Config, error) {
 		tc.LocalIP = ip
 	}
 	if tc.LocalFlow && tc.RemoteIP.IsValid() {
-		return tc, fmt.Errorf("%s: geneve type requires 'remote_ip=flow' with 'local_ip=flow'", cfg.Name) // OVS's words
+		return tc, wordedError{fmt.Errorf("%s: geneve type requires 'remote_ip=flow' with 'local_ip=flow'", cfg.Name)} // OVS's words
 	}
 	if tc.LocalIP.IsValid() && tc.RemoteIP.IsValid() && tc.LocalIP.Is4() != tc.RemoteIP.Is4() {
-		return tc, fmt.Errorf("%s: 'remote_ip' and 'local_ip' has to be of the same address family", cfg.Name) // OVS's words
+		return tc, wordedError{fmt.Errorf("%s: 'remote_ip' and 'local_ip' has to be of the same address family", cfg.Name)} // OVS's words
 	}
 	var err error
 	if tc.InKey, err = geneveKey(o, "in_key"); err != nil {
@@ -157,6 +159,11 @@ func openGeneve(cfg PortConfig) (port.Port, error) {
 		return nil, err
 	}
 	p, err := geneve.Open(tc)
+	if errors.Is(err, unix.EEXIST) {
+		// Another tunnel port has the same match: OVS's tnl_port_add
+		// refuses it with EEXIST, which bridge.c words so.
+		return nil, refusedError{wordedError{fmt.Errorf("could not add network device %s to ofproto (File exists)", cfg.Name)}, err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open geneve vport: %w", err)
 	}
