@@ -172,9 +172,10 @@ type table struct {
 	classes []class // the non-empty ones, in classOrder
 	only    *Port   // the single port, when there is one
 	// all is the single port when it takes every datagram of the
-	// socket (key=flow, remote_ip=flow, no local_ip or local_ip=flow:
-	// Antrea's without local_ip), which then needs no lookup at all.
-	all *Port
+	// socket to allAt (zero: any address), whatever its source and VNI
+	// (key=flow, remote_ip=flow: Antrea's), which then needs no lookup.
+	all   *Port
+	allAt addr
 }
 
 // newTable indexes ports, which have distinct matches (join checks).
@@ -182,8 +183,8 @@ func newTable(ports []*Port) *table {
 	t := &table{}
 	if len(ports) == 1 {
 		t.only = ports[0]
-		if m := t.only.match; m.keyFlow && m.remote == (addr{}) && m.local == (addr{}) {
-			t.all = t.only
+		if m := t.only.match; m.keyFlow && m.remote == (addr{}) {
+			t.all, t.allAt = t.only, m.local
 		}
 	}
 	for _, o := range classOrder {

@@ -486,3 +486,70 @@ func TestSharedSocketIPv6(t *testing.T) {
 		})
 	}
 }
+
+// TestHandoffToOtherGroup: the reader of a shared socket hands a datagram
+// for a port of another group (another bridge) to that port's inbox, as it
+// came off the socket: that port's own read returns it, decapsulated, as
+// its own, with the outer source, destination and VNI; a full inbox drops
+// what comes next, counted on its port; a port of the reader's group gets
+// its frames from the reader, as before.
+func TestHandoffToOtherGroup(t *testing.T) {
+	ns := netnstest.NewNS(t)
+	frame := tunneltest.SeedFrame(t)
+	cfg := func(name, remote string) Config {
+		return Config{Name: name, RemoteIP: netip.MustParseAddr(remote), ReadTimeout: 20 * time.Millisecond}
+	}
+	a := openIn(t, ns, cfg("a", "127.0.0.2"))
+	a2 := openIn(t, ns, cfg("a2", "127.0.0.4"))
+	b := openIn(t, ns, cfg("b", "127.0.0.3"))
+	var ga, gb RxGroup
+	a.SetRxGroup(&ga)
+	a2.SetRxGroup(&ga)
+	b.SetRxGroup(&gb)
+	if b.PollFd() != b.inbox.fd {
+		t.Fatalf("b polls %d, want its inbox %d", b.PollFd(), b.inbox.fd)
+	}
+	sendAll(t, ns, []string{"127.0.0.1"}, map[string][][]byte{
+		"127.0.0.2": {genevePacket(1, frame)},
+		"127.0.0.3": {genevePacket(2, frame), genevePacket(3, frame)},
+		"127.0.0.4": {genevePacket(4, frame)},
+	})
+	if got := readShared(t, a, 2, 5*time.Second, false); got["a"] != 1 || got["a2"] != 1 || len(got) != 2 {
+		t.Errorf("the reader returned %v, want a 1, a2 1", got)
+	}
+	bt := port.NewBatch(8)
+	md := make([]tunnel.Metadata, 8)
+	n, err := b.ReadTunnelBatch(bt, md)
+	if err != nil || n != 2 {
+		t.Fatalf("b read %d frames (%v), want its 2 from its inbox", n, err)
+	}
+	for i := range n {
+		if b.RxPort(i) != b || md[i].VNI != uint32(i+2) || md[i].Src != 0x7f000003 || md[i].Dst != 0x7f000001 || string(bt.Frames[i]) != string(frame) {
+			t.Errorf("frame %d: port %s VNI %d %x->%x, want b VNI %d 127.0.0.3->127.0.0.1 and the frame sent", i, portName(b.RxPort(i)), md[i].VNI, md[i].Src, md[i].Dst, i+2)
+		}
+	}
+	if st := b.Stats(); st.RxPackets != 2 || st.RxDropped != 0 {
+		t.Errorf("b: %+v, want 2 received", st)
+	}
+	// b reads nothing: its inbox fills up, then drops (sent in rounds
+	// that the socket's own queue holds).
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Stats().RxDropped == 0 && time.Now().Before(deadline) {
+		sendAll(t, ns, []string{"127.0.0.1"}, map[string][][]byte{"127.0.0.3": slices.Repeat([][]byte{genevePacket(5, frame)}, 64)})
+		readShared(t, a, 1, 20*time.Millisecond, false)
+	}
+	if q, st := b.inbox.queued.Load(), b.Stats(); q != inboxSlots || st.RxDropped == 0 {
+		t.Errorf("b's inbox holds %d (want %d) and dropped %d (want some)", q, inboxSlots, st.RxDropped)
+	}
+	got := 0
+	for got < inboxSlots {
+		n, err := b.ReadTunnelBatch(bt, md)
+		if err != nil || n == 0 {
+			t.Fatalf("b read %d (%v) after %d of its inbox", n, err, got)
+		}
+		got += n
+	}
+	if got != inboxSlots {
+		t.Errorf("b read %d from its inbox, want %d", got, inboxSlots)
+	}
+}

@@ -698,8 +698,12 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			continue
 		}
 		name := &p.rxNames[i]
-		to := tbl.all // a lone flow-based port (Antrea's) takes everything
-		if to == nil {
+		// A lone flow-based port (Antrea's) takes everything (to its
+		// local_ip).
+		to := tbl.all
+		if to != nil && tbl.allAt != (addr{}) && tbl.allAt != destAddr(m) {
+			to = nil
+		} else if to == nil {
 			src, dst := sourceAddr(name), destAddr(m)
 			if lastTo == nil || src != lastSrc || dst != lastDst || m.VNI != lastVNI {
 				lastTo = tbl.lookup(src, dst, m.VNI)
