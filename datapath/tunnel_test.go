@@ -363,15 +363,7 @@ func testGeneveThreeNodes(t *testing.T, pmd, ipv6 bool) {
 	} else {
 		netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: addrA + "/24", PeerAddr: addrC + "/24"})
 	}
-	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
-		t.Helper()
-		cfg.ReadTimeout = 20 * time.Millisecond
-		var p *geneve.Port
-		if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port { return openGeneveIn(t, ns, cfg) }
 	// A's ports: no local_ip (OVN's), so they listen on every address.
 	toB := open(nsA, geneve.Config{Name: "ovn-b", RemoteIP: netip.MustParseAddr("10.91.1.2")})
 	toC := open(nsA, geneve.Config{Name: "ovn-c", RemoteIP: netip.MustParseAddr(addrC)})
@@ -464,6 +456,17 @@ priority=0,actions=drop
 	})
 }
 
+// openGeneveIn opens a Geneve port in ns with a 20 ms read timeout.
+func openGeneveIn(t *testing.T, ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
+	t.Helper()
+	cfg.ReadTimeout = 20 * time.Millisecond
+	var p *geneve.Port
+	if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // readTunnelFrame reads one frame (a copy) and its metadata from p within
 // 5 s.
 func readTunnelFrame(t *testing.T, p *geneve.Port) ([]byte, tunnel.Metadata) {
@@ -503,15 +506,7 @@ func testGeneveTwoBridges(t *testing.T, pmd bool) {
 	link := netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: "10.92.2.1/24", PeerAddr: "10.92.2.3/24"})
 	nsA.MustExec(t, "ip", "addr", "add", "10.92.2.9/24", "dev", link.Host)
 	nsC.MustExec(t, "ip", "addr", "add", "10.92.2.4/24", "dev", link.Peer)
-	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
-		t.Helper()
-		cfg.ReadTimeout = 20 * time.Millisecond
-		var p *geneve.Port
-		if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port { return openGeneveIn(t, ns, cfg) }
 	ip := netip.MustParseAddr
 	// Opened in this order: the first reads the socket.
 	aFromB := open(nsA, geneve.Config{Name: "a-from-b", RemoteIP: ip("10.92.1.2")})
