@@ -106,6 +106,21 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 	return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), errNoNeighbour)
 }
 
+// IsLocal reports whether a is an address of this host: the kernel's
+// route to it is a local one (RTN_LOCAL), as OVS's route table marks the
+// addresses a flow's tun_src may be (ovs_router_lookup).
+func (r *Resolver) IsLocal(a [4]byte) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msg := []byte{unix.AF_INET, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	msg = rtnl.AppendAttr(msg, unix.RTA_DST, a[:])
+	_, hdr, err := r.request(unix.RTM_GETROUTE, unix.RTM_NEWROUTE, msg, 12)
+	if err != nil {
+		return false, fmt.Errorf("route to %s: %w", netip.AddrFrom4(a), err)
+	}
+	return hdr[7] == unix.RTN_LOCAL, nil
+}
+
 // request sends one rtnetlink get request and returns the attributes and
 // the fixed header (hdrLen bytes) of the answer of type answer.
 func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rtattr, []byte, error) {

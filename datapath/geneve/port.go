@@ -167,9 +167,11 @@ type Port struct {
 	// fills in the source: used whenever local_ip is not an IPv6 address.
 	routeFd6 int
 	srcs6    map[[16]byte]routeSrc6
-	// locals caches which tun_src addresses of a local_ip=flow port are
-	// this host's (isLocal). Guarded by TxMu.
-	locals map[[4]byte]routeSrc
+	// localRes asks the kernel whether a tun_src of a local_ip=flow port
+	// is this host's; locals caches the answers (isLocal). Guarded by
+	// TxMu.
+	localRes *Resolver
+	locals   map[[4]byte]routeSrc
 
 	rxHeaderErrors, rxNoPort, txMTUDrops, txNoDst, txNoSrc atomic.Uint64
 }
@@ -277,6 +279,13 @@ func (p *Port) open(cfg Config) error {
 
 	if err := p.openTx(); err != nil {
 		return err
+	}
+	if p.match.localFlow {
+		r, err := NewResolver()
+		if err != nil {
+			return p.Errorf("local_ip=flow: %w", err)
+		}
+		p.localRes = r
 	}
 	if p.csum && p.local == [4]byte{} {
 		// The UDP checksum covers the source address, which the kernel
@@ -1123,20 +1132,15 @@ func (p *Port) sourceFor6(dst *[16]byte) [16]byte {
 }
 
 // isLocal reports whether src is an address of this host (of the port's
-// namespace): a UDP socket can bind it. Answers are cached for srcTTL, as
-// sourceFor's.
+// namespace). Answers are cached for srcTTL, as sourceFor's.
 func (p *Port) isLocal(src [4]byte) bool {
 	now := time.Now().UnixNano()
 	if r, ok := p.locals[src]; ok && now < r.until {
 		return r.src == src
 	}
-	var r routeSrc
-	r.until = now + int64(srcTTL)
-	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP); err == nil {
-		if unix.Bind(fd, &unix.SockaddrInet4{Addr: src}) == nil {
-			r.src = src
-		}
-		unix.Close(fd)
+	r := routeSrc{until: now + int64(srcTTL)}
+	if ok, err := p.localRes.IsLocal(src); ok && err == nil {
+		r.src = src
 	}
 	if p.locals == nil || len(p.locals) > 4096 {
 		p.locals = map[[4]byte]routeSrc{}
@@ -1234,7 +1238,11 @@ func (p *Port) TunnelStats() Stats {
 func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	return errors.Join(p.leave(), p.inbox.close(), p.CloseFd(&p.txFd, "raw socket"),
+	var resErr error
+	if p.localRes != nil {
+		resErr = p.localRes.Close()
+	}
+	return errors.Join(resErr, p.leave(), p.inbox.close(), p.CloseFd(&p.txFd, "raw socket"),
 		p.CloseFd(&p.tx6Fd, "raw IPv6 socket"), p.CloseFd(&p.routeFd, "route lookup socket"),
 		p.CloseFd(&p.routeFd6, "IPv6 route lookup socket"))
 }

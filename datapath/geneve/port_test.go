@@ -3,6 +3,7 @@ package geneve
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -523,5 +524,44 @@ func TestSocketDrops(t *testing.T) {
 	}
 	if s.RxDropped != kernel || s.RxPackets != uint64(got) || uint64(got)+kernel > sent {
 		t.Errorf("RxDropped %d, RxPackets %d; want the kernel's %d and the %d received (of %d sent)", s.RxDropped, s.RxPackets, kernel, got, sent)
+	}
+}
+
+// TestLocalIPFlow: a local_ip=flow port sends an IPv4 packet from its
+// flow's tun_src when that is an address of the node, as OVS's native
+// tunnels do, from the route's source without one (with a correct UDP
+// checksum either way), and drops it, counted, when tun_src is nobody's
+// here (OVS: "native tunnel routing failed").
+func TestLocalIPFlow(t *testing.T) {
+	u := newUnderlay(t, 1500)
+	u.ns1.MustExec(t, "ip", "addr", "add", "10.79.1.211/24", "dev", u.veth.Host)
+	p1 := openIn(t, u.ns1, Config{LocalFlow: true, Csum: true, OutKey: KeyOption{Fixed: true, VNI: 9}})
+	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
+	inner := tunneltest.SeedFrame(t)
+	for _, c := range []struct{ tunSrc, want string }{
+		{"10.79.1.211", "10.79.1.211"},
+		{"", "10.79.1.201"},
+		{"10.79.1.99", ""},
+	} {
+		var k flowtable.Key
+		flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(worker2IP.AsSlice())))
+		if c.tunSrc != "" {
+			flowtable.FieldTunSrc.SetUint64(&k, uint64(binary.BigEndian.Uint32(netip.MustParseAddr(c.tunSrc).AsSlice())))
+		}
+		before := p1.TunnelStats()
+		if n, err := p1.WriteTunnel([][]byte{inner}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("WriteTunnel = %d, %v", n, err)
+		}
+		if c.want == "" {
+			expectNothing(t, p2, 200*time.Millisecond)
+			if st := p1.TunnelStats(); st.TxNoSrc != before.TxNoSrc+1 || st.TxDropped != before.TxDropped+1 {
+				t.Errorf("tun_src %s: TxNoSrc %d TxDropped %d, want one more each", c.tunSrc, st.TxNoSrc, st.TxDropped)
+			}
+			continue
+		}
+		_, md := readOne(t, p2, 5*time.Second)
+		if got := netip.AddrFrom4([4]byte{byte(md.Src >> 24), byte(md.Src >> 16), byte(md.Src >> 8), byte(md.Src)}); got.String() != c.want || md.VNI != 9 {
+			t.Errorf("tun_src %q: received from %s VNI %d, want from %s VNI 9", c.tunSrc, got, md.VNI, c.want)
+		}
 	}
 }
