@@ -172,10 +172,36 @@ type table struct {
 	classes []class // the non-empty ones, in classOrder
 	only    *Port   // the single port, when there is one
 	// all is the single port when it takes every datagram of the
-	// socket to allAt (zero: any address), whatever its source and VNI
+	// socket to allAt (any address, or its local_ip), whatever its source and VNI
 	// (key=flow, remote_ip=flow: Antrea's), which then needs no lookup.
 	all   *Port
-	allAt addr
+	allAt dstMatch
+}
+
+// dstMatch is an outer destination in the form the packet path compares
+// it in: any, an IPv4 address as tunnel.Metadata holds it, or IPv6.
+type dstMatch struct {
+	kind dstKind
+	dst4 uint32
+	dst  addr
+}
+
+type dstKind uint8
+
+const (
+	dstAny dstKind = iota
+	dstV4
+	dstV6
+)
+
+func dstMatchOf(a addr) dstMatch {
+	switch {
+	case a == (addr{}):
+		return dstMatch{}
+	case a.hi == 0 && a.lo>>32 == 0xffff:
+		return dstMatch{kind: dstV4, dst4: uint32(a.lo), dst: a}
+	}
+	return dstMatch{kind: dstV6, dst: a}
 }
 
 // newTable indexes ports, which have distinct matches (join checks).
@@ -184,7 +210,7 @@ func newTable(ports []*Port) *table {
 	if len(ports) == 1 {
 		t.only = ports[0]
 		if m := t.only.match; m.keyFlow && m.remote == (addr{}) {
-			t.all, t.allAt = t.only, m.local
+			t.all, t.allAt = t.only, dstMatchOf(m.local)
 		}
 	}
 	for _, o := range classOrder {

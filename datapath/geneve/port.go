@@ -681,6 +681,7 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
 	tbl := p.rx.tbl.Load()
 	group := p.group.Load()
+	all, allAt := tbl.all, tbl.allAt
 	n := 0
 	var c port.RxCounts
 	var hdrErrs, noPort uint64
@@ -706,19 +707,29 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			hdrErrs++
 			continue
 		}
+		// With this bridge's TLV map: a datagram for another bridge's
+		// port is judged by that port's loop (below).
+		optErr := om.Check(m)
 		name := &p.rxNames[i]
 		// A lone flow-based port (Antrea's) takes everything (to its
 		// local_ip).
-		to := tbl.all
-		if to != nil && tbl.allAt != (addr{}) && tbl.allAt != destAddr(m) {
-			to = nil
-		} else if to == nil {
+		to := all
+		switch {
+		case to == nil:
 			src, dst := sourceAddr(name), destAddr(m)
 			if lastTo == nil || src != lastSrc || dst != lastDst || m.VNI != lastVNI {
 				lastTo = tbl.lookup(src, dst, m.VNI)
 				lastSrc, lastDst, lastVNI = src, dst, m.VNI
 			}
 			to = lastTo
+		case allAt.kind == dstV4:
+			if m.IPv6 || m.Dst != allAt.dst4 {
+				to = nil
+			}
+		case allAt.kind == dstV6:
+			if destAddr(m) != allAt.dst {
+				to = nil
+			}
 		}
 		if to == nil {
 			noPort++
@@ -732,7 +743,7 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			}
 			continue
 		}
-		if om.Check(m) != nil {
+		if optErr != nil {
 			hdrErrs++
 			continue
 		}
