@@ -21,15 +21,15 @@ import (
 // Antrea's only Geneve option (seed worker flows: # tlv-map).
 var antreaTLV = flowtable.TLVMapping{Class: 0x104, Type: 0x80, Len: 4, Index: 0}
 
-// tunnelPair opens, inside a fresh namespace, the bridge's Geneve port on
-// 127.0.0.1 and a peer port on 127.0.0.2 that plays the other node.
+// tunnelPair opens the bridge's Geneve port on 10.93.0.1 and, in a
+// namespace of its own joined by a veth pair, a peer port on 10.93.0.2
+// that plays the other node.
 func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
-	return tunnelPairOn(t, "127.0.0.1", "127.0.0.2")
+	return tunnelPairOn(t, "10.93.0.1", "10.93.0.2")
 }
 
-// tunnelPair6 is tunnelPair over IPv6: fd00::1 and fd00::2 on the
-// namespace's loopback.
+// tunnelPair6 is tunnelPair over IPv6: fd00::1 and fd00::2.
 func tunnelPair6(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
 	return tunnelPairOn(t, "fd00::1", "fd00::2")
@@ -37,24 +37,24 @@ func tunnelPair6(t testing.TB) (local, peer *geneve.Port) {
 
 func tunnelPairOn(t testing.TB, localIP, peerIP string) (local, peer *geneve.Port) {
 	t.Helper()
-	ns := netnstest.NewNS(t)
+	nsLocal, nsPeer := netnstest.NewNS(t), netnstest.NewNS(t)
+	opts := netnstest.VethOptions{HostAddr: localIP + "/24", PeerAddr: peerIP + "/24"}
 	if strings.Contains(localIP, ":") {
-		for _, a := range []string{localIP, peerIP} {
-			ns.MustExec(t, "ip", "addr", "add", a+"/128", "dev", "lo", "nodad")
-		}
+		opts = netnstest.VethOptions{HostAddr: localIP + "/64", PeerAddr: peerIP + "/64", KeepIPv6: true}
 	}
-	err := ns.Do(func() error {
-		var err error
-		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(localIP), ReadTimeout: 20 * time.Millisecond})
-		if err != nil {
+	netnstest.NewVeth(t, nsLocal, nsPeer, opts)
+	open := func(ns *netnstest.NS, name, ip string) *geneve.Port {
+		t.Helper()
+		var p *geneve.Port
+		if err := ns.Do(func() (err error) {
+			p, err = geneve.Open(geneve.Config{Name: name, LocalIP: netip.MustParseAddr(ip), ReadTimeout: 20 * time.Millisecond})
 			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr(peerIP), ReadTimeout: 20 * time.Millisecond})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+		return p
 	}
+	local, peer = open(nsLocal, "tun0", localIP), open(nsPeer, "peer", peerIP)
 	t.Cleanup(func() { peer.Close() }) // local belongs to the bridge
 	return local, peer
 }
@@ -111,8 +111,8 @@ func testTunnelPort(t *testing.T, pmd bool) {
 	}
 	p.Generation.Add(1)
 	flows := `
-priority=100,in_port=2,actions=set_field:127.0.0.2->tun_dst,set_field:0x5->tun_id,set_field:0xa0000000->tun_metadata0,output:1
-priority=100,in_port=1,tun_src=127.0.0.2,tun_dst=127.0.0.1,tun_id=7,tun_metadata0=0xb0000000,actions=output:2
+priority=100,in_port=2,actions=set_field:10.93.0.2->tun_dst,set_field:0x5->tun_id,set_field:0xa0000000->tun_metadata0,output:1
+priority=100,in_port=1,tun_src=10.93.0.2,tun_dst=10.93.0.1,tun_id=7,tun_metadata0=0xb0000000,actions=output:2
 priority=90,in_port=1,actions=drop
 `
 	if err := flowtext.Load(p, flows, nil); err != nil {
@@ -146,8 +146,8 @@ priority=90,in_port=1,actions=drop
 			t.Errorf("inner frame:\n got %x\nwant %x", batch.Frames[0], frame)
 		}
 		m := md[0]
-		if m.VNI != 5 || m.Src != 0x7f000001 || m.Dst != 0x7f000002 {
-			t.Errorf("metadata: vni %d src %#x dst %#x, want 5 0x7f000001 0x7f000002", m.VNI, m.Src, m.Dst)
+		if m.VNI != 5 || m.Src != 0x0a5d0001 || m.Dst != 0x0a5d0002 {
+			t.Errorf("metadata: vni %d src %#x dst %#x, want 5 0x0a5d0001 0x0a5d0002", m.VNI, m.Src, m.Dst)
 		}
 		want := []byte{0x01, 0x04, 0x80, 0x01, 0xa0, 0, 0, 0}
 		if !bytes.Equal(m.Options, want) {
@@ -169,7 +169,7 @@ priority=90,in_port=1,actions=drop
 		t.Run("input: "+c.name, func(t *testing.T) {
 			bp := b.ports.Load().byNo[1]
 			before := bp.processed.Load()
-			k := peerKey(t, peerTLV, "127.0.0.1", c.tunID, c.md0)
+			k := peerKey(t, peerTLV, "10.93.0.1", c.tunID, c.md0)
 			if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{k}); n != 1 || err != nil {
 				t.Fatalf("peer write: %d %v", n, err)
 			}
@@ -200,7 +200,7 @@ priority=90,in_port=1,actions=drop
 		before := bp.processed.Load()
 		rxErrs := local.TunnelStats().RxHeaderErrors
 		// Type 0x80 is critical: a port without the mapping must drop it.
-		k := peerKey(t, peerTLV, "127.0.0.1", 7, 0xb0000000)
+		k := peerKey(t, peerTLV, "10.93.0.1", 7, 0xb0000000)
 		if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{k}); n != 1 || err != nil {
 			t.Fatalf("peer write: %d %v", n, err)
 		}
@@ -223,7 +223,7 @@ priority=90,in_port=1,actions=drop
 // sendmmsg of WriteTunnel (over loopback). One op is one packet.
 func BenchmarkProcessToTunnel(b *testing.B) {
 	local, _ := tunnelPair(b)
-	benchProcessToTunnel(b, local, "set_field:127.0.0.2->tun_dst")
+	benchProcessToTunnel(b, local, "set_field:10.93.0.2->tun_dst")
 }
 
 // BenchmarkProcessToTunnelIPv6 is BenchmarkProcessToTunnel over IPv6
@@ -265,7 +265,7 @@ func benchProcessToTunnel(b *testing.B, local *geneve.Port, setDst string) {
 // written to a memory port. One op is one packet.
 func BenchmarkProcessFromTunnel(b *testing.B) {
 	local, peer := tunnelPair(b)
-	benchProcessFromTunnel(b, local, peer, "", "127.0.0.1")
+	benchProcessFromTunnel(b, local, peer, "", "10.93.0.1")
 }
 
 // BenchmarkProcessFromTunnelIPv6 is BenchmarkProcessFromTunnel over IPv6;
