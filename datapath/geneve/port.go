@@ -102,12 +102,12 @@ type Stats struct {
 // remote), datagrams received on the Geneve UDP port are decapsulated into
 // frames plus Metadata.
 //
-// Receive uses a UDP socket bound to LocalIP:Port (the kernel validates the
-// outer IP and UDP headers and checksums, reassembles fragments and answers
-// nothing else on the port), which every port with the same namespace,
-// local_ip and UDP port shares (see receiver): the port that reads it
-// hands out frames for all of them, RxPort tells which. Without local_ip
-// it is one dual-stack IPv6 socket that receives both families. Transmit
+// Receive uses a dual-stack UDP socket on Port of every address (the kernel
+// validates the outer IP and UDP headers and checksums, reassembles
+// fragments and answers nothing else on the port), which every port with
+// the same namespace and UDP port shares (see receiver): the port that
+// reads it hands out frames for the ports of its group (its bridge), RxPort
+// tells which, and hands the others' to their inboxes (see RxGroup). Transmit
 // uses send-only raw sockets (IPPROTO_RAW, which never receives), one per
 // family, because the UDP source port must carry the inner flow's hash for
 // ECMP/RSS, as OVS and the kernel's geneve driver do, and a bound UDP socket
@@ -549,8 +549,8 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 // ReadTunnelBatch is ReadBatch with the metadata of frame i in md[i]. It
 // reads at most min(b.Cap(), len(md), BatchSize) datagrams. When other
 // ports share the socket, only one of them reads it at a time and its
-// frames are for any of them (RxPort); the others read nothing until the
-// reading port closes and one of them takes over. The inner frames
+// frames are for any port of its group (RxPort); the others read what it
+// handed to their inboxes until it closes and one of them takes over. The inner frames
 // and md's Options live in b's buffers until b is read into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
