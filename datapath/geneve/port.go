@@ -550,8 +550,9 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 // reads at most min(b.Cap(), len(md), BatchSize) datagrams. When other
 // ports share the socket, only one of them reads it at a time and its
 // frames are for any port of its group (RxPort); the others read what it
-// handed to their inboxes until it closes and one of them takes over. The inner frames
-// and md's Options live in b's buffers until b is read into again.
+// handed to their inboxes until it closes and one of them takes over.
+// The inner frames and md's Options live in b's buffers until b is read
+// into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
 func (p *Port) ReadTunnelBatch(b *port.Batch, md []tunnel.Metadata) (int, error) {
