@@ -689,8 +689,11 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	// The datagrams of a batch mostly come from one peer: the last
 	// lookup is kept.
 	var lastSrc, lastDst addr
-	var lastVNI uint32
+	var lastDst4, lastVNI uint32
+	var lastV6, lastForeign bool
 	var lastTo *Port
+	// foreign: the port is of another group (another bridge's).
+	allForeign := all != nil && all != p && all.group.Load() != group
 	// The frames for other ports are counted on them run by run.
 	var other *Port
 	var oc port.RxCounts
@@ -714,15 +717,19 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 		name := &p.rxNames[i]
 		// A lone flow-based port (Antrea's) takes everything (to its
 		// local_ip).
-		to := all
+		to, foreign := all, allForeign
 		switch {
 		case to == nil:
-			src, dst := sourceAddr(name), destAddr(m)
-			if lastTo == nil || src != lastSrc || dst != lastDst || m.VNI != lastVNI {
+			// The destination compared as the metadata holds it: an
+			// IPv4 one in one word.
+			src := sourceAddr(name)
+			if lastTo == nil || src != lastSrc || m.VNI != lastVNI || m.Dst != lastDst4 || m.IPv6 != lastV6 || m.IPv6 && destAddr(m) != lastDst {
+				dst := destAddr(m)
 				lastTo = tbl.lookup(src, dst, m.VNI)
-				lastSrc, lastDst, lastVNI = src, dst, m.VNI
+				lastSrc, lastDst, lastDst4, lastV6, lastVNI = src, dst, m.Dst, m.IPv6, m.VNI
+				lastForeign = lastTo != nil && lastTo != p && lastTo.group.Load() != group
 			}
-			to = lastTo
+			to, foreign = lastTo, lastForeign
 		case allAt.kind == dstV4:
 			if m.IPv6 || m.Dst != allAt.dst4 {
 				to = nil
@@ -736,7 +743,7 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			noPort++
 			continue
 		}
-		if to != p && to.group.Load() != group {
+		if foreign {
 			// Another bridge's port: its loop decapsulates it again,
 			// with its bridge's TLV map.
 			if !to.deliver(p, i, dgram) {
