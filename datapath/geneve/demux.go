@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/govs-project/govs/tunnel"
 )
 
 // Receiving for several ports on one UDP port.
@@ -193,6 +195,15 @@ const (
 	dstV4
 	dstV6
 )
+
+// misses reports whether the destination of m (as parseControl left it)
+// is not d's; d is not dstAny.
+func (d *dstMatch) misses(m *tunnel.Metadata) bool {
+	if d.kind == dstV4 {
+		return m.IPv6 || m.Dst != d.dst4
+	}
+	return destAddr(m) != d.dst
+}
 
 func dstMatchOf(a addr) dstMatch {
 	switch {

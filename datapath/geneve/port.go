@@ -692,8 +692,9 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	var lastDst4, lastVNI uint32
 	var lastV6, lastForeign bool
 	var lastTo *Port
-	// foreign: the port is of another group (another bridge's).
-	allForeign := all != nil && all != p && all.group.Load() != group
+	if all != nil && all != p && all.group.Load() != group {
+		all = nil // another bridge's port: the lookup hands it over
+	}
 	// The frames for other ports are counted on them run by run.
 	var other *Port
 	var oc port.RxCounts
@@ -711,15 +712,19 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			hdrErrs++
 			continue
 		}
-		// With this bridge's TLV map: a datagram for another bridge's
-		// port is judged by that port's loop (below).
-		optErr := om.Check(m)
 		name := &p.rxNames[i]
+		if om.Check(m) != nil {
+			// With this bridge's TLV map: a datagram for another
+			// bridge's port is judged by that port's loop.
+			if !p.handOver(tbl, i, dgram, m, group) {
+				hdrErrs++
+			}
+			continue
+		}
 		// A lone flow-based port (Antrea's) takes everything (to its
 		// local_ip).
-		to, foreign := all, allForeign
-		switch {
-		case to == nil:
+		to := all
+		if to == nil {
 			// The destination compared as the metadata holds it: an
 			// IPv4 one in one word.
 			src := sourceAddr(name)
@@ -727,32 +732,23 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 				dst := destAddr(m)
 				lastTo = tbl.lookup(src, dst, m.VNI)
 				lastSrc, lastDst, lastDst4, lastV6, lastVNI = src, dst, m.Dst, m.IPv6, m.VNI
+				// lastForeign: the port is another bridge's.
 				lastForeign = lastTo != nil && lastTo != p && lastTo.group.Load() != group
 			}
-			to, foreign = lastTo, lastForeign
-		case allAt.kind == dstV4:
-			if m.IPv6 || m.Dst != allAt.dst4 {
-				to = nil
+			if to = lastTo; to == nil {
+				noPort++
+				continue
 			}
-		case allAt.kind == dstV6:
-			if destAddr(m) != allAt.dst {
-				to = nil
+			if lastForeign {
+				// Its loop decapsulates it again, with its bridge's
+				// TLV map.
+				if !to.deliver(p, i, dgram) {
+					to.Ctr.RxDropped.Add(1)
+				}
+				continue
 			}
-		}
-		if to == nil {
+		} else if allAt.kind != dstAny && allAt.misses(m) {
 			noPort++
-			continue
-		}
-		if foreign {
-			// Another bridge's port: its loop decapsulates it again,
-			// with its bridge's TLV map.
-			if !to.deliver(p, i, dgram) {
-				to.Ctr.RxDropped.Add(1)
-			}
-			continue
-		}
-		if optErr != nil {
-			hdrErrs++
 			continue
 		}
 		setSource(m, name)
@@ -784,6 +780,25 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	}
 	p.CountRx(&c)
 	return n
+}
+
+// handOver gives datagram i of the last read, which the port's options
+// check refused, to its port when that is of another group than group,
+// and reports whether it did.
+func (p *Port) handOver(tbl *table, i int, dgram []byte, m *tunnel.Metadata, group *RxGroup) bool {
+	to := tbl.all
+	if to == nil {
+		to = tbl.lookup(sourceAddr(&p.rxNames[i]), destAddr(m), m.VNI)
+	} else if tbl.allAt.kind != dstAny && tbl.allAt.misses(m) {
+		to = nil
+	}
+	if to == nil || to == p || to.group.Load() == group {
+		return false
+	}
+	if !to.deliver(p, i, dgram) {
+		to.Ctr.RxDropped.Add(1)
+	}
+	return true
 }
 
 // destAddr is the outer destination of a datagram, as parseControl left
