@@ -531,6 +531,21 @@ func TestHandoffToOtherGroup(t *testing.T) {
 	if st := b.Stats(); st.RxPackets != 2 || st.RxDropped != 0 {
 		t.Errorf("b: %+v, want 2 received", st)
 	}
+	// A critical option only b's bridge maps: a's refuses it, b's loop
+	// takes it.
+	if err := b.SetTLVMap(tunneltest.TLVMap(t, tunneltest.AntreaTLV)); err != nil {
+		t.Fatal(err)
+	}
+	opt := []byte{0x01, 0x04, 0x80, 0x01, 0xa0, 0, 0, 0} // class 0x104, critical type 0x80, 4 bytes
+	withOpt := append([]byte{0x02, 0, 0x65, 0x58, 0, 0, 6, 0}, append(opt, frame...)...)
+	sendAll(t, ns, []string{"127.0.0.1"}, map[string][][]byte{"127.0.0.3": {withOpt}})
+	readShared(t, a, 1, 200*time.Millisecond, false)
+	if n, err := b.ReadTunnelBatch(bt, md); err != nil || n != 1 || md[0].VNI != 6 || len(md[0].Options) != 8 {
+		t.Errorf("b read %d frames (%v), want the one with an option a's bridge does not map", n, err)
+	}
+	if st := a.TunnelStats(); st.RxHeaderErrors != 0 {
+		t.Errorf("a counted %d header errors for b's datagram", st.RxHeaderErrors)
+	}
 	// b reads nothing: its inbox fills up, then drops (sent in rounds
 	// that the socket's own queue holds).
 	deadline := time.Now().Add(5 * time.Second)
