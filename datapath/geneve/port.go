@@ -87,9 +87,9 @@ type Stats struct {
 	// tun_ipv6_dst were 0, or tun_ipv6_dst was set on a port that cannot
 	// send IPv6 (also in TxDropped).
 	TxNoDst uint64
-	// TxNoSrc are frames of a local_ip=flow port dropped because their
-	// tun_src is not an address of this host (also in TxDropped): OVS's
-	// "native tunnel routing failed".
+	// TxNoSrc are frames dropped because the port's local_ip, or the
+	// tun_src of a local_ip=flow port, is not an address of this host
+	// (also in TxDropped): OVS's "native tunnel routing failed".
 	TxNoSrc uint64
 	// RxNoPort are datagrams this port read from the shared socket that
 	// no port sharing it claims (also in RxDropped): Open vSwitch's
@@ -167,11 +167,15 @@ type Port struct {
 	// fills in the source: used whenever local_ip is not an IPv6 address.
 	routeFd6 int
 	srcs6    map[[16]byte]routeSrc6
-	// localRes asks the kernel whether a tun_src of a local_ip=flow port
-	// is this host's; locals caches the answers (isLocal). Guarded by
-	// TxMu.
-	localRes *Resolver
-	locals   map[[4]byte]routeSrc
+	// localRes asks the kernel whether local_ip, or a tun_src of a
+	// local_ip=flow port, is this host's; OVS sends from no other
+	// address. locals caches the answers for tun_src (isLocal),
+	// localUntil and localOK the one for local_ip (localIPUp). Guarded
+	// by TxMu.
+	localRes   *Resolver
+	locals     map[[4]byte]routeSrc
+	localUntil int64
+	localOK    bool
 
 	rxHeaderErrors, rxNoPort, txMTUDrops, txNoDst, txNoSrc atomic.Uint64
 }
@@ -280,10 +284,10 @@ func (p *Port) open(cfg Config) error {
 	if err := p.openTx(); err != nil {
 		return err
 	}
-	if p.match.localFlow {
+	if p.match.localFlow || p.local != [4]byte{} || p.local6 != [16]byte{} {
 		r, err := NewResolver()
 		if err != nil {
-			return p.Errorf("local_ip=flow: %w", err)
+			return p.Errorf("local_ip: %w", err)
 		}
 		p.localRes = r
 	}
@@ -921,6 +925,11 @@ func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) 
 	if keys != nil && len(keys) != len(frames) {
 		return 0, p.Errorf("write: %d frames but %d keys", len(frames), len(keys))
 	}
+	if p.localRes != nil && !p.match.localFlow && !p.localIPUp() {
+		p.txNoSrc.Add(uint64(len(frames)))
+		p.Ctr.TxDropped.Add(uint64(len(frames)))
+		return len(frames), nil
+	}
 	om := p.opts.Load()
 	i := 0
 	for i < len(frames) {
@@ -1165,6 +1174,24 @@ func (p *Port) sourceFor6(dst *[16]byte) [16]byte {
 	return src
 }
 
+// localIPUp reports whether the port's local_ip is an address of this
+// host now (the answer is kept for srcTTL): OVS sends from local_ip only
+// then ("native tunnel routing failed" otherwise), where the raw socket
+// would send from an address nobody here has.
+func (p *Port) localIPUp() bool {
+	now := time.Now().UnixNano()
+	if now < p.localUntil {
+		return p.localOK
+	}
+	local := netip.AddrFrom4(p.local)
+	if p.local6 != [16]byte{} {
+		local = netip.AddrFrom16(p.local6)
+	}
+	ok, err := p.localRes.IsLocal(local)
+	p.localOK, p.localUntil = ok && err == nil, now+int64(srcTTL)
+	return p.localOK
+}
+
 // isLocal reports whether src is an address of this host (of the port's
 // namespace). Answers are cached for srcTTL, as sourceFor's.
 func (p *Port) isLocal(src [4]byte) bool {
@@ -1173,7 +1200,7 @@ func (p *Port) isLocal(src [4]byte) bool {
 		return r.src == src
 	}
 	r := routeSrc{until: now + int64(srcTTL)}
-	if ok, err := p.localRes.IsLocal(src); ok && err == nil {
+	if ok, err := p.localRes.IsLocal(netip.AddrFrom4(src)); ok && err == nil {
 		r.src = src
 	}
 	if p.locals == nil || len(p.locals) > 4096 {

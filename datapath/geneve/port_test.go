@@ -565,3 +565,30 @@ func TestLocalIPFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalIPNotHere: a local_ip that is no address of the node opens (as
+// in OVS, which takes the configuration), receives nothing and sends
+// nothing, counted, until the address appears: the raw socket would
+// otherwise send from an address nobody here has, where OVS's route
+// lookup fails.
+func TestLocalIPNotHere(t *testing.T) {
+	u := newUnderlay(t, 1500)
+	p1 := openIn(t, u.ns1, Config{LocalIP: netip.MustParseAddr("10.79.1.211"), RemoteIP: worker2IP})
+	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
+	inner := tunneltest.SeedFrame(t)
+	if n, err := p1.WriteBatch([][]byte{inner}); n != 1 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	expectNothing(t, p2, 200*time.Millisecond)
+	if st := p1.TunnelStats(); st.TxNoSrc != 1 || st.TxDropped != 1 || st.TxPackets != 0 {
+		t.Errorf("stats %+v, want one frame dropped for its source", st)
+	}
+	u.ns1.MustExec(t, "ip", "addr", "add", "10.79.1.211/24", "dev", u.veth.Host)
+	time.Sleep(srcTTL + 100*time.Millisecond) // the last answer expires
+	if n, err := p1.WriteBatch([][]byte{inner}); n != 1 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	if _, md := readOne(t, p2, 5*time.Second); md.Src != 0x0a4f01d3 {
+		t.Errorf("received from %#x, want 10.79.1.211", md.Src)
+	}
+}

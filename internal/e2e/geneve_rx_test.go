@@ -26,7 +26,8 @@ import (
 // and the outer source of a local_ip=flow port, the same ovs-vsctl and
 // ovs-ofctl commands run on govs-vswitchd and on Open vSwitch 3.1 with the
 // same peer. The node has two bridges with Geneve ports on UDP 6081
-// (fixed remote_ip, local_ip, neither, local_ip=flow, a fixed key), two
+// (fixed remote_ip, local_ip, neither, local_ip=flow, a fixed key, a
+// local_ip that is no address of the node), two
 // underlay addresses on br-phy, and a peer sending from three addresses.
 // Open vSwitch's one datapath serves both bridges and its tnl_find
 // (ofproto/tunnel.c) picks the port: fixed key first, then fixed
@@ -51,6 +52,7 @@ var geneveRxPorts = []struct {
 	{"br-a", "ga", []string{"remote_ip=10.99.0.11", "key=flow"}, 1},
 	{"br-a", "ga-l1", []string{"remote_ip=flow", "local_ip=10.99.0.1", "key=flow"}, 2},
 	{"br-a", "gk7", []string{"remote_ip=flow", "local_ip=flow", "key=7"}, 3},
+	{"br-a", "ga-nohere", []string{"remote_ip=flow", "local_ip=10.99.0.77", "key=9"}, 4}, // no address of the node
 	{"br-b", "gb", []string{"remote_ip=10.99.0.12", "key=flow"}, 1},
 	{"br-b", "gb-any", []string{"remote_ip=flow", "key=flow"}, 2},
 	{"br-b", "gb-lflow", []string{"remote_ip=flow", "local_ip=flow", "key=flow"}, 3},
@@ -188,12 +190,17 @@ func testGeneveReceive(t *testing.T, govs bool) string {
 	// of the node, from the route's source without one, and not at all
 	// from an address of nobody's.
 	rx := listenGeneve(t, peer)
-	for _, c := range []struct{ set, want string }{
-		{"set_field:10.99.0.2->tun_src,", "10.99.0.2"},
-		{"", "10.99.0.1"},
-		{"set_field:10.99.0.77->tun_src,", ""},
+	// A local_ip that is no address of the node sends nothing.
+	for _, c := range []struct {
+		set, want string
+		port      int
+	}{
+		{"set_field:10.99.0.2->tun_src,", "10.99.0.2", 3},
+		{"", "10.99.0.1", 3},
+		{"set_field:10.99.0.77->tun_src,", "", 3},
+		{"", "", 4},
 	} {
-		acts := c.set + "set_field:10.99.0.13->tun_dst,output:3"
+		acts := fmt.Sprintf("%sset_field:10.99.0.13->tun_dst,output:%d", c.set, c.port)
 		if _, err := r.tool("ovs-ofctl", "packet-out", "br-a", "LOCAL", acts, hex.EncodeToString(frame)); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +208,7 @@ func testGeneveReceive(t *testing.T, govs bool) string {
 		if src != c.want || (src != "" && vni != 7) {
 			t.Errorf("packet-out %s: received from %q with VNI %d, want from %q with VNI 7", acts, src, vni, c.want)
 		}
-		fmt.Fprintf(&out, "sent with %q: from %q\n", c.set, src)
+		fmt.Fprintf(&out, "sent with %q: from %q\n", acts, src)
 	}
 	return out.String()
 }
