@@ -142,6 +142,10 @@ type Bridge struct {
 	// (by ifindex), shared by the Geneve ports with local_ip there.
 	underlaysMu sync.Mutex
 	underlays   map[int]*underlayLink
+	// rxGroup is this bridge's Geneve ports: a frame read from a socket
+	// shared with another bridge's ports is processed by this bridge's
+	// loops (geneve.RxGroup).
+	rxGroup geneve.RxGroup
 	// OffloadAttachError, when set, reports a port the kernel fast path
 	// could not attach to (the port works in userspace); nil logs a
 	// warning per port.
@@ -206,7 +210,7 @@ type bridgePort struct {
 	txConfigDrops  atomic.Uint64 // port down / no-fwd
 	txErrors       atomic.Uint64 // WriteBatch failures
 	rxPanics       atomic.Uint64 // frames whose processing panicked
-	rxNoPort       atomic.Uint64 // tunnel frames for a port of another bridge
+	rxNoPort       atomic.Uint64 // tunnel frames for a port that just left the bridge
 
 	// processed counts received frames whose processing, transmission
 	// included, is over (tests wait on it).
@@ -321,7 +325,11 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	}
 	if tp, ok := p.(TunnelPort); ok {
 		bp.tun = tp
-		bp.rxPort, _ = p.(*geneve.Port)
+		if bp.rxPort, _ = p.(*geneve.Port); bp.rxPort != nil {
+			// Its shared socket's reader hands this bridge's frames to
+			// this bridge's loops.
+			bp.rxPort.SetRxGroup(&b.rxGroup)
+		}
 		bp.tlvGen.Store(^uint64(0))
 		b.syncTLV(bp)
 	}

@@ -88,6 +88,8 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	o := g.Outer()
 	var why error
 	switch {
+	case o.LocalFlow:
+		why = errors.New("local_ip=flow: the outer source is the flow's tun_src")
 	case o.Local == [4]byte{}:
 		why = errors.New("no local_ip: the outer source is the kernel's choice per packet")
 	case o.Csum:

@@ -73,8 +73,10 @@ func (b *Bridge) SyncTunnelTLV() {
 
 // tunnelIn returns the bridge port frame i of a batch read from a tunnel
 // port is received on: the reading port or another port sharing its
-// socket. It returns nil, having counted the drop, when that port is not
-// on this bridge or does not receive (down, no-recv).
+// socket (frames for another bridge's ports went to their inboxes, see
+// geneve.RxGroup). It returns nil, having counted the drop, when that port
+// is not on this bridge (yet, or any more) or does not receive (down,
+// no-recv).
 func (l *loop) tunnelIn(i int) *bridgePort {
 	in := l.in
 	to := in.tun.RxPort(i)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"
@@ -20,15 +21,15 @@ import (
 // Antrea's only Geneve option (seed worker flows: # tlv-map).
 var antreaTLV = flowtable.TLVMapping{Class: 0x104, Type: 0x80, Len: 4, Index: 0}
 
-// tunnelPair opens, inside a fresh namespace, the bridge's Geneve port on
-// 127.0.0.1 and a peer port on 127.0.0.2 that plays the other node.
+// tunnelPair opens the bridge's Geneve port on 10.93.0.1 and, in a
+// namespace of its own joined by a veth pair, a peer port on 10.93.0.2
+// that plays the other node.
 func tunnelPair(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
-	return tunnelPairOn(t, "127.0.0.1", "127.0.0.2")
+	return tunnelPairOn(t, "10.93.0.1", "10.93.0.2")
 }
 
-// tunnelPair6 is tunnelPair over IPv6: fd00::1 and fd00::2 on the
-// namespace's loopback.
+// tunnelPair6 is tunnelPair over IPv6: fd00::1 and fd00::2.
 func tunnelPair6(t testing.TB) (local, peer *geneve.Port) {
 	t.Helper()
 	return tunnelPairOn(t, "fd00::1", "fd00::2")
@@ -36,24 +37,24 @@ func tunnelPair6(t testing.TB) (local, peer *geneve.Port) {
 
 func tunnelPairOn(t testing.TB, localIP, peerIP string) (local, peer *geneve.Port) {
 	t.Helper()
-	ns := netnstest.NewNS(t)
+	nsLocal, nsPeer := netnstest.NewNS(t), netnstest.NewNS(t)
+	opts := netnstest.VethOptions{HostAddr: localIP + "/24", PeerAddr: peerIP + "/24"}
 	if strings.Contains(localIP, ":") {
-		for _, a := range []string{localIP, peerIP} {
-			ns.MustExec(t, "ip", "addr", "add", a+"/128", "dev", "lo", "nodad")
-		}
+		opts = netnstest.VethOptions{HostAddr: localIP + "/64", PeerAddr: peerIP + "/64", KeepIPv6: true}
 	}
-	err := ns.Do(func() error {
-		var err error
-		local, err = geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(localIP), ReadTimeout: 20 * time.Millisecond})
-		if err != nil {
+	netnstest.NewVeth(t, nsLocal, nsPeer, opts)
+	open := func(ns *netnstest.NS, name, ip string) *geneve.Port {
+		t.Helper()
+		var p *geneve.Port
+		if err := ns.Do(func() (err error) {
+			p, err = geneve.Open(geneve.Config{Name: name, LocalIP: netip.MustParseAddr(ip), ReadTimeout: 20 * time.Millisecond})
 			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		peer, err = geneve.Open(geneve.Config{Name: "peer", LocalIP: netip.MustParseAddr(peerIP), ReadTimeout: 20 * time.Millisecond})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+		return p
 	}
+	local, peer = open(nsLocal, "tun0", localIP), open(nsPeer, "peer", peerIP)
 	t.Cleanup(func() { peer.Close() }) // local belongs to the bridge
 	return local, peer
 }
@@ -110,8 +111,8 @@ func testTunnelPort(t *testing.T, pmd bool) {
 	}
 	p.Generation.Add(1)
 	flows := `
-priority=100,in_port=2,actions=set_field:127.0.0.2->tun_dst,set_field:0x5->tun_id,set_field:0xa0000000->tun_metadata0,output:1
-priority=100,in_port=1,tun_src=127.0.0.2,tun_dst=127.0.0.1,tun_id=7,tun_metadata0=0xb0000000,actions=output:2
+priority=100,in_port=2,actions=set_field:10.93.0.2->tun_dst,set_field:0x5->tun_id,set_field:0xa0000000->tun_metadata0,output:1
+priority=100,in_port=1,tun_src=10.93.0.2,tun_dst=10.93.0.1,tun_id=7,tun_metadata0=0xb0000000,actions=output:2
 priority=90,in_port=1,actions=drop
 `
 	if err := flowtext.Load(p, flows, nil); err != nil {
@@ -145,8 +146,8 @@ priority=90,in_port=1,actions=drop
 			t.Errorf("inner frame:\n got %x\nwant %x", batch.Frames[0], frame)
 		}
 		m := md[0]
-		if m.VNI != 5 || m.Src != 0x7f000001 || m.Dst != 0x7f000002 {
-			t.Errorf("metadata: vni %d src %#x dst %#x, want 5 0x7f000001 0x7f000002", m.VNI, m.Src, m.Dst)
+		if m.VNI != 5 || m.Src != 0x0a5d0001 || m.Dst != 0x0a5d0002 {
+			t.Errorf("metadata: vni %d src %#x dst %#x, want 5 0x0a5d0001 0x0a5d0002", m.VNI, m.Src, m.Dst)
 		}
 		want := []byte{0x01, 0x04, 0x80, 0x01, 0xa0, 0, 0, 0}
 		if !bytes.Equal(m.Options, want) {
@@ -168,7 +169,7 @@ priority=90,in_port=1,actions=drop
 		t.Run("input: "+c.name, func(t *testing.T) {
 			bp := b.ports.Load().byNo[1]
 			before := bp.processed.Load()
-			k := peerKey(t, peerTLV, "127.0.0.1", c.tunID, c.md0)
+			k := peerKey(t, peerTLV, "10.93.0.1", c.tunID, c.md0)
 			if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{k}); n != 1 || err != nil {
 				t.Fatalf("peer write: %d %v", n, err)
 			}
@@ -199,7 +200,7 @@ priority=90,in_port=1,actions=drop
 		before := bp.processed.Load()
 		rxErrs := local.TunnelStats().RxHeaderErrors
 		// Type 0x80 is critical: a port without the mapping must drop it.
-		k := peerKey(t, peerTLV, "127.0.0.1", 7, 0xb0000000)
+		k := peerKey(t, peerTLV, "10.93.0.1", 7, 0xb0000000)
 		if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{k}); n != 1 || err != nil {
 			t.Fatalf("peer write: %d %v", n, err)
 		}
@@ -222,7 +223,7 @@ priority=90,in_port=1,actions=drop
 // sendmmsg of WriteTunnel (over loopback). One op is one packet.
 func BenchmarkProcessToTunnel(b *testing.B) {
 	local, _ := tunnelPair(b)
-	benchProcessToTunnel(b, local, "set_field:127.0.0.2->tun_dst")
+	benchProcessToTunnel(b, local, "set_field:10.93.0.2->tun_dst")
 }
 
 // BenchmarkProcessToTunnelIPv6 is BenchmarkProcessToTunnel over IPv6
@@ -264,7 +265,7 @@ func benchProcessToTunnel(b *testing.B, local *geneve.Port, setDst string) {
 // written to a memory port. One op is one packet.
 func BenchmarkProcessFromTunnel(b *testing.B) {
 	local, peer := tunnelPair(b)
-	benchProcessFromTunnel(b, local, peer, "", "127.0.0.1")
+	benchProcessFromTunnel(b, local, peer, "", "10.93.0.1")
 }
 
 // BenchmarkProcessFromTunnelIPv6 is BenchmarkProcessFromTunnel over IPv6;
@@ -362,15 +363,7 @@ func testGeneveThreeNodes(t *testing.T, pmd, ipv6 bool) {
 	} else {
 		netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: addrA + "/24", PeerAddr: addrC + "/24"})
 	}
-	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
-		t.Helper()
-		cfg.ReadTimeout = 20 * time.Millisecond
-		var p *geneve.Port
-		if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port { return openGeneveIn(t, ns, cfg) }
 	// A's ports: no local_ip (OVN's), so they listen on every address.
 	toB := open(nsA, geneve.Config{Name: "ovn-b", RemoteIP: netip.MustParseAddr("10.91.1.2")})
 	toC := open(nsA, geneve.Config{Name: "ovn-c", RemoteIP: netip.MustParseAddr(addrC)})
@@ -463,6 +456,17 @@ priority=0,actions=drop
 	})
 }
 
+// openGeneveIn opens a Geneve port in ns with a 20 ms read timeout.
+func openGeneveIn(t *testing.T, ns *netnstest.NS, cfg geneve.Config) *geneve.Port {
+	t.Helper()
+	cfg.ReadTimeout = 20 * time.Millisecond
+	var p *geneve.Port
+	if err := ns.Do(func() (err error) { p, err = geneve.Open(cfg); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // readTunnelFrame reads one frame (a copy) and its metadata from p within
 // 5 s.
 func readTunnelFrame(t *testing.T, p *geneve.Port) ([]byte, tunnel.Metadata) {
@@ -480,4 +484,131 @@ func readTunnelFrame(t *testing.T, p *geneve.Port) ([]byte, tunnel.Metadata) {
 	}
 	t.Fatalf("%s received nothing", p.Name())
 	return nil, tunnel.Metadata{}
+}
+
+// TestGeneveTwoBridges: Geneve ports of two bridges share node A's socket
+// on UDP 6081, and each datagram enters the pipeline of the bridge whose
+// port OVS's tnl_find picks, as in Open vSwitch, whose one datapath serves
+// every bridge: br-a has a port with a fixed remote_ip and one with a
+// local_ip, br-b one with a fixed remote_ip and one with neither (both
+// without local_ip next to br-a's with: one socket for all). The port
+// reading the socket is br-a's, then, once it is deleted, br-b's; the
+// frames of the other bridge go through their port's inbox.
+func TestGeneveTwoBridges(t *testing.T) {
+	for _, pmd := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testGeneveTwoBridges(t, pmd) })
+	}
+}
+
+func testGeneveTwoBridges(t *testing.T, pmd bool) {
+	nsA, nsB, nsC := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
+	netnstest.NewVeth(t, nsA, nsB, netnstest.VethOptions{HostAddr: "10.92.1.1/24", PeerAddr: "10.92.1.2/24"})
+	link := netnstest.NewVeth(t, nsA, nsC, netnstest.VethOptions{HostAddr: "10.92.2.1/24", PeerAddr: "10.92.2.3/24"})
+	nsA.MustExec(t, "ip", "addr", "add", "10.92.2.9/24", "dev", link.Host)
+	nsC.MustExec(t, "ip", "addr", "add", "10.92.2.4/24", "dev", link.Peer)
+	open := func(ns *netnstest.NS, cfg geneve.Config) *geneve.Port { return openGeneveIn(t, ns, cfg) }
+	ip := netip.MustParseAddr
+	// Opened in this order: the first reads the socket.
+	aFromB := open(nsA, geneve.Config{Name: "a-from-b", RemoteIP: ip("10.92.1.2")})
+	bFromC := open(nsA, geneve.Config{Name: "b-from-c", RemoteIP: ip("10.92.2.3")})
+	aLocal := open(nsA, geneve.Config{Name: "a-local", LocalIP: ip("10.92.2.1")})
+	bAny := open(nsA, geneve.Config{Name: "b-any"})
+	// The peers: B, C from its first address, C from 10.92.2.4 to any
+	// tun_dst.
+	nodeB := open(nsB, geneve.Config{Name: "to-a", RemoteIP: ip("10.92.1.1")})
+	nodeC := open(nsC, geneve.Config{Name: "to-a", RemoteIP: ip("10.92.2.1")})
+	nodeC4 := open(nsC, geneve.Config{Name: "from-4", LocalIP: ip("10.92.2.4")})
+	t.Cleanup(func() { nodeB.Close(); nodeC.Close(); nodeC4.Close() })
+
+	frame := frameOf(t, "udp,dl_src=00:00:00:00:01:02,dl_dst=00:00:00:00:01:03,nw_src=10.0.1.2,nw_dst=10.0.1.3,tp_src=1,tp_dst=2")
+	type bridge struct {
+		b   *Bridge
+		mem map[uint32]*MemPort
+	}
+	var brs []bridge
+	for i, tps := range [][]*geneve.Port{{aFromB, aLocal}, {bFromC, bAny}} {
+		p := flowtable.NewPipeline()
+		b := NewBridge([]string{"br-a", "br-b"}[i], uint64(i+1), p, nil)
+		b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+		t.Cleanup(func() { b.Close() })
+		for j, tp := range tps {
+			if _, err := b.AddPort(uint32(j+1), tp, KindTunnel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mem := addMemPorts(t, b, MemPortConfig{}, 3, 4)
+		if err := flowtext.Load(p, "in_port=1,actions=output:3\nin_port=2,actions=output:4\n", nil); err != nil {
+			t.Fatal(err)
+		}
+		brs = append(brs, bridge{b, mem})
+	}
+	// send has peer send frame to dst (its remote_ip when "").
+	send := func(peer *geneve.Port, dst string) {
+		t.Helper()
+		var k flowtable.Key
+		if dst != "" {
+			flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(ip(dst).AsSlice())))
+		}
+		if n, err := peer.WriteTunnel([][]byte{frame}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+	}
+	// expect waits for the frame to leave by bridge br's memory port mem,
+	// and by no other.
+	expect := func(br, mem int) {
+		t.Helper()
+		got := map[string]int{}
+		collect := func() {
+			for _, b := range brs {
+				for n, mp := range b.mem {
+					if s := mp.Sent(); len(s) > 0 {
+						got[fmt.Sprintf("%s mem%d", b.b.name, n)] += len(s)
+					}
+				}
+			}
+		}
+		for end := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+			collect()
+		}
+		time.Sleep(20 * time.Millisecond) // a frame out of another port too?
+		collect()
+		want := map[string]int{fmt.Sprintf("%s mem%d", brs[br].b.name, mem): 1}
+		if !maps.Equal(got, want) {
+			t.Errorf("frames left by %v, want %v", got, want)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		peer     *geneve.Port
+		dst      string
+		br, mem  int
+		receiver *geneve.Port
+	}{
+		{"B to 10.92.1.1: br-a's fixed remote_ip", nodeB, "", 0, 3, aFromB},
+		{"C to 10.92.2.1: br-b's fixed remote_ip before br-a's local_ip", nodeC, "", 1, 3, bFromC},
+		{"10.92.2.4 to 10.92.2.1: br-a's local_ip", nodeC4, "10.92.2.1", 0, 4, aLocal},
+		{"10.92.2.4 to 10.92.2.9: br-b's port without local_ip", nodeC4, "10.92.2.9", 1, 4, bAny},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := c.receiver.Stats().RxPackets
+			send(c.peer, c.dst)
+			expect(c.br, c.mem)
+			if got := c.receiver.Stats().RxPackets; got != before+1 {
+				t.Errorf("%s received %d, want %d", c.receiver.Name(), got-before, 1)
+			}
+		})
+	}
+	// br-a's reading port goes: br-b's b-from-c reads now, and br-a's
+	// frames go to a-local's inbox.
+	if err := brs[0].b.DelPort(1); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after the reader is deleted: br-a's local_ip", func(t *testing.T) {
+		send(nodeC4, "10.92.2.1")
+		expect(0, 4)
+	})
+	t.Run("after the reader is deleted: br-b's", func(t *testing.T) {
+		send(nodeC, "")
+		expect(1, 3)
+	})
 }

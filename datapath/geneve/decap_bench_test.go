@@ -36,17 +36,23 @@ func benchDecap(b *testing.B, p *Port) {
 	batch := port.NewBatch(n)
 	md := make([]tunnel.Metadata, n)
 	dgram := append([]byte{0, 0, 0x65, 0x58, 0, 0, 7, 0}, tunneltest.SeedFrame(b)...)
+	pktinfo := make([]byte, unix.CmsgSpace(unix.SizeofInet4Pktinfo))
+	cm := (*unix.Cmsghdr)(unsafe.Pointer(&pktinfo[0]))
+	cm.Level, cm.Type = unix.IPPROTO_IP, unix.IP_PKTINFO
+	cm.SetLen(unix.CmsgLen(unix.SizeofInet4Pktinfo))
+	info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&pktinfo[unix.CmsgLen(0)]))
+	info.Ifindex, info.Addr = 1, [4]byte{127, 0, 0, 1}
 	fill := func() {
 		for i := 0; i < n; i++ {
 			buf := batch.Buffer(i, p.rxBufLen)
 			copy(buf, dgram)
 			p.rxHdrs[i].Len = uint32(len(dgram))
 			p.rxHdrs[i].Hdr.Flags = 0
-			p.rxHdrs[i].Hdr.Controllen = 0
-			// As an AF_INET socket (p's, bound to 127.0.0.1) reports it.
-			sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&p.rxNames[i]))
-			sa.Family = unix.AF_INET
-			sa.Addr = [4]byte{127, 0, 0, 2}
+			// As the dual-stack socket reports it: a v4-mapped
+			// sender and the destination in IP_PKTINFO.
+			p.rxNames[i] = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: netip.MustParseAddr("::ffff:127.0.0.2").As16()}
+			p.rxHdrs[i].Hdr.SetControllen(len(pktinfo))
+			copy(p.rxCtl[i][:], pktinfo)
 		}
 	}
 	fill()

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/govs-project/govs/tunnel"
 )
 
 // Receiving for several ports on one UDP port.
@@ -83,13 +85,14 @@ func sourceAddr(name *unix.RawSockaddrInet6) addr {
 // match is how a port claims received packets, OVS's struct tnl_match for
 // Geneve: the VNI (unless key=flow), the outer source (its remote_ip,
 // unless remote_ip=flow; IPv4 or IPv6) and the outer destination (its
-// local_ip, unset: any). The receiver's key already fixes the UDP port and
-// namespace.
+// local_ip; unset: any; local_ip=flow: any, tried after unset). The
+// receiver's key already fixes the UDP port and namespace.
 type match struct {
-	vni     uint32 // in_key; 0 when keyFlow
-	remote  addr   // zero: remote_ip=flow
-	local   addr   // zero: any local address
-	keyFlow bool
+	vni       uint32 // in_key; 0 when keyFlow
+	remote    addr   // zero: remote_ip=flow
+	local     addr   // zero: any local address (unset or local_ip=flow)
+	keyFlow   bool
+	localFlow bool // local_ip=flow
 }
 
 func (m match) String() string {
@@ -97,30 +100,72 @@ func (m match) String() string {
 	if m.remote != (addr{}) {
 		s = "remote_ip=" + m.remote.String()
 	}
-	if m.local != (addr{}) {
+	switch {
+	case m.localFlow:
+		s += " local_ip=flow"
+	case m.local != (addr{}):
 		s += " local_ip=" + m.local.String()
 	}
 	return s + " in_key=" + KeyOption{Fixed: !m.keyFlow, VNI: m.vni}.String()
 }
 
+// localKind is how a port matches the outer destination, in the order
+// tnl_find tries them (its enum ip_src_type: IP_SRC_CFG, IP_SRC_ANY,
+// IP_SRC_FLOW).
+type localKind uint8
+
+const (
+	localCfg  localKind = iota // local_ip=IP: the destination must be IP
+	localAny                   // no local_ip: any destination
+	localFlow                  // local_ip=flow: any, left to the flows
+)
+
+func (m match) localKind() localKind {
+	switch {
+	case m.localFlow:
+		return localFlow
+	case m.local != (addr{}):
+		return localCfg
+	}
+	return localAny
+}
+
 // class is the ports of one kind of match (which fields are fixed), in the
 // order tnl_find tries them, by the fields of their match that vary within
-// the class (zero when not fixed); local_ip is the receiver's.
+// the class (zero when not fixed).
 type class struct {
+	kind  classKind
+	ports map[classKey]*Port
+}
+
+type classKind struct {
 	keyFlow, remoteFlow bool
-	ports               map[classKey]*Port
+	local               localKind
 }
 
 type classKey struct {
-	remote addr
-	vni    uint32
+	remote, local addr
+	vni           uint32
 }
 
-// classOrder is tnl_find's order: fixed in_key before key=flow, then fixed
-// remote_ip before remote_ip=flow (then local_ip before none, which a
-// receiver does not need: all its ports have the same local_ip).
-var classOrder = [4]struct{ keyFlow, remoteFlow bool }{
-	{false, false}, {false, true}, {true, false}, {true, true},
+// classOrder is tnl_find's order, its twelve tnl_match_maps: fixed in_key
+// before key=flow, then fixed remote_ip before remote_ip=flow, then
+// local_ip=IP before no local_ip before local_ip=flow.
+var classOrder = func() (o [12]classKind) {
+	i := 0
+	for _, keyFlow := range [2]bool{false, true} {
+		for _, remoteFlow := range [2]bool{false, true} {
+			for _, local := range [3]localKind{localCfg, localAny, localFlow} {
+				o[i] = classKind{keyFlow, remoteFlow, local}
+				i++
+			}
+		}
+	}
+	return o
+}()
+
+func (m match) class() classKind {
+	return classKind{keyFlow: m.keyFlow, remoteFlow: m.remote == addr{}, local: m.localKind()}
 }
 
 // table is an immutable snapshot of a receiver's ports, rebuilt when a
@@ -129,29 +174,64 @@ type table struct {
 	classes []class // the non-empty ones, in classOrder
 	only    *Port   // the single port, when there is one
 	// all is the single port when it takes every datagram of the
-	// socket (key=flow, remote_ip=flow: Antrea's), which then needs no
-	// lookup at all.
-	all *Port
+	// socket to allAt (any address, or its local_ip), whatever its source and VNI
+	// (key=flow, remote_ip=flow: Antrea's), which then needs no lookup.
+	all   *Port
+	allAt dstMatch
 }
 
-// newTable indexes ports, which share their local_ip and have distinct
-// matches (join checks).
+// dstMatch is an outer destination in the form the packet path compares
+// it in: any, an IPv4 address as tunnel.Metadata holds it, or IPv6.
+type dstMatch struct {
+	kind dstKind
+	dst4 uint32
+	dst  addr
+}
+
+type dstKind uint8
+
+const (
+	dstAny dstKind = iota
+	dstV4
+	dstV6
+)
+
+// misses reports whether the destination of m (as parseControl left it)
+// is not d's; d is not dstAny.
+func (d *dstMatch) misses(m *tunnel.Metadata) bool {
+	if d.kind == dstV4 {
+		return m.IPv6 || m.Dst != d.dst4
+	}
+	return destAddr(m) != d.dst
+}
+
+func dstMatchOf(a addr) dstMatch {
+	switch {
+	case a == (addr{}):
+		return dstMatch{}
+	case a.hi == 0 && a.lo>>32 == 0xffff:
+		return dstMatch{kind: dstV4, dst4: uint32(a.lo), dst: a}
+	}
+	return dstMatch{kind: dstV6, dst: a}
+}
+
+// newTable indexes ports, which have distinct matches (join checks).
 func newTable(ports []*Port) *table {
 	t := &table{}
 	if len(ports) == 1 {
 		t.only = ports[0]
 		if m := t.only.match; m.keyFlow && m.remote == (addr{}) {
-			t.all = t.only
+			t.all, t.allAt = t.only, dstMatchOf(m.local)
 		}
 	}
 	for _, o := range classOrder {
-		c := class{keyFlow: o.keyFlow, remoteFlow: o.remoteFlow}
+		c := class{kind: o}
 		for _, p := range ports {
-			if p.match.keyFlow == o.keyFlow && (p.match.remote == addr{}) == o.remoteFlow {
+			if p.match.class() == o {
 				if c.ports == nil {
 					c.ports = map[classKey]*Port{}
 				}
-				c.ports[classKey{remote: p.match.remote, vni: p.match.vni}] = p
+				c.ports[classKey{remote: p.match.remote, local: p.match.local, vni: p.match.vni}] = p
 			}
 		}
 		if c.ports != nil {
@@ -161,13 +241,11 @@ func newTable(ports []*Port) *table {
 	return t
 }
 
-// lookup returns the port a datagram from src with VNI vni is for, or nil
-// (Open vSwitch drops it: "receive tunnel port not found"). The outer
-// destination needs no lookup: the kernel delivered the datagram to the
-// receiver's socket, bound to the local_ip all its ports have.
-func (t *table) lookup(src addr, vni uint32) *Port {
+// lookup returns the port a datagram from src to dst with VNI vni is for,
+// or nil (Open vSwitch drops it: "receive tunnel port not found").
+func (t *table) lookup(src, dst addr, vni uint32) *Port {
 	if p := t.only; p != nil {
-		if p.match.claims(src, vni) {
+		if p.match.claims(src, dst, vni) {
 			return p
 		}
 		return nil
@@ -175,11 +253,14 @@ func (t *table) lookup(src addr, vni uint32) *Port {
 	for i := range t.classes {
 		c := &t.classes[i]
 		var k classKey
-		if !c.keyFlow {
+		if !c.kind.keyFlow {
 			k.vni = vni
 		}
-		if !c.remoteFlow {
+		if !c.kind.remoteFlow {
 			k.remote = src
+		}
+		if c.kind.local == localCfg {
+			k.local = dst
 		}
 		if p := c.ports[k]; p != nil {
 			return p
@@ -188,19 +269,20 @@ func (t *table) lookup(src addr, vni uint32) *Port {
 	return nil
 }
 
-// claims reports whether a datagram from src with VNI vni matches m (on
-// the socket of m's local_ip).
-func (m match) claims(src addr, vni uint32) bool {
-	return (m.keyFlow || m.vni == vni) && (m.remote == addr{} || m.remote == src)
+// claims reports whether a datagram from src to dst with VNI vni matches m.
+func (m match) claims(src, dst addr, vni uint32) bool {
+	return (m.keyFlow || m.vni == vni) && (m.remote == addr{} || m.remote == src) && (m.local == addr{} || m.local == dst)
 }
 
 // receiverKey identifies a shared socket: the network namespace (device
-// and inode of its nsfs file), the UDP port and the local address, whose
-// family decides the socket's (none: dual-stack, see openRx).
+// and inode of its nsfs file) and the UDP port. As Open vSwitch's
+// userspace tunnels take the datagrams of the port for every address of
+// the host (lib/tnl-ports.c) and match local_ip in tnl_find, the socket
+// listens on every address, dual-stack (see openRx), and the table
+// matches the outer destination.
 type receiverKey struct {
 	nsDev, nsIno uint64
 	port         uint16
-	local        addr
 }
 
 // receiver is the socket shared by the ports with one receiverKey.
@@ -238,15 +320,14 @@ func netnsID() (dev, ino uint64, err error) {
 	return st.Dev, st.Ino, nil
 }
 
-// join adds p to the receiver of its namespace, UDP port and local address,
-// opening the socket with the first port (see admits for the ports it
-// refuses).
+// join adds p to the receiver of its namespace and UDP port, opening the
+// socket with the first port (see admits for the ports it refuses).
 func (p *Port) join() error {
 	dev, ino, err := netnsID()
 	if err != nil {
 		return p.Errorf("network namespace: %w", err)
 	}
-	key := receiverKey{nsDev: dev, nsIno: ino, port: p.dstPort, local: p.match.local}
+	key := receiverKey{nsDev: dev, nsIno: ino, port: p.dstPort}
 	receivers.mu.Lock()
 	defer receivers.mu.Unlock()
 	r := receivers.m[key]
@@ -277,16 +358,16 @@ func (p *Port) join() error {
 }
 
 // admits checks that p can join r: its match is new (Open vSwitch refuses
-// a tunnel "with same config as port" another) and r receives from its
+// a tunnel "with same config as port" another, with EEXIST) and r receives from its
 // remote_ip's family.
 func (r *receiver) admits(p *Port) error {
 	for _, q := range r.ports {
 		if q.match == p.match {
-			return p.Errorf("same config as port %s (%s)", q.Name(), p.match)
+			return p.Errorf("same config as port %s (%s): %w", q.Name(), p.match, unix.EEXIST)
 		}
 	}
-	if p.remote6 != [16]byte{} && !r.v6 {
-		return p.Errorf("remote_ip %s: no IPv6 receive socket (IPv6 is off in the kernel)", p.match.remote)
+	if (p.remote6 != [16]byte{} || p.local6 != [16]byte{}) && !r.v6 {
+		return p.Errorf("no IPv6 receive socket for %s (IPv6 is off in the kernel)", p.match)
 	}
 	return nil
 }

@@ -15,8 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
-
 // ipAddr is s (IPv4 or IPv6) as the table sees it; "" is no address.
 func ipAddr(s string) addr {
 	if s == "" {
@@ -61,10 +59,24 @@ func TestTableLookup(t *testing.T) {
 	local6 := tnlPort("local6", "fd00::2", keyFlow, "fd00::1")
 	local6key5 := tnlPort("local6-key5", "", vni(5), "fd00::1")
 
+	// Ports on the same socket with a local_ip, without, and with
+	// local_ip=flow.
+	at1 := tnlPort("at-1", "", keyFlow, "10.0.0.1")
+	at9 := tnlPort("at-9", "", keyFlow, "10.0.0.9")
+	anyDst := tnlPort("any", "", keyFlow, "")
+	flowDst := tnlPort("local-flow", "", keyFlow, "")
+	flowDst.match.localFlow = true
+	flowDstToB := tnlPort("local-flow-b", "10.0.0.2", keyFlow, "")
+	flowDstToB.match.localFlow = true
+	at1key5 := tnlPort("at-1-key5", "", vni(5), "10.0.0.1")
+	anyToB := tnlPort("any-b", "10.0.0.2", keyFlow, "")
+	at1ToB := tnlPort("at-1-b", "10.0.0.2", keyFlow, "10.0.0.1")
+
 	type pkt struct {
 		src  string
 		vni  uint32
 		want *Port
+		dst  string // "": 10.0.0.1 or fd00::1
 	}
 	cases := []struct {
 		name  string
@@ -72,49 +84,80 @@ func TestTableLookup(t *testing.T) {
 		pkts  []pkt
 	}{
 		{"one port per remote chassis", []*Port{toB, toC}, []pkt{
-			{"10.0.0.2", 1, toB}, {"10.0.0.3", 7, toC}, {"10.0.0.4", 1, nil},
+			{"10.0.0.2", 1, toB, ""}, {"10.0.0.3", 7, toC, ""}, {"10.0.0.4", 1, nil, ""},
 		}},
 		{"fixed remote_ip before remote_ip=flow", []*Port{flow, toB, toC}, []pkt{
-			{"10.0.0.2", 1, toB}, {"10.0.0.3", 1, toC}, {"10.0.0.4", 1, flow}, {"10.0.0.9", 0xffffff, flow},
+			{"10.0.0.2", 1, toB, ""}, {"10.0.0.3", 1, toC, ""}, {"10.0.0.4", 1, flow, ""}, {"10.0.0.9", 0xffffff, flow, ""},
 		}},
 		{"fixed in_key before key=flow, whatever remote_ip", []*Port{toB, flow, key5}, []pkt{
-			{"10.0.0.2", 5, key5}, {"10.0.0.2", 6, toB}, {"10.0.0.4", 5, key5}, {"10.0.0.4", 6, flow},
+			{"10.0.0.2", 5, key5, ""}, {"10.0.0.2", 6, toB, ""}, {"10.0.0.4", 5, key5, ""}, {"10.0.0.4", 6, flow, ""},
 		}},
 		{"fixed in_key and remote_ip first of all", []*Port{toB, flow, key5, key5toB}, []pkt{
-			{"10.0.0.2", 5, key5toB}, {"10.0.0.3", 5, key5}, {"10.0.0.2", 4, toB},
+			{"10.0.0.2", 5, key5toB, ""}, {"10.0.0.3", 5, key5, ""}, {"10.0.0.2", 4, toB, ""},
 		}},
 		{"no key option: VNI 0 only", []*Port{key0}, []pkt{
-			{"10.0.0.2", 0, key0}, {"10.0.0.2", 1, nil},
+			{"10.0.0.2", 0, key0, ""}, {"10.0.0.2", 1, nil, ""},
 		}},
 		{"a lone fixed-remote port drops the others", []*Port{toB}, []pkt{
-			{"10.0.0.2", 3, toB}, {"10.0.0.3", 3, nil},
+			{"10.0.0.2", 3, toB, ""}, {"10.0.0.3", 3, nil, ""},
 		}},
 		{"a lone port with local_ip", []*Port{local}, []pkt{
-			{"10.0.0.2", 3, local},
+			{"10.0.0.2", 3, local, ""},
 		}},
-		{"no ports", nil, []pkt{{"10.0.0.2", 3, nil}}},
+		{"no ports", nil, []pkt{{"10.0.0.2", 3, nil, ""}}},
 		{"one port per remote chassis, IPv6", []*Port{toB6, toC6}, []pkt{
-			{"fd00::2", 1, toB6}, {"fd00::3", 7, toC6}, {"fd00::4", 1, nil}, {"10.0.0.2", 1, nil},
+			{"fd00::2", 1, toB6, ""}, {"fd00::3", 7, toC6, ""}, {"fd00::4", 1, nil, ""}, {"10.0.0.2", 1, nil, ""},
 		}},
 		{"both families on the dual-stack socket", []*Port{toB, toB6, flow, key5toB6}, []pkt{
-			{"10.0.0.2", 1, toB}, {"fd00::2", 1, toB6}, {"fd00::2", 5, key5toB6}, {"10.0.0.2", 5, toB},
+			{"10.0.0.2", 1, toB, ""}, {"fd00::2", 1, toB6, ""}, {"fd00::2", 5, key5toB6, ""}, {"10.0.0.2", 5, toB, ""},
 			// IPv4-compatible and NAT64 forms of 10.0.0.2 are other addresses.
-			{"::10.0.0.2", 1, flow}, {"64:ff9b::10.0.0.2", 1, flow}, {"fd00::9", 1, flow},
+			{"::10.0.0.2", 1, flow, ""}, {"64:ff9b::10.0.0.2", 1, flow, ""}, {"fd00::9", 1, flow, ""},
 		}},
 		{"a lone fixed-remote IPv6 port", []*Port{toB6}, []pkt{
-			{"fd00::2", 3, toB6}, {"fd00::3", 3, nil}, {"10.0.0.2", 3, nil},
+			{"fd00::2", 3, toB6, ""}, {"fd00::3", 3, nil, ""}, {"10.0.0.2", 3, nil, ""},
 		}},
 		{"IPv6 local_ip", []*Port{local6, local6key5}, []pkt{
-			{"fd00::2", 3, local6}, {"fd00::2", 5, local6key5}, {"fd00::3", 3, nil},
+			{"fd00::2", 3, local6, ""}, {"fd00::2", 5, local6key5, ""}, {"fd00::3", 3, nil, ""},
+			{"fd00::2", 3, nil, "fd00::9"}, {"fd00::2", 3, nil, "10.0.0.1"},
+		}},
+		// ip_src_type: IP_SRC_CFG, then IP_SRC_ANY, then IP_SRC_FLOW.
+		{"local_ip before none before local_ip=flow", []*Port{flowDst, anyDst, at1, at9}, []pkt{
+			{"10.0.0.2", 3, at1, "10.0.0.1"}, {"10.0.0.2", 3, at9, "10.0.0.9"}, {"10.0.0.2", 3, anyDst, "10.0.0.7"},
+			{"fd00::2", 3, anyDst, "fd00::1"},
+		}},
+		{"local_ip=flow takes what no other port does", []*Port{flowDst, at1}, []pkt{
+			{"10.0.0.2", 3, at1, "10.0.0.1"}, {"10.0.0.2", 3, flowDst, "10.0.0.7"}, {"fd00::2", 3, flowDst, "fd00::1"},
+		}},
+		{"a lone local_ip port drops other destinations", []*Port{at1}, []pkt{
+			{"10.0.0.2", 3, at1, "10.0.0.1"}, {"10.0.0.2", 3, nil, "10.0.0.9"}, {"10.0.0.2", 3, nil, "::ffff:0.0.0.0"},
+		}},
+		// The local_ip comes last: a fixed remote_ip without local_ip
+		// wins over a local_ip with remote_ip=flow, a fixed key over both.
+		{"in_key, then remote_ip, then local_ip", []*Port{at1, anyToB, at1key5, flowDstToB}, []pkt{
+			{"10.0.0.2", 3, anyToB, "10.0.0.1"}, {"10.0.0.3", 3, at1, "10.0.0.1"}, {"10.0.0.2", 5, at1key5, "10.0.0.1"},
+			{"10.0.0.3", 3, nil, "10.0.0.9"}, {"10.0.0.2", 5, anyToB, "10.0.0.9"},
+		}},
+		{"fixed remote_ip: local_ip before none before flow", []*Port{flowDstToB, anyToB, at1ToB}, []pkt{
+			{"10.0.0.2", 3, at1ToB, "10.0.0.1"}, {"10.0.0.2", 3, anyToB, "10.0.0.9"},
+		}},
+		{"local_ip=flow without other ports", []*Port{flowDstToB}, []pkt{
+			{"10.0.0.2", 3, flowDstToB, "10.0.0.9"}, {"10.0.0.3", 3, nil, "10.0.0.9"},
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tbl := newTable(c.ports)
 			for _, p := range c.pkts {
-				got := tbl.lookup(ipAddr(p.src), p.vni)
+				dst := p.dst
+				if dst == "" {
+					dst = "10.0.0.1"
+					if netip.MustParseAddr(p.src).Is6() {
+						dst = "fd00::1"
+					}
+				}
+				got := tbl.lookup(ipAddr(p.src), ipAddr(dst), p.vni)
 				if got != p.want {
-					t.Errorf("from %s VNI %d: port %v, want %v", p.src, p.vni, portName(got), portName(p.want))
+					t.Errorf("from %s to %s VNI %d: port %v, want %v", p.src, dst, p.vni, portName(got), portName(p.want))
 				}
 			}
 		})
@@ -143,9 +186,9 @@ func BenchmarkTableLookup(b *testing.B) {
 	}{{"one port", one}, {"100 chassis", ovn}} {
 		b.Run(c.name, func(b *testing.B) {
 			tbl := newTable(c.ports)
-			src := ipAddr("10.0.1.42")
+			src, dst := ipAddr("10.0.1.42"), ipAddr("10.0.0.1")
 			for b.Loop() {
-				if tbl.lookup(src, 7) == nil {
+				if tbl.lookup(src, dst, 7) == nil {
 					b.Fatal("no port")
 				}
 			}
@@ -314,8 +357,8 @@ func TestSharedSocket(t *testing.T) {
 		t.Helper()
 		return readShared(t, p, n, d, false)
 	}
-	if toB.PollFd() < 0 || toC.PollFd() != -1 || flow.PollFd() != -1 {
-		t.Fatalf("poll descriptors %d %d %d: only the first port reads", toB.PollFd(), toC.PollFd(), flow.PollFd())
+	if toB.PollFd() != toB.rx.fd || toC.PollFd() != toC.inbox.fd || flow.PollFd() != flow.inbox.fd {
+		t.Fatalf("poll descriptors %d %d %d: only the first port reads the socket, the others poll their inboxes", toB.PollFd(), toC.PollFd(), flow.PollFd())
 	}
 	send(map[string][][]byte{
 		"127.0.0.2": {genevePacket(1, frame), genevePacket(9, frame)},
@@ -360,9 +403,9 @@ func TestSharedSocket(t *testing.T) {
 			return err
 		}
 		defer unix.Close(fd)
-		return unix.Bind(fd, &unix.SockaddrInet4{Addr: ip4("127.0.0.1"), Port: 6081})
+		return unix.Bind(fd, &unix.SockaddrInet4{Port: 6081})
 	}); err != nil {
-		t.Errorf("bind 127.0.0.1:6081 after the last port closed: %v", err)
+		t.Errorf("bind 0.0.0.0:6081 after the last port closed: %v", err)
 	}
 }
 
@@ -441,5 +484,87 @@ func TestSharedSocketIPv6(t *testing.T) {
 				t.Errorf("%d datagrams for no port, want %d", st.RxNoPort, tc.noPort)
 			}
 		})
+	}
+}
+
+// TestHandoffToOtherGroup: the reader of a shared socket hands a datagram
+// for a port of another group (another bridge) to that port's inbox, as it
+// came off the socket: that port's own read returns it, decapsulated, as
+// its own, with the outer source, destination and VNI; a full inbox drops
+// what comes next, counted on its port; a port of the reader's group gets
+// its frames from the reader, as before.
+func TestHandoffToOtherGroup(t *testing.T) {
+	ns := netnstest.NewNS(t)
+	frame := tunneltest.SeedFrame(t)
+	cfg := func(name, remote string) Config {
+		return Config{Name: name, RemoteIP: netip.MustParseAddr(remote), ReadTimeout: 20 * time.Millisecond}
+	}
+	a := openIn(t, ns, cfg("a", "127.0.0.2"))
+	a2 := openIn(t, ns, cfg("a2", "127.0.0.4"))
+	b := openIn(t, ns, cfg("b", "127.0.0.3"))
+	var ga, gb RxGroup
+	a.SetRxGroup(&ga)
+	a2.SetRxGroup(&ga)
+	b.SetRxGroup(&gb)
+	if b.PollFd() != b.inbox.fd {
+		t.Fatalf("b polls %d, want its inbox %d", b.PollFd(), b.inbox.fd)
+	}
+	sendAll(t, ns, []string{"127.0.0.1"}, map[string][][]byte{
+		"127.0.0.2": {genevePacket(1, frame)},
+		"127.0.0.3": {genevePacket(2, frame), genevePacket(3, frame)},
+		"127.0.0.4": {genevePacket(4, frame)},
+	})
+	if got := readShared(t, a, 2, 5*time.Second, false); got["a"] != 1 || got["a2"] != 1 || len(got) != 2 {
+		t.Errorf("the reader returned %v, want a 1, a2 1", got)
+	}
+	bt := port.NewBatch(8)
+	md := make([]tunnel.Metadata, 8)
+	n, err := b.ReadTunnelBatch(bt, md)
+	if err != nil || n != 2 {
+		t.Fatalf("b read %d frames (%v), want its 2 from its inbox", n, err)
+	}
+	for i := range n {
+		if b.RxPort(i) != b || md[i].VNI != uint32(i+2) || md[i].Src != 0x7f000003 || md[i].Dst != 0x7f000001 || string(bt.Frames[i]) != string(frame) {
+			t.Errorf("frame %d: port %s VNI %d %x->%x, want b VNI %d 127.0.0.3->127.0.0.1 and the frame sent", i, portName(b.RxPort(i)), md[i].VNI, md[i].Src, md[i].Dst, i+2)
+		}
+	}
+	if st := b.Stats(); st.RxPackets != 2 || st.RxDropped != 0 {
+		t.Errorf("b: %+v, want 2 received", st)
+	}
+	// A critical option only b's bridge maps: a's refuses it, b's loop
+	// takes it.
+	if err := b.SetTLVMap(tunneltest.TLVMap(t, tunneltest.AntreaTLV)); err != nil {
+		t.Fatal(err)
+	}
+	opt := []byte{0x01, 0x04, 0x80, 0x01, 0xa0, 0, 0, 0} // class 0x104, critical type 0x80, 4 bytes
+	withOpt := append([]byte{0x02, 0, 0x65, 0x58, 0, 0, 6, 0}, append(opt, frame...)...)
+	sendAll(t, ns, []string{"127.0.0.1"}, map[string][][]byte{"127.0.0.3": {withOpt}})
+	readShared(t, a, 1, 200*time.Millisecond, false)
+	if n, err := b.ReadTunnelBatch(bt, md); err != nil || n != 1 || md[0].VNI != 6 || len(md[0].Options) != 8 {
+		t.Errorf("b read %d frames (%v), want the one with an option a's bridge does not map", n, err)
+	}
+	if st := a.TunnelStats(); st.RxHeaderErrors != 0 {
+		t.Errorf("a counted %d header errors for b's datagram", st.RxHeaderErrors)
+	}
+	// b reads nothing: its inbox fills up, then drops (sent in rounds
+	// that the socket's own queue holds).
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Stats().RxDropped == 0 && time.Now().Before(deadline) {
+		sendAll(t, ns, []string{"127.0.0.1"}, map[string][][]byte{"127.0.0.3": slices.Repeat([][]byte{genevePacket(5, frame)}, 64)})
+		readShared(t, a, 1, 20*time.Millisecond, false)
+	}
+	if q, st := b.inbox.queued.Load(), b.Stats(); q != inboxSlots || st.RxDropped == 0 {
+		t.Errorf("b's inbox holds %d (want %d) and dropped %d (want some)", q, inboxSlots, st.RxDropped)
+	}
+	got := 0
+	for got < inboxSlots {
+		n, err := b.ReadTunnelBatch(bt, md)
+		if err != nil || n == 0 {
+			t.Fatalf("b read %d (%v) after %d of its inbox", n, err, got)
+		}
+		got += n
+	}
+	if got != inboxSlots {
+		t.Errorf("b read %d from its inbox, want %d", got, inboxSlots)
 	}
 }

@@ -106,6 +106,25 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 	return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), errNoNeighbour)
 }
 
+// IsLocal reports whether a (IPv4 or IPv6) is an address of this host:
+// the kernel's route to it is a local one (RTN_LOCAL), as OVS's route
+// table marks the addresses a tunnel may send from (ovs_router_lookup).
+func (r *Resolver) IsLocal(a netip.Addr) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	family, bits := byte(unix.AF_INET), byte(32)
+	if a.Is6() {
+		family, bits = unix.AF_INET6, 128
+	}
+	msg := []byte{family, bits, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	msg = rtnl.AppendAttr(msg, unix.RTA_DST, a.AsSlice())
+	_, hdr, err := r.request(unix.RTM_GETROUTE, unix.RTM_NEWROUTE, msg, 12)
+	if err != nil {
+		return false, fmt.Errorf("route to %s: %w", a, err)
+	}
+	return hdr[7] == unix.RTN_LOCAL, nil
+}
+
 // request sends one rtnetlink get request and returns the attributes and
 // the fixed header (hdrLen bytes) of the answer of type answer.
 func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rtattr, []byte, error) {

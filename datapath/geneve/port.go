@@ -33,6 +33,12 @@ type Config struct {
 	// address and send from the source address of the kernel's route to
 	// each destination.
 	LocalIP netip.Addr
+	// LocalFlow is options:local_ip=flow (LocalIP unset, RemoteIP unset):
+	// an IPv4 packet leaves from the tun_src of its flow key (when set and
+	// an address of this host), as OVS's native tunnels do; received
+	// packets match whatever their destination, after the ports with a
+	// fixed or no local_ip.
+	LocalFlow bool
 	// Port is options:dst_port, the UDP port listened on and sent to;
 	// 0 means 6081.
 	Port uint16
@@ -81,6 +87,10 @@ type Stats struct {
 	// tun_ipv6_dst were 0, or tun_ipv6_dst was set on a port that cannot
 	// send IPv6 (also in TxDropped).
 	TxNoDst uint64
+	// TxNoSrc are frames dropped because the port's local_ip, or the
+	// tun_src of a local_ip=flow port, is not an address of this host
+	// (also in TxDropped): OVS's "native tunnel routing failed".
+	TxNoSrc uint64
 	// RxNoPort are datagrams this port read from the shared socket that
 	// no port sharing it claims (also in RxDropped): Open vSwitch's
 	// "receive tunnel port not found".
@@ -92,12 +102,12 @@ type Stats struct {
 // remote), datagrams received on the Geneve UDP port are decapsulated into
 // frames plus Metadata.
 //
-// Receive uses a UDP socket bound to LocalIP:Port (the kernel validates the
-// outer IP and UDP headers and checksums, reassembles fragments and answers
-// nothing else on the port), which every port with the same namespace,
-// local_ip and UDP port shares (see receiver): the port that reads it
-// hands out frames for all of them, RxPort tells which. Without local_ip
-// it is one dual-stack IPv6 socket that receives both families. Transmit
+// Receive uses a dual-stack UDP socket on Port of every address (the kernel
+// validates the outer IP and UDP headers and checksums, reassembles
+// fragments and answers nothing else on the port), which every port with
+// the same namespace and UDP port shares (see receiver): the port that
+// reads it hands out frames for the ports of its group (its bridge), RxPort
+// tells which, and hands the others' to their inboxes (see RxGroup). Transmit
 // uses send-only raw sockets (IPPROTO_RAW, which never receives), one per
 // family, because the UDP source port must carry the inner flow's hash for
 // ECMP/RSS, as OVS and the kernel's geneve driver do, and a bound UDP socket
@@ -124,6 +134,8 @@ type Port struct {
 	// outKeyOnly is the zero key with tun_id out_key, for WriteBatch.
 	outKeyOnly flowtable.Key
 	rx         *receiver // the shared socket, from Open on
+	group      atomic.Pointer[RxGroup]
+	inbox      inbox // datagrams for p that a port of another group read
 
 	txFd  int
 	tx6Fd int // raw IPv6 socket; -1 when the port carries IPv4 only
@@ -155,8 +167,17 @@ type Port struct {
 	// fills in the source: used whenever local_ip is not an IPv6 address.
 	routeFd6 int
 	srcs6    map[[16]byte]routeSrc6
+	// localRes asks the kernel whether local_ip, or a tun_src of a
+	// local_ip=flow port, is this host's; OVS sends from no other
+	// address. locals caches the answers for tun_src (isLocal),
+	// localUntil and localOK the one for local_ip (localIPUp). Guarded
+	// by TxMu.
+	localRes   *Resolver
+	locals     map[[4]byte]routeSrc
+	localUntil int64
+	localOK    bool
 
-	rxHeaderErrors, rxNoPort, txMTUDrops, txNoDst atomic.Uint64
+	rxHeaderErrors, rxNoPort, txMTUDrops, txNoDst, txNoSrc atomic.Uint64
 }
 
 // routeSrc is the source address the kernel's routing picked for one
@@ -184,6 +205,7 @@ const rxCtlLen = 64
 // of the OS thread).
 func Open(cfg Config) (*Port, error) {
 	p := &Port{txFd: -1, tx6Fd: -1, routeFd: -1, routeFd6: -1}
+	p.inbox.fd = -1
 	if err := p.open(cfg); err != nil {
 		p.Discard(p.release)
 		return nil, err
@@ -222,10 +244,13 @@ func (p *Port) open(cfg Config) error {
 			p.remote6 = remote.As16()
 		}
 	}
+	if cfg.LocalFlow && (local.IsValid() || remote.IsValid()) {
+		return p.Errorf("local_ip=flow needs remote_ip=flow and no local_ip address")
+	}
 	if cfg.InKey.VNI >= 1<<24 || cfg.OutKey.VNI >= 1<<24 {
 		return p.Errorf("key %s/%s: a VNI has 24 bits", cfg.InKey, cfg.OutKey)
 	}
-	p.match = match{remote: addrOf(remote), local: addrOf(local), keyFlow: !cfg.InKey.Fixed, vni: cfg.InKey.VNI}
+	p.match = match{remote: addrOf(remote), local: addrOf(local), keyFlow: !cfg.InKey.Fixed, vni: cfg.InKey.VNI, localFlow: cfg.LocalFlow}
 	if p.match.keyFlow {
 		p.match.vni = 0
 	}
@@ -259,6 +284,13 @@ func (p *Port) open(cfg Config) error {
 	if err := p.openTx(); err != nil {
 		return err
 	}
+	if p.match.localFlow || p.local != [4]byte{} || p.local6 != [16]byte{} {
+		r, err := NewResolver()
+		if err != nil {
+			return p.Errorf("local_ip: %w", err)
+		}
+		p.localRes = r
+	}
 	if p.csum && p.local == [4]byte{} {
 		// The UDP checksum covers the source address, which the kernel
 		// would otherwise only fill in after we computed it (OVN's
@@ -277,6 +309,9 @@ func (p *Port) open(cfg Config) error {
 		}
 		p.routeFd6 = fd
 		p.srcs6 = map[[16]byte]routeSrc6{}
+	}
+	if err := p.inbox.open(); err != nil {
+		return p.Errorf("inbox eventfd: %w", err)
 	}
 	if err := p.join(); err != nil {
 		return err
@@ -337,26 +372,20 @@ func interfaceMTU(addr netip.Addr) int {
 	return 1500
 }
 
-// openRx opens the receive socket of a new receiver: IPv4 bound to an
-// IPv4 local_ip, IPv6 only bound to an IPv6 one, and without local_ip
-// dual-stack IPv6 (IPv4 arrives as v4-mapped addresses), so that the ports
-// sharing it serve peers of both families (remote_ip of either, or flow
-// with tun_dst and tun_ipv6_dst peers alike). Without IPv6 in the kernel
-// the dual-stack case falls back to IPv4 only; v6 tells which it got.
+// openRx opens the receive socket of a new receiver: dual-stack IPv6 on
+// every address (IPv4 arrives as v4-mapped addresses), so that the ports
+// sharing it serve peers and local addresses of both families, whatever
+// their local_ip (the table matches it against the destination IP_PKTINFO
+// and IPV6_PKTINFO report). Without IPv6 in the kernel it falls back to
+// IPv4 only; v6 tells which it got.
 func (p *Port) openRx() (fd int, v6 bool, err error) {
-	dual := p.local == [4]byte{} && p.local6 == [16]byte{}
-	if dual || p.local6 != [16]byte{} {
-		fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
-		switch {
-		case err == nil:
-			if err := p.setupRx6(fd, dual); err != nil {
-				unix.Close(fd)
-				return -1, false, err
-			}
-			return fd, true, nil
-		case !dual:
-			return -1, false, p.Errorf("IPv6 UDP socket: %w", err)
+	fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err == nil {
+		if err := p.setupRx6(fd); err != nil {
+			unix.Close(fd)
+			return -1, false, err
 		}
+		return fd, true, nil
 	}
 	fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
@@ -364,8 +393,8 @@ func (p *Port) openRx() (fd int, v6 bool, err error) {
 	}
 	err = p.setRxOptions(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO")
 	if err == nil {
-		if e := unix.Bind(fd, &unix.SockaddrInet4{Addr: p.local, Port: int(p.dstPort)}); e != nil {
-			err = p.Errorf("bind %s:%d: %w", netip.AddrFrom4(p.local), p.dstPort, e)
+		if e := unix.Bind(fd, &unix.SockaddrInet4{Port: int(p.dstPort)}); e != nil {
+			err = p.Errorf("bind 0.0.0.0:%d: %w", p.dstPort, e)
 		}
 	}
 	if err != nil {
@@ -375,26 +404,20 @@ func (p *Port) openRx() (fd int, v6 bool, err error) {
 	return fd, false, nil
 }
 
-// setupRx6 sets up and binds the IPv6 receive socket fd.
-func (p *Port) setupRx6(fd int, dual bool) error {
-	v6only := 1
-	if dual {
-		v6only = 0
-		// IPv4 datagrams on a dual-stack socket carry IPv4 control messages.
-		if err := p.setRxOptions(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO"); err != nil {
-			return err
-		}
-	}
+// setupRx6 sets up and binds the dual-stack receive socket fd.
+func (p *Port) setupRx6(fd int) error {
 	// UDP_NO_CHECK6_RX: accept a zero UDP checksum over IPv6 as OVS's
 	// userspace tunnels do (RFC 6935 allows it for tunnels); a nonzero
-	// one is still verified by the kernel.
-	if err := p.setRxOptions(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only, "IPV6_V6ONLY",
+	// one is still verified by the kernel. IPv4 datagrams on a
+	// dual-stack socket carry IPv4 control messages (IP_PKTINFO).
+	if err := p.setRxOptions(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO",
+		unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0, "IPV6_V6ONLY",
 		unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO",
 		unix.IPPROTO_UDP, unix.UDP_NO_CHECK6_RX, 1, "UDP_NO_CHECK6_RX"); err != nil {
 		return err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet6{Addr: p.local6, Port: int(p.dstPort)}); err != nil {
-		return p.Errorf("bind [%s]:%d: %w", netip.AddrFrom16(p.local6), p.dstPort, err)
+	if err := unix.Bind(fd, &unix.SockaddrInet6{Port: int(p.dstPort)}); err != nil {
+		return p.Errorf("bind [::]:%d: %w", p.dstPort, err)
 	}
 	return nil
 }
@@ -483,6 +506,7 @@ func (p *Port) UnderlayMTU() int { return p.mtu }
 // headers it sends (the kernel fast path builds the same ones).
 type Outer struct {
 	Local, Remote [4]byte // zero: unset (remote_ip=flow)
+	LocalFlow     bool    // local_ip=flow: the source is the flow's tun_src
 	DstPort       uint16
 	Csum          bool
 	TTL           uint8
@@ -491,7 +515,7 @@ type Outer struct {
 
 // Outer returns the port's outer header configuration.
 func (p *Port) Outer() Outer {
-	return Outer{Local: p.local, Remote: p.remote, DstPort: p.dstPort, Csum: p.csum, TTL: p.ttl, MTU: p.mtu}
+	return Outer{Local: p.local, LocalFlow: p.match.localFlow, Remote: p.remote, DstPort: p.dstPort, Csum: p.csum, TTL: p.ttl, MTU: p.mtu}
 }
 
 // SetTLVMap recompiles the option map after the bridge's TLV map changed.
@@ -529,9 +553,10 @@ func (p *Port) ReadBatch(b *port.Batch) (int, error) {
 // ReadTunnelBatch is ReadBatch with the metadata of frame i in md[i]. It
 // reads at most min(b.Cap(), len(md), BatchSize) datagrams. When other
 // ports share the socket, only one of them reads it at a time and its
-// frames are for any of them (RxPort); the others read nothing until the
-// reading port closes and one of them takes over. The inner frames
-// and md's Options live in b's buffers until b is read into again.
+// frames are for any port of its group (RxPort); the others read what it
+// handed to their inboxes until it closes and one of them takes over.
+// The inner frames and md's Options live in b's buffers until b is read
+// into again.
 // Datagrams with a bad Geneve header, option lengths that differ from the
 // TLV map, or unknown critical options are dropped and counted.
 func (p *Port) ReadTunnelBatch(b *port.Batch, md []tunnel.Metadata) (int, error) {
@@ -544,13 +569,13 @@ func (p *Port) TryReadBatch(b *port.Batch) (int, error) {
 	return p.readTunnel(b, p.rxMD, false)
 }
 
-// PollFd implements port.Poller: the UDP socket, or -1 while another port
-// reads it (poll(2) skips a negative descriptor).
+// PollFd implements port.Poller: the UDP socket, or, while another port
+// reads it, the inbox's eventfd.
 func (p *Port) PollFd() int {
 	if r := p.rx; r != nil && r.reader.Load() == p {
 		return r.fd
 	}
-	return -1
+	return p.inbox.fd
 }
 
 // turnCheck is how often a port that does not read the shared socket
@@ -558,17 +583,18 @@ func (p *Port) PollFd() int {
 const turnCheck = 100 * time.Millisecond
 
 // waitTurn waits, up to the read timeout, while another port reads the
-// shared socket; it reports whether p is the reader. The caller holds RxMu.
+// shared socket and nothing is in p's inbox; it reports whether p is the
+// reader. The caller holds RxMu.
 func (p *Port) waitTurn(block bool) (bool, error) {
 	r := p.rx
 	if r.reader.Load() == p {
 		p.RxPoll[0].Fd = int32(r.fd)
 		return true, nil
 	}
-	// Only the wake eventfd: Close ends the wait.
-	p.RxPoll[0].Fd = -1
+	// The inbox and the wake eventfd: Close ends the wait.
+	p.RxPoll[0].Fd = int32(p.inbox.fd)
 	var waited time.Duration
-	for block && (p.Timeout < 0 || waited < time.Duration(p.Timeout)*time.Millisecond) {
+	for block && p.inbox.queued.Load() == 0 && (p.Timeout < 0 || waited < time.Duration(p.Timeout)*time.Millisecond) {
 		d := turnCheck
 		if p.Timeout >= 0 {
 			d = min(d, time.Duration(p.Timeout)*time.Millisecond-waited)
@@ -595,7 +621,13 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 	if want == 0 {
 		return 0, nil
 	}
+	if p.inbox.queued.Load() != 0 {
+		return p.Lend(p.decapBatch(b, md, p.readInbox(b, want))), nil
+	}
 	if reader, err := p.waitTurn(block); !reader || err != nil {
+		if err == nil && p.inbox.queued.Load() != 0 {
+			return p.Lend(p.decapBatch(b, md, p.readInbox(b, want))), nil
+		}
 		return 0, err
 	}
 	fd := p.rx.fd
@@ -648,18 +680,25 @@ func (p *Port) readTunnel(b *port.Batch, md []tunnel.Metadata, block bool) (int,
 
 // decapBatch turns the got received datagrams into frames, dropping and
 // counting the bad ones and those no port claims, and returns how many
-// frames it produced. Each frame is counted on the port it is for.
+// frames it produced. Each frame is counted on the port it is for; a
+// datagram for a port of another group goes to that port's inbox.
 func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	om := p.opts.Load()
 	tbl := p.rx.tbl.Load()
+	group := p.group.Load()
+	all, allAt := tbl.all, tbl.allAt
 	n := 0
 	var c port.RxCounts
 	var hdrErrs, noPort uint64
 	// The datagrams of a batch mostly come from one peer: the last
 	// lookup is kept.
-	var lastSrc addr
-	var lastVNI uint32
+	var lastSrc, lastDst addr
+	var lastDst4, lastVNI uint32
+	var lastV6, lastForeign bool
 	var lastTo *Port
+	if all != nil && all != p && all.group.Load() != group {
+		all = nil // another bridge's port: the lookup hands it over
+	}
 	// The frames for other ports are counted on them run by run.
 	var other *Port
 	var oc port.RxCounts
@@ -671,25 +710,48 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 			c.LengthErrors++
 			continue
 		}
-		inner, err := tunnel.Decap(b.Buffer(i, p.rxBufLen)[:h.Len], m)
-		if err == nil {
-			err = om.Check(m)
-		}
+		dgram := b.Buffer(i, p.rxBufLen)[:h.Len]
+		inner, err := tunnel.Decap(dgram, m)
 		if err != nil {
 			hdrErrs++
 			continue
 		}
 		name := &p.rxNames[i]
-		to := tbl.all // a lone flow-based port (Antrea's) takes everything
-		if to == nil {
-			src := sourceAddr(name)
-			if lastTo == nil || src != lastSrc || m.VNI != lastVNI {
-				lastTo = tbl.lookup(src, m.VNI)
-				lastSrc, lastVNI = src, m.VNI
+		if om.Check(m) != nil {
+			// With this bridge's TLV map: a datagram for another
+			// bridge's port is judged by that port's loop.
+			if !p.handOver(tbl, i, dgram, m, group) {
+				hdrErrs++
 			}
-			to = lastTo
+			continue
 		}
+		// A lone flow-based port (Antrea's) takes everything (to its
+		// local_ip).
+		to := all
 		if to == nil {
+			// The destination compared as the metadata holds it: an
+			// IPv4 one in one word.
+			src := sourceAddr(name)
+			if lastTo == nil || src != lastSrc || m.VNI != lastVNI || m.Dst != lastDst4 || m.IPv6 != lastV6 || m.IPv6 && destAddr(m) != lastDst {
+				dst := destAddr(m)
+				lastTo = tbl.lookup(src, dst, m.VNI)
+				lastSrc, lastDst, lastDst4, lastV6, lastVNI = src, dst, m.Dst, m.IPv6, m.VNI
+				// lastForeign: the port is another bridge's.
+				lastForeign = lastTo != nil && lastTo != p && lastTo.group.Load() != group
+			}
+			if to = lastTo; to == nil {
+				noPort++
+				continue
+			}
+			if lastForeign {
+				// Its loop decapsulates it again, with its bridge's
+				// TLV map.
+				if !to.deliver(p, i, dgram) {
+					to.Ctr.RxDropped.Add(1)
+				}
+				continue
+			}
+		} else if allAt.kind != dstAny && allAt.misses(m) {
 			noPort++
 			continue
 		}
@@ -722,6 +784,34 @@ func (p *Port) decapBatch(b *port.Batch, md []tunnel.Metadata, got int) int {
 	}
 	p.CountRx(&c)
 	return n
+}
+
+// handOver gives datagram i of the last read, which the port's options
+// check refused, to its port when that is of another group than group,
+// and reports whether it did.
+func (p *Port) handOver(tbl *table, i int, dgram []byte, m *tunnel.Metadata, group *RxGroup) bool {
+	to := tbl.all
+	if to == nil {
+		to = tbl.lookup(sourceAddr(&p.rxNames[i]), destAddr(m), m.VNI)
+	} else if tbl.allAt.kind != dstAny && tbl.allAt.misses(m) {
+		to = nil
+	}
+	if to == nil || to == p || to.group.Load() == group {
+		return false
+	}
+	if !to.deliver(p, i, dgram) {
+		to.Ctr.RxDropped.Add(1)
+	}
+	return true
+}
+
+// destAddr is the outer destination of a datagram, as parseControl left
+// it in m.
+func destAddr(m *tunnel.Metadata) addr {
+	if m.IPv6 {
+		return addrFrom16(&m.Dst6)
+	}
+	return addr{0, 0xffff<<32 | uint64(m.Dst)}
 }
 
 // addRx adds the received frames c (of a read by another port) to p's
@@ -759,14 +849,11 @@ func isV4Mapped(a *[16]byte) bool {
 }
 
 // parseControl walks the control messages of one datagram: it sets the
-// outer destination address of m (IP_PKTINFO or IPV6_PKTINFO; the bound
-// address otherwise) and its family and the interface it arrived on
+// outer destination address of m (IP_PKTINFO or IPV6_PKTINFO; 0 without
+// them) and its family and the interface it arrived on
 // (Ifindex, 0 when unknown).
 func (p *Port) parseControl(h *unix.Msghdr, ctl *[rxCtlLen]byte, m *tunnel.Metadata) {
-	m.Dst = binary.BigEndian.Uint32(p.local[:])
-	m.Ifindex = 0
-	m.IPv6 = p.local6 != [16]byte{}
-	m.Dst6 = p.local6
+	m.Dst, m.Ifindex, m.IPv6 = 0, 0, false
 	c := ctl[:min(int(h.Controllen), rxCtlLen)]
 	for len(c) >= unix.SizeofCmsghdr {
 		cm := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
@@ -837,6 +924,11 @@ func (p *Port) WriteTunnel(frames [][]byte, keys []*flowtable.Key) (int, error) 
 	}
 	if keys != nil && len(keys) != len(frames) {
 		return 0, p.Errorf("write: %d frames but %d keys", len(frames), len(keys))
+	}
+	if p.localRes != nil && !p.match.localFlow && !p.localIPUp() {
+		p.txNoSrc.Add(uint64(len(frames)))
+		p.Ctr.TxDropped.Add(uint64(len(frames)))
+		return len(frames), nil
 	}
 	om := p.opts.Load()
 	i := 0
@@ -961,6 +1053,20 @@ func (p *Port) putUDP(udp []byte, sport uint16) {
 // prepare builds the outer IPv4 + UDP + Geneve packet for one frame into
 // send slot s; false means the frame was dropped (and counted).
 func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionMap, dst [4]byte) bool {
+	src := p.local // 0: the kernel picks the route's source
+	switch {
+	case p.match.localFlow && k.TunSrc() != 0:
+		// local_ip=flow: the flow's tun_src, which OVS's route lookup
+		// (ovs_router_lookup) takes only when it is a local address.
+		binary.BigEndian.PutUint32(src[:], k.TunSrc())
+		if !p.isLocal(src) {
+			p.txNoSrc.Add(1)
+			p.Ctr.TxDropped.Add(1)
+			return false
+		}
+	case p.routeFd >= 0:
+		src = p.sourceFor(dst)
+	}
 	buf, sport, udpLen, ok := p.encap(s, frame, k, om, tunnel.IPv4HeaderLen)
 	if !ok {
 		return false
@@ -974,10 +1080,6 @@ func (p *Port) prepare(s int, frame []byte, k *flowtable.Key, om *tunnel.OptionM
 	ip[8] = p.ttl
 	ip[9] = unix.IPPROTO_UDP
 	binary.BigEndian.PutUint16(ip[10:], 0) // the kernel computes it
-	src := p.local                         // 0: the kernel picks the route's source
-	if p.routeFd >= 0 {
-		src = p.sourceFor(dst)
-	}
 	copy(ip[12:16], src[:])
 	copy(ip[16:20], dst[:])
 	udp := buf[tunnel.IPv4HeaderLen : tunnel.IPv4HeaderLen+udpLen]
@@ -1072,6 +1174,42 @@ func (p *Port) sourceFor6(dst *[16]byte) [16]byte {
 	return src
 }
 
+// localIPUp reports whether the port's local_ip is an address of this
+// host now (the answer is kept for srcTTL): OVS sends from local_ip only
+// then ("native tunnel routing failed" otherwise), where the raw socket
+// would send from an address nobody here has.
+func (p *Port) localIPUp() bool {
+	now := time.Now().UnixNano()
+	if now < p.localUntil {
+		return p.localOK
+	}
+	local := netip.AddrFrom4(p.local)
+	if p.local6 != [16]byte{} {
+		local = netip.AddrFrom16(p.local6)
+	}
+	ok, err := p.localRes.IsLocal(local)
+	p.localOK, p.localUntil = ok && err == nil, now+int64(srcTTL)
+	return p.localOK
+}
+
+// isLocal reports whether src is an address of this host (of the port's
+// namespace). Answers are cached for srcTTL, as sourceFor's.
+func (p *Port) isLocal(src [4]byte) bool {
+	now := time.Now().UnixNano()
+	if r, ok := p.locals[src]; ok && now < r.until {
+		return r.src == src
+	}
+	r := routeSrc{until: now + int64(srcTTL)}
+	if ok, err := p.localRes.IsLocal(netip.AddrFrom4(src)); ok && err == nil {
+		r.src = src
+	}
+	if p.locals == nil || len(p.locals) > 4096 {
+		p.locals = map[[4]byte]routeSrc{}
+	}
+	p.locals[src] = r
+	return r.src == src
+}
+
 // send transmits the prepared slots [0, slots), retrying after partial
 // sends. Per-message errors the kernel reports for one datagram (no route,
 // no buffer space, too big, filtered) drop that datagram; any other error
@@ -1152,6 +1290,7 @@ func (p *Port) TunnelStats() Stats {
 		RxHeaderErrors: p.rxHeaderErrors.Load(),
 		TxMTUDrops:     p.txMTUDrops.Load(),
 		TxNoDst:        p.txNoDst.Load(),
+		TxNoSrc:        p.txNoSrc.Load(),
 		RxNoPort:       p.rxNoPort.Load(),
 	}
 }
@@ -1160,7 +1299,11 @@ func (p *Port) TunnelStats() Stats {
 func (p *Port) Close() error { return p.Base.Close(p.release, nil) }
 
 func (p *Port) release() error {
-	return errors.Join(p.leave(), p.CloseFd(&p.txFd, "raw socket"),
+	var resErr error
+	if p.localRes != nil {
+		resErr = p.localRes.Close()
+	}
+	return errors.Join(resErr, p.leave(), p.inbox.close(), p.CloseFd(&p.txFd, "raw socket"),
 		p.CloseFd(&p.tx6Fd, "raw IPv6 socket"), p.CloseFd(&p.routeFd, "route lookup socket"),
 		p.CloseFd(&p.routeFd6, "IPv6 route lookup socket"))
 }

@@ -3,6 +3,7 @@ package geneve
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -422,11 +423,10 @@ func TestOpenErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"IPv6 local_ip not on this host", Config{LocalIP: netip.MustParseAddr("fd00::1")}, "bind [fd00::1]:6081"},
 		{"bad remote_ip", Config{RemoteIP: netip.IPv4Unspecified()}, "remote_ip"},
 		{"multicast IPv6 remote_ip", Config{RemoteIP: netip.MustParseAddr("ff02::1")}, "want a unicast IPv4 or IPv6 address"},
 		{"families differ", Config{LocalIP: worker1IP, RemoteIP: worker2IP6}, "not the same address family"},
-		{"address not on this host", Config{LocalIP: worker1IP}, "bind 10.79.1.201:6081"},
+		{"local_ip=flow with a fixed remote_ip", Config{LocalFlow: true, RemoteIP: worker2IP}, "local_ip=flow needs remote_ip=flow"},
 		{"tiny MTU", Config{UnderlayMTU: 40}, "cannot carry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -443,9 +443,9 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 	// Two ports with the same match on one socket: refused, as OVS
-	// refuses a tunnel "with same config as port" another. A port on one
-	// address of the UDP port another listens on for every address:
-	// the kernel refuses the second bind.
+	// refuses a tunnel "with same config as port" another. A port with a
+	// local_ip, one with local_ip=flow and one on an address not on
+	// this host (OVS takes it too) share the socket of one without.
 	if err := ns.Do(func() error {
 		p, err := Open(Config{})
 		if err != nil {
@@ -458,11 +458,15 @@ func TestOpenErrors(t *testing.T) {
 			}
 			return fmt.Errorf("second Open: %v, want a same-config error", err)
 		}
-		if q, err := Open(Config{LocalIP: netip.MustParseAddr("127.0.0.1")}); err == nil || !errors.Is(err, unix.EADDRINUSE) {
-			if q != nil {
-				q.Close()
+		for _, c := range []Config{{LocalIP: netip.MustParseAddr("127.0.0.1")}, {LocalFlow: true}, {LocalIP: worker1IP}, {LocalIP: netip.MustParseAddr("fd00::1")}} {
+			q, err := Open(c)
+			if err != nil {
+				return fmt.Errorf("Open %s next to a port without local_ip: %w", q.match, err)
 			}
-			return fmt.Errorf("Open on 127.0.0.1: %v, want EADDRINUSE", err)
+			defer q.Close()
+			if q.rx != p.rx {
+				return fmt.Errorf("%s has a socket of its own", q.match)
+			}
 		}
 		return nil
 	}); err != nil {
@@ -470,11 +474,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// TestSocketDrops: datagrams the receive socket's queue dropped (more
-// than it holds arrived while nobody read) are counted in RxDropped, as
-// the kernel counts them for the socket (the drops column of
-// /proc/net/udp), and every datagram is either received or dropped there
-// or before (veth backlog).
 func TestSocketDrops(t *testing.T) {
 	u := newUnderlay(t, 1500)
 	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
@@ -502,7 +501,7 @@ func TestSocketDrops(t *testing.T) {
 	}
 	var kernel uint64
 	err := u.ns2.Do(func() error {
-		data, err := os.ReadFile("/proc/thread-self/net/udp")
+		data, err := os.ReadFile("/proc/thread-self/net/udp6") // the dual-stack socket
 		if err != nil {
 			return err
 		}
@@ -513,7 +512,7 @@ func TestSocketDrops(t *testing.T) {
 				return err
 			}
 		}
-		return errors.New("no socket on UDP 6081 in /proc/net/udp")
+		return errors.New("no socket on UDP 6081 in /proc/net/udp6")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -525,5 +524,71 @@ func TestSocketDrops(t *testing.T) {
 	}
 	if s.RxDropped != kernel || s.RxPackets != uint64(got) || uint64(got)+kernel > sent {
 		t.Errorf("RxDropped %d, RxPackets %d; want the kernel's %d and the %d received (of %d sent)", s.RxDropped, s.RxPackets, kernel, got, sent)
+	}
+}
+
+// TestLocalIPFlow: a local_ip=flow port sends an IPv4 packet from its
+// flow's tun_src when that is an address of the node, as OVS's native
+// tunnels do, from the route's source without one (with a correct UDP
+// checksum either way), and drops it, counted, when tun_src is nobody's
+// here (OVS: "native tunnel routing failed").
+func TestLocalIPFlow(t *testing.T) {
+	u := newUnderlay(t, 1500)
+	u.ns1.MustExec(t, "ip", "addr", "add", "10.79.1.211/24", "dev", u.veth.Host)
+	p1 := openIn(t, u.ns1, Config{LocalFlow: true, Csum: true, OutKey: KeyOption{Fixed: true, VNI: 9}})
+	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
+	inner := tunneltest.SeedFrame(t)
+	for _, c := range []struct{ tunSrc, want string }{
+		{"10.79.1.211", "10.79.1.211"},
+		{"", "10.79.1.201"},
+		{"10.79.1.99", ""},
+	} {
+		var k flowtable.Key
+		flowtable.FieldTunDst.SetUint64(&k, uint64(binary.BigEndian.Uint32(worker2IP.AsSlice())))
+		if c.tunSrc != "" {
+			flowtable.FieldTunSrc.SetUint64(&k, uint64(binary.BigEndian.Uint32(netip.MustParseAddr(c.tunSrc).AsSlice())))
+		}
+		before := p1.TunnelStats()
+		if n, err := p1.WriteTunnel([][]byte{inner}, []*flowtable.Key{&k}); n != 1 || err != nil {
+			t.Fatalf("WriteTunnel = %d, %v", n, err)
+		}
+		if c.want == "" {
+			expectNothing(t, p2, 200*time.Millisecond)
+			if st := p1.TunnelStats(); st.TxNoSrc != before.TxNoSrc+1 || st.TxDropped != before.TxDropped+1 {
+				t.Errorf("tun_src %s: TxNoSrc %d TxDropped %d, want one more each", c.tunSrc, st.TxNoSrc, st.TxDropped)
+			}
+			continue
+		}
+		_, md := readOne(t, p2, 5*time.Second)
+		if got := netip.AddrFrom4([4]byte{byte(md.Src >> 24), byte(md.Src >> 16), byte(md.Src >> 8), byte(md.Src)}); got.String() != c.want || md.VNI != 9 {
+			t.Errorf("tun_src %q: received from %s VNI %d, want from %s VNI 9", c.tunSrc, got, md.VNI, c.want)
+		}
+	}
+}
+
+// TestLocalIPNotHere: a local_ip that is no address of the node opens (as
+// in OVS, which takes the configuration), receives nothing and sends
+// nothing, counted, until the address appears: the raw socket would
+// otherwise send from an address nobody here has, where OVS's route
+// lookup fails.
+func TestLocalIPNotHere(t *testing.T) {
+	u := newUnderlay(t, 1500)
+	p1 := openIn(t, u.ns1, Config{LocalIP: netip.MustParseAddr("10.79.1.211"), RemoteIP: worker2IP})
+	p2 := openIn(t, u.ns2, Config{LocalIP: worker2IP, ReadTimeout: 50 * time.Millisecond})
+	inner := tunneltest.SeedFrame(t)
+	if n, err := p1.WriteBatch([][]byte{inner}); n != 1 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	expectNothing(t, p2, 200*time.Millisecond)
+	if st := p1.TunnelStats(); st.TxNoSrc != 1 || st.TxDropped != 1 || st.TxPackets != 0 {
+		t.Errorf("stats %+v, want one frame dropped for its source", st)
+	}
+	u.ns1.MustExec(t, "ip", "addr", "add", "10.79.1.211/24", "dev", u.veth.Host)
+	time.Sleep(srcTTL + 100*time.Millisecond) // the last answer expires
+	if n, err := p1.WriteBatch([][]byte{inner}); n != 1 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	if _, md := readOne(t, p2, 5*time.Second); md.Src != 0x0a4f01d3 {
+		t.Errorf("received from %#x, want 10.79.1.211", md.Src)
 	}
 }

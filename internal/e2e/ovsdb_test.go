@@ -674,9 +674,16 @@ func (r *ovsdbRig) monitorCfg() func() time.Duration {
 // the rig's namespace on the same database.
 func (r *ovsdbRig) startOVS() {
 	r.t.Helper()
-	args := r.ns.Command("ovs-vswitchd", "unix:"+r.dbSock(), "--pidfile="+filepath.Join(r.dir, "ovs-vswitchd.pid"),
-		"--unixctl="+filepath.Join(r.dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(r.dir, "ovs-vswitchd.log"),
-		"-vconsole:off", "--no-chdir", "--disable-system", "--disable-system-route")
+	r.startOVSWith("--disable-system-route")
+}
+
+// startOVSWith is startOVS with the extra arguments instead of
+// --disable-system-route.
+func (r *ovsdbRig) startOVSWith(extra ...string) {
+	r.t.Helper()
+	args := r.ns.Command(append([]string{"ovs-vswitchd", "unix:" + r.dbSock(), "--pidfile=" + filepath.Join(r.dir, "ovs-vswitchd.pid"),
+		"--unixctl=" + filepath.Join(r.dir, "ovs-vswitchd.ctl"), "--log-file=" + filepath.Join(r.dir, "ovs-vswitchd.log"),
+		"-vconsole:off", "--no-chdir", "--disable-system"}, extra...)...)
 	r.govs = exec.Command(args[0], args[1:]...)
 	r.govs.Env = r.env
 	if err := r.govs.Start(); err != nil {

@@ -38,7 +38,7 @@ type Reply struct {
 var Commands = map[string]string{
 	"add-br":          "add-br BRIDGE [datapath_id=HEX] [fail_mode=secure|standalone] [listener=ptcp:PORT] [controller=tcp:IP:PORT]",
 	"del-br":          "del-br BRIDGE",
-	"add-port":        "add-port BRIDGE PORT [type=system|internal|geneve] [ofport_request=N] [mac=MAC] [mtu_request=N] [options:KEY=VALUE...] (geneve: options:remote_ip=flow|IP options:local_ip=IP [options:key=flow|0] [options:csum=true|false] [options:dst_port=N] [options:ttl=N]; system and internal: options:vnet_hdr=true|false; system and afxdp: options:n_rxq_desc=N)",
+	"add-port":        "add-port BRIDGE PORT [type=system|internal|geneve] [ofport_request=N] [mac=MAC] [mtu_request=N] [options:KEY=VALUE...] (geneve: options:remote_ip=flow|IP options:local_ip=IP|flow [options:key=flow|0] [options:csum=true|false] [options:dst_port=N] [options:ttl=N]; system and internal: options:vnet_hdr=true|false; system and afxdp: options:n_rxq_desc=N)",
 	"del-port":        "del-port [BRIDGE] PORT",
 	"show":            "show",
 	"dump-cache":      "dump-cache [BRIDGE]: the megaflow cache counters of each bridge",

@@ -177,7 +177,11 @@ func (d *Daemon) reconcile(want State) Result {
 		start := func(p PortConfig, no uint32) {
 			got, err := d.startPort(b, p, no)
 			if err != nil {
-				d.Log.Warn("port not opened", zap.String("bridge", wb.Name), zap.String("port", p.Name), zap.Error(err))
+				fields := []zap.Field{zap.String("bridge", wb.Name), zap.String("port", p.Name), zap.Error(err)}
+				if re := (refusedError{}); errors.As(err, &re) {
+					fields = append(fields, zap.NamedError("cause", re.Cause))
+				}
+				d.Log.Warn("port not opened", fields...)
 				status[p.Name] = PortStatus{Bridge: wb.Name, OFPort: -1, Err: err}
 				return
 			}
@@ -336,6 +340,16 @@ var errNoDevice = errors.New("No such device")
 type wordedError struct{ error }
 
 func (e wordedError) Unwrap() error { return e.error }
+
+// refusedError is an error worded as OVS writes Interface.error, with
+// govs's own account of it (Cause) for the log.
+type refusedError struct {
+	worded wordedError
+	Cause  error
+}
+
+func (e refusedError) Error() string { return e.worded.Error() }
+func (e refusedError) Unwrap() error { return e.worded }
 
 // openError words a port that could not be opened as OVS writes it into
 // Interface.error.

@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -10,13 +11,14 @@ import (
 
 	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/port"
+	"golang.org/x/sys/unix"
 )
 
 // GeneveOptions documents the Interface options of type=geneve that govs
 // understands, with the meaning ovs-vswitchd.conf.db(5) gives them.
 var GeneveOptions = map[string]string{
 	"remote_ip": "flow (tun_dst or tun_ipv6_dst set by the flows) or the peer's IPv4 or IPv6 address; required",
-	"local_ip":  "this node's underlay IPv4 or IPv6 address, which the port sends from and listens on; default: listen on every address of both families and send from the address of the kernel's route to each tun_dst or tun_ipv6_dst, as OVS does",
+	"local_ip":  "this node's underlay IPv4 or IPv6 address, which the port sends from and receives on (packets to other addresses go to the ports without local_ip); flow (with remote_ip=flow): send from the flow's tun_src (an address of this node) and receive on every address, after the ports with a local_ip or none; default: receive on every address of both families and send from the address of the kernel's route to each tun_dst or tun_ipv6_dst, as OVS does",
 	"key":       "flow (VNI from and to tun_id) or a fixed VNI N (sent on every packet; only packets with VNI N are received); sets in_key and out_key; default 0, as OVS",
 	"in_key":    "flow or a fixed VNI N that received packets must carry (default: key)",
 	"out_key":   "flow or a fixed VNI N sent on every packet (default: key)",
@@ -55,15 +57,22 @@ func geneveConfig(cfg PortConfig) (geneve.Config, error) {
 		}
 		tc.RemoteIP = ip
 	}
-	if v, ok := o["local_ip"]; ok && v != "" {
+	switch v, ok := o["local_ip"]; {
+	case !ok || v == "":
+	case v == "flow":
+		tc.LocalFlow = true
+	default:
 		ip, err := parseUnderlayIP(v)
 		if err != nil {
 			return tc, fmt.Errorf("options:local_ip=%s: %w", v, err)
 		}
 		tc.LocalIP = ip
 	}
+	if tc.LocalFlow && tc.RemoteIP.IsValid() {
+		return tc, wordedError{fmt.Errorf("%s: geneve type requires 'remote_ip=flow' with 'local_ip=flow'", cfg.Name)} // OVS's words
+	}
 	if tc.LocalIP.IsValid() && tc.RemoteIP.IsValid() && tc.LocalIP.Is4() != tc.RemoteIP.Is4() {
-		return tc, fmt.Errorf("%s: 'remote_ip' and 'local_ip' has to be of the same address family", cfg.Name) // OVS's words
+		return tc, wordedError{fmt.Errorf("%s: 'remote_ip' and 'local_ip' has to be of the same address family", cfg.Name)} // OVS's words
 	}
 	var err error
 	if tc.InKey, err = geneveKey(o, "in_key"); err != nil {
@@ -150,6 +159,11 @@ func openGeneve(cfg PortConfig) (port.Port, error) {
 		return nil, err
 	}
 	p, err := geneve.Open(tc)
+	if errors.Is(err, unix.EEXIST) {
+		// Another tunnel port has the same match: OVS's tnl_port_add
+		// refuses it with EEXIST, which bridge.c words so.
+		return nil, refusedError{wordedError{fmt.Errorf("could not add network device %s to ofproto (File exists)", cfg.Name)}, err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open geneve vport: %w", err)
 	}
