@@ -272,6 +272,10 @@ type Manager struct {
 	// its flows) do not touch them and nothing new is installed.
 	adopting bool
 	entries  map[offloadFlowKey]*installed
+	// pending counts the established packets of flows not installed yet
+	// (InstallAfter); pendingOld holds the previous second's counts, so a
+	// count lives one to two seconds without a packet.
+	pending, pendingOld map[offloadFlowKey]uint8
 	// forwarded counts what the kernel forwarded, as pushed to the rules,
 	// in all and by interface.
 	packets, bytes uint64
@@ -293,7 +297,9 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{},
+		pending: map[offloadFlowKey]uint8{}, pendingOld: map[offloadFlowKey]uint8{},
+		ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if k.Adopted() {
 		m.adoptPinned()
 		// No keepalives until Revalidate: nothing in userspace could
@@ -348,6 +354,7 @@ func (m *Manager) run() {
 		case <-t.C:
 			m.PushStats()
 			m.expire(IdleTimeout)
+			m.agePending()
 		}
 	}
 }
@@ -467,6 +474,8 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	}
 	if old != nil {
 		m.pushOneLocked(key, old) // the replaced entry's counters restart
+	} else if !m.due(key) {
+		return
 	}
 	d.Action.OutIfindex = uint32(out)
 	if enc != nil {
@@ -484,6 +493,41 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	// the entry, but conntrack adopts the connection, so its next packet
 	// through userspace is still +est.
 	m.installLocked(&key, d, in, countAs, connOf(start, final, hits))
+}
+
+// InstallAfter is the number of established packets of a flow (one
+// direction) userspace forwards before the kernel takes the flow over.
+// An entry costs system calls to write, to read its counters and to
+// delete (a few microseconds), more than the packets of a flow that ends
+// right after its handshake save: a short TCP connection (the handshake's
+// ACK, a request and its answer, then FIN or RST; 3 established packets
+// from the client) or a DNS answer. nftables's flowtable documents the
+// same choice: offload a connection once it has counted enough packets.
+const InstallAfter = 4
+
+// due counts an established packet of a flow without an entry and
+// reports whether the flow has had InstallAfter of them (its count is
+// then dropped).
+func (m *Manager) due(key offloadFlowKey) bool {
+	n, ok := m.pending[key]
+	if !ok {
+		n = m.pendingOld[key]
+	}
+	if n++; n < InstallAfter {
+		m.pending[key] = n
+		return false
+	}
+	delete(m.pending, key)
+	delete(m.pendingOld, key)
+	return true
+}
+
+// agePending forgets the counts of flows idle for a second or more.
+func (m *Manager) agePending() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.pendingOld)
+	m.pending, m.pendingOld = m.pendingOld, m.pending
 }
 
 // installLocked writes an entry valid in the current generation; in and
@@ -530,6 +574,8 @@ func (m *Manager) Forget(fk FlowKey) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.pending, key)
+	delete(m.pendingOld, key)
 	if e := m.entries[key]; e != nil && !m.closed {
 		m.deleteLocked(key, e)
 	}
