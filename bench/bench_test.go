@@ -40,7 +40,7 @@ func TestSmoke(t *testing.T) {
 	t.Logf("\n%s", table.String())
 
 	want := map[string][]string{
-		"direct": {"udp_pps", "udp_est_pps", "udp_est_sender_ns_per_pkt", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
+		"direct": {"udp_pps", "udp_est_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
 			"tcp1_host_cores", "tcp1_host_cores_per_gbit"},
 		"govs-normal": {"udp_pps", "udp_est_pps", "udp_est_switch_ns_per_pkt", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
 			"tcp1_host_cores", "tcp4_host_cores_per_gbit",

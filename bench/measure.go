@@ -331,12 +331,6 @@ func udpFlood(ctx context.Context, e *env, t *topology, prefix string, sport uin
 			return nil, fmt.Errorf("megaflow cache counters: %w", err)
 		}
 	}
-	// trafgen works in a process it forks per CPU.
-	sender := append(append([]int{p.pid()}, childPIDs(p.pid())...), ksoftirqdPIDs(e.cpu)...)
-	sa, err := ticksOf(sender)
-	if err != nil {
-		return nil, err
-	}
 	a, err := snapshotTx(t, true)
 	if err != nil {
 		return nil, err
@@ -345,10 +339,6 @@ func udpFlood(ctx context.Context, e *env, t *topology, prefix string, sport uin
 		return nil, err
 	}
 	b, err := snapshotTx(t, true)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := ticksOf(sender)
 	if err != nil {
 		return nil, err
 	}
@@ -371,14 +361,6 @@ func udpFlood(ctx context.Context, e *env, t *topology, prefix string, sport uin
 	m[prefix+"_pps"] = float64(b.serverRx-a.serverRx) / secs
 	// Offered in the same window: what trafgen got onto the client veth.
 	m[prefix+"_offered_pps"] = float64(b.clientTx-a.clientTx) / secs
-	// The sender's CPU per delivered frame: trafgen's and its CPU's
-	// ksoftirqd's, which is where the softirq work of the whole path runs
-	// (trafgen's transmit runs the receiving veths' backlog, and with it
-	// the pods' stacks and any kernel switch path, XDP or bridge, inline
-	// or in ksoftirqd). Unlike the packet rate it does not depend on how
-	// much of the CPU other processes took; a kernel path's cost per
-	// packet is its row's value minus the direct veth pair's.
-	m[prefix+"_sender_ns_per_pkt"] = float64(sb-sa) * 1e9 / clockTicksPerSecond / float64(b.serverRx-a.serverRx)
 	if ca.hasKernel && cb.hasKernel {
 		// The share of the delivered frames a kernel fast path forwarded
 		// (read around the snapshots: slightly wider a window).
@@ -640,72 +622,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// ticksOf is the CPU time of the processes pids together, in clock ticks.
-func ticksOf(pids []int) (uint64, error) {
-	var sum uint64
-	for _, pid := range pids {
-		v, err := cpuTicks(pid)
-		if err != nil {
-			return 0, err
-		}
-		sum += v
-	}
-	return sum, nil
-}
-
-// childPIDs returns the pids of the processes whose parent is pid.
-func childPIDs(pid int) []int {
-	var pids []int
-	eachProc(func(p int, dir string) {
-		if b, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil && parentOf(string(b)) == pid {
-			pids = append(pids, p)
-		}
-	})
-	return pids
-}
-
-// parentOf returns the ppid (field 4) of a /proc/<pid>/stat line, or -1.
-func parentOf(stat string) int {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 2 {
-		return -1
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return -1
-	}
-	return ppid
-}
-
-// eachProc calls fn with the pid and /proc directory of every process.
-func eachProc(fn func(pid int, dir string)) {
-	ents, _ := os.ReadDir("/proc")
-	for _, ent := range ents {
-		if pid, err := strconv.Atoi(ent.Name()); err == nil {
-			fn(pid, filepath.Join("/proc", ent.Name()))
-		}
-	}
-}
-
-// ksoftirqdPIDs returns the pids of the ksoftirqd threads of the CPUs in
-// cpus (a taskset list of single CPUs, "0" or "0,2"); CPUs it cannot
-// find are left out.
-func ksoftirqdPIDs(cpus string) []int {
-	want := map[string]bool{}
-	for _, c := range strings.Split(cpus, ",") {
-		want["ksoftirqd/"+strings.TrimSpace(c)] = true
-	}
-	var pids []int
-	eachProc(func(pid int, dir string) {
-		if comm, err := os.ReadFile(filepath.Join(dir, "comm")); err == nil && want[strings.TrimSpace(string(comm))] {
-			pids = append(pids, pid)
-		}
-	})
-	return pids
 }
