@@ -164,9 +164,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 		return d, false // no ct() recirculation: not a connection
 	}
 	// The cheapest test first: most refused packets are not established.
-	st := final.CtState()
-	if st&flowtable.CtStateTrk == 0 || st&flowtable.CtStateEst == 0 ||
-		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
+	if !established(final) {
 		return d, false
 	}
 	outputs, nat := 0, false
@@ -231,6 +229,15 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 		d.Rules = append(d.Rules, e.Rules()...)
 	}
 	return d, true
+}
+
+// established tells whether the packet with final key k was tracked on a
+// connection established in both directions (and not new, invalid or
+// related).
+func established(k *flowtable.Key) bool {
+	st := k.CtState()
+	return st&flowtable.CtStateTrk != 0 && st&flowtable.CtStateEst != 0 &&
+		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) == 0
 }
 
 // tupleChanged tells whether the pipeline rewrote the packet's 5-tuple.
@@ -445,6 +452,17 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	if err != nil {
 		return
 	}
+	if established(final) {
+		// A flow without an entry is only counted until it is due: the
+		// decision is taken then (its rules gathered, its output
+		// resolved), not for each of its first packets.
+		m.mu.Lock()
+		wait := m.entries[key] == nil && !m.closed && !m.adopting && !m.due(key)
+		m.mu.Unlock()
+		if wait {
+			return
+		}
+	}
 	d, ok := Decide(start, final, hits)
 	var (
 		out     int
@@ -474,8 +492,6 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	}
 	if old != nil {
 		m.pushOneLocked(key, old) // the replaced entry's counters restart
-	} else if !m.due(key) {
-		return
 	}
 	d.Action.OutIfindex = uint32(out)
 	if enc != nil {
