@@ -2,6 +2,7 @@ package offload
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
@@ -728,11 +730,19 @@ func (m *Manager) End(fk FlowKey, start, final *flowtable.Key, hits []*flowcache
 	}
 }
 
-// deleteLocked pushes an entry's last counters and deletes it.
+// deleteLocked pushes an entry's last counters and deletes it, in one
+// system call where the kernel can (a connection's end deletes two).
 func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
-	m.pushOneLocked(key, e)
-	if err := m.k.delete(&key); err != nil {
-		m.log.Warn("offload: deleting entry failed", zap.Error(err))
+	var v offloadFlowAction
+	switch err := m.k.lookupAndDelete(&key, &v); {
+	case err == nil:
+		m.pushValueLocked(e, &v)
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+	default:
+		m.pushOneLocked(key, e)
+		if err := m.k.delete(&key); err != nil {
+			m.log.Warn("offload: deleting entry failed", zap.Error(err))
+		}
 	}
 	m.dropLocked(key, e)
 }
@@ -758,6 +768,11 @@ func (m *Manager) pushOneLocked(key offloadFlowKey, e *installed) {
 	if err := m.k.objs.Flows.Lookup(&key, &v); err != nil {
 		return
 	}
+	m.pushValueLocked(e, &v)
+}
+
+// pushValueLocked pushes the counters of e's kernel entry, as read in v.
+func (m *Manager) pushValueLocked(e *installed, v *offloadFlowAction) {
 	dp, db := v.Packets-e.packets, v.Bytes-e.bytes
 	if dp == 0 {
 		return
