@@ -336,22 +336,18 @@ func crrOnce(d *net.Dialer, addr string, b []byte) (time.Duration, error) {
 // for a conntrack (Linux's, Open vSwitch's, govs's) to see the flow's
 // reply and call it established, as a DNS or QUIC server's answer does.
 func udpAnswer(addr string, timeout time.Duration) error {
-	la, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		return fmt.Errorf("address %q: %w", addr, err)
-	}
-	c, err := net.ListenUDP("udp4", la)
+	c, err := net.ListenPacket("udp4", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(timeout))
 	b := make([]byte, 64)
-	n, from, err := c.ReadFromUDP(b)
+	n, from, err := c.ReadFrom(b)
 	if err != nil {
 		return fmt.Errorf("udp answer: %w", err)
 	}
-	if _, err := c.WriteToUDP(b[:n], from); err != nil {
+	if _, err := c.WriteTo(b[:n], from); err != nil {
 		return fmt.Errorf("udp answer to %s: %w", from, err)
 	}
 	return nil
@@ -364,11 +360,8 @@ func udpHello(from, addr string, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("address %q: %w", from, err)
 	}
-	ra, err := net.ResolveUDPAddr("udp4", addr)
-	if err != nil {
-		return fmt.Errorf("address %q: %w", addr, err)
-	}
-	c, err := net.DialUDP("udp4", la, ra)
+	d := net.Dialer{LocalAddr: la}
+	c, err := d.Dial("udp4", addr)
 	if err != nil {
 		return fmt.Errorf("udp %s->%s: %w", from, addr, err)
 	}

@@ -1,14 +1,11 @@
 package offload
 
 import (
-	"encoding/binary"
 	"slices"
 	"testing"
 
 	"github.com/govs-project/govs/datapath/flowcache"
 	"github.com/govs-project/govs/flowtable"
-	"github.com/govs-project/govs/internal/ctadapter"
-	"github.com/govs-project/govs/ofproto/flowtext"
 )
 
 // TestOfferInstallsAfter: a flow gets its kernel entry at its
@@ -69,19 +66,8 @@ func TestOfferInstallsAfter(t *testing.T) {
 
 // tcpFrame is an IPv4/TCP frame with flags (no options, no payload).
 func tcpFrame(src, dst [4]byte, sport, dport uint16, flags byte) []byte {
-	f := make([]byte, 14+20+20)
-	copy(f[0:6], []byte{2, 0, 0, 0, 0, dst[3]})
-	copy(f[6:12], []byte{2, 0, 0, 0, 0, src[3]})
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, 6
-	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-14))
-	copy(ip[12:16], src[:])
-	copy(ip[16:20], dst[:])
-	tcp := ip[20:]
-	binary.BigEndian.PutUint16(tcp[0:], sport)
-	binary.BigEndian.PutUint16(tcp[2:], dport)
-	tcp[12], tcp[13] = 5<<4, flags
+	f := ipFrame(src, dst, 6, sport, dport, 20)
+	f[14+20+12], f[14+20+13] = 5<<4, flags
 	return f
 }
 
@@ -124,14 +110,7 @@ func TestTCPConnectionEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			p := flowtable.NewPipeline()
-			if err := flowtext.Load(p, flows, nil); err != nil {
-				t.Fatal(err)
-			}
-			ct := ctadapter.New()
-			p.Conntrack = ct
-			c := flowcache.New(p)
-			c.TraceHits = true
+			ct, c := newCachedPipeline(t, flows)
 			m.mu.Lock()
 			gen := m.gen
 			m.mu.Unlock()
