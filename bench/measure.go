@@ -488,6 +488,11 @@ func measureCRR(ctx context.Context, e *env, t *topology) (map[string]float64, e
 	}
 	if t.cacheStats != nil {
 		reportCache(m, "crr", ca, cb, res.Count)
+		if cb.hasKernel {
+			// Kernel entries the connections left behind (each ended
+			// with an RST): 0 unless entries outlive their connection.
+			m["crr_kernel_entries"] = cb.kernelEntries
+		}
 	}
 	switchCost(m, "crr", t, a, b)
 	if len(t.switchPIDs) > 0 {

@@ -149,8 +149,8 @@ type cacheStats struct {
 	flows, hits, misses float64
 	// kernel is what a kernel fast path forwarded (packets), when the
 	// switch has one (hasKernel).
-	kernel    float64
-	hasKernel bool
+	kernel, kernelEntries float64
+	hasKernel             bool
 }
 
 var (
@@ -158,6 +158,7 @@ var (
 	govsHits    = regexp.MustCompile(`hits: (\d+)`)
 	govsMisses  = regexp.MustCompile(`misses: (\d+)`)
 	govsKernel  = regexp.MustCompile(`kernel hits: (\d+) packets`)
+	govsKEnt    = regexp.MustCompile(`kernel entries: (\d+)`)
 	ovsLookups  = regexp.MustCompile(`lookups: hit:(\d+) missed:(\d+)`)
 	ovsFlows    = regexp.MustCompile(`flows: (\d+)`)
 )
@@ -189,7 +190,10 @@ func (g *govsNode) cacheStats() (cacheStats, error) {
 	}
 	if govsKernel.MatchString(rep) {
 		st.hasKernel = true
-		st.kernel, err = number(govsKernel, rep, 1)
+		if st.kernel, err = number(govsKernel, rep, 1); err != nil {
+			return st, err
+		}
+		st.kernelEntries, err = number(govsKEnt, rep, 1)
 	}
 	return st, err
 }
