@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -156,16 +157,19 @@ func smokeRun(t *testing.T, cfg Config) *Report {
 	return rep
 }
 
-// benchNamespaces lists the harness's namespaces that exist now.
+// benchNamespaces lists the namespaces this process's harness runs left.
 func benchNamespaces(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/run/netns")
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
+	// Only this process's: other harness runs (other test binaries on
+	// the machine) come and go meanwhile.
+	mine := fmt.Sprintf("%s%d-", nsPrefix, os.Getpid())
 	var out []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), nsPrefix) {
+		if strings.HasPrefix(e.Name(), mine) {
 			out = append(out, e.Name())
 		}
 	}
