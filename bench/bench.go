@@ -71,6 +71,9 @@ type env struct {
 	duration       time.Duration
 	crrConcurrency int
 	self           []string
+	// udpFlows counts the UDP measurements taken, so each floods from a
+	// source port of its own.
+	udpFlows int
 
 	vswitchdOnce sync.Once
 	vswitchdPath string

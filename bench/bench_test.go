@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -40,9 +41,9 @@ func TestSmoke(t *testing.T) {
 	t.Logf("\n%s", table.String())
 
 	want := map[string][]string{
-		"direct": {"udp_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
+		"direct": {"udp_pps", "udp_est_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
 			"tcp1_host_cores", "tcp1_host_cores_per_gbit"},
-		"govs-normal": {"udp_pps", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
+		"govs-normal": {"udp_pps", "udp_est_pps", "udp_est_switch_ns_per_pkt", "tcp1_gbps", "tcp4_gbps", "rr_tps", "rr_p50_us", "rr_p99_us", "crr_cps",
 			"tcp1_host_cores", "tcp4_host_cores_per_gbit",
 			"udp_switch_ns_per_pkt", "tcp1_switch_ns_per_pkt", "rr_switch_ns_per_pkt", "crr_switch_us_per_conn"},
 	}
@@ -98,12 +99,14 @@ func TestSmokeScenarios(t *testing.T) {
 		metrics      []string
 		wantOffloads string
 	}{
-		{"govs-geneve", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_offered_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
+		{"govs-geneve", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_offered_pps", "udp_switch_ns_per_pkt", "udp_est_pps", "udp_est_offered_pps", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
 		{"govs-antrea-tso", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "on"},
 		{"govs-antrea-tso-pmd", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt", "tcp1_host_cores"}, "on"},
 		{"direct-nooffload", []string{"tcp1"}, []string{"tcp1_gbps"}, "off"},
-		{"relay", []string{"udp", "rr"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "rr_p50_us"}, "off"},
+		{"relay", []string{"rr"}, []string{"rr_p50_us", "rr_switch_ns_per_pkt"}, "off"},
 		{"govs-antrea-xdp", []string{"udp", "tcp1"}, []string{"udp_pps", "udp_switch_ns_per_pkt", "tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
+		// The kernel path takes the established flood, not the one-way one.
+		{"govs-antrea-ebpf", []string{"udp"}, []string{"udp_pps", "udp_est_pps", "udp_est_kernel_share"}, "off"},
 		{"govs-antrea-xdp-nice0", []string{"tcp1"}, []string{"tcp1_gbps", "tcp1_switch_ns_per_pkt"}, "off"},
 	}
 	for _, tc := range tests {
@@ -125,6 +128,12 @@ func TestSmokeScenarios(t *testing.T) {
 				if st == nil || len(st.Values) != 1 || !(st.Median > 0) {
 					t.Errorf("%s: %s = %+v, want one positive value", s.Name, k, st)
 				}
+			}
+			if st := s.Metrics["udp_est_kernel_share"]; st != nil && st.Median < 0.9 {
+				t.Errorf("%s: the kernel forwarded %.3f of the established flood, want nearly all", s.Name, st.Median)
+			}
+			if st := s.Metrics["udp_kernel_share"]; st != nil && st.Median != 0 {
+				t.Errorf("%s: the kernel forwarded %.3f of the one-way flood, want none (it stays +new)", s.Name, st.Median)
 			}
 			if after := benchNamespaces(t); len(after) > len(before) {
 				t.Errorf("namespaces left behind: before %q, after %q", before, after)
@@ -148,16 +157,19 @@ func smokeRun(t *testing.T, cfg Config) *Report {
 	return rep
 }
 
-// benchNamespaces lists the harness's namespaces that exist now.
+// benchNamespaces lists the namespaces this process's harness runs left.
 func benchNamespaces(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/run/netns")
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
+	// Only this process's: other harness runs (other test binaries on
+	// the machine) come and go meanwhile.
+	mine := fmt.Sprintf("%s%d-", nsPrefix, os.Getpid())
 	var out []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), nsPrefix) {
+		if strings.HasPrefix(e.Name(), mine) {
 			out = append(out, e.Name())
 		}
 	}
@@ -552,5 +564,30 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestUDPHandshake checks the workers that establish the UDP flow on
+// loopback: the hello returns once the answer came back on the same
+// 5-tuple, and fails when nothing answers.
+func TestUDPHandshake(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := pc.LocalAddr().String()
+	pc.Close()
+	done := make(chan error, 1)
+	go func() { done <- udpAnswer(server, 5*time.Second) }()
+	// udpAnswer binds in its goroutine: the hello retries until it does.
+	if err := udpHello("127.0.0.1:0", server, 5*time.Second); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	// The answering socket is closed now: nothing answers.
+	if err := udpHello("127.0.0.1:0", server, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no answer") {
+		t.Errorf("hello to a closed port: err = %v, want no answer", err)
 	}
 }

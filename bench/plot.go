@@ -17,7 +17,8 @@ var plotMetrics = []struct {
 	scale      float64
 	higher     bool // higher is better (for the caption)
 }{
-	{"udp_pps", "UDP 64 B delivered (kpps)", 1e-3, true},
+	{"udp_est_pps", "UDP 64 B delivered, established flow (kpps)", 1e-3, true},
+	{"udp_pps", "UDP 64 B delivered, one-way (kpps)", 1e-3, true},
 	{"tcp1_gbps", "TCP 1 stream (Gbit/s)", 1, true},
 	{"tcp4_gbps", "TCP 4 streams (Gbit/s)", 1, true},
 	{"rr_p50_us", "TCP request/response p50 (µs)", 1, false},

@@ -62,10 +62,16 @@ type Ratio struct {
 var metricInfo = []struct {
 	key, label, unit string
 }{
-	{"udp_pps", "UDP 64B delivered", "kpps"},
-	{"udp_offered_pps", "UDP 64B offered", "kpps"},
-	{"udp_switch_ns_per_pkt", "UDP switch CPU/pkt", "ns"},
-	{"udp_switch_cores", "UDP switch CPU", "cores"},
+	{"udp_est_pps", "UDP 64B delivered, established", "kpps"},
+	{"udp_est_offered_pps", "UDP 64B offered, established", "kpps"},
+	{"udp_est_switch_ns_per_pkt", "UDP established switch CPU/pkt", "ns"},
+	{"udp_est_switch_cores", "UDP established switch CPU", "cores"},
+	{"udp_est_kernel_share", "UDP established in-kernel share", "fraction"},
+	{"udp_pps", "UDP 64B delivered, one-way", "kpps"},
+	{"udp_offered_pps", "UDP 64B offered, one-way", "kpps"},
+	{"udp_switch_ns_per_pkt", "UDP one-way switch CPU/pkt", "ns"},
+	{"udp_switch_cores", "UDP one-way switch CPU", "cores"},
+	{"udp_kernel_share", "UDP one-way in-kernel share", "fraction"},
 	{"tcp1_gbps", "TCP 1 stream", "Gbit/s"},
 	{"tcp1_switch_ns_per_pkt", "TCP 1 switch CPU/pkt", "ns"},
 	{"tcp1_host_cores", "TCP 1 host CPU busy", "cores"},
@@ -89,6 +95,7 @@ var metricInfo = []struct {
 	{"crr_megaflows", "Megaflows after the conns", "count"},
 	{"crr_hit_rate", "Megaflow hit rate", "fraction"},
 	{"crr_lookups_per_conn", "Cache lookups per conn", "count"},
+	{"crr_kernel_entries", "Kernel entries after the conns", "count"},
 }
 
 // metricScale converts the stored unit into the table's (pps -> kpps).
@@ -170,6 +177,7 @@ var ratioPairs = [][2]string{
 	{"govs-antrea-ebpf-tso", "ovs-antrea-tso"},
 	{"govs-antrea-ebpf-tso", "govs-antrea-tso"},
 	{"govs-antrea-ebpf", "direct-nooffload"},
+	{"govs-antrea-ebpf", "direct"},
 	{"govs-antrea-ebpf", "ovs-antrea"},
 	{"govs-antrea-ebpf", "govs-antrea"},
 	{"govs-antrea", "bridge"},

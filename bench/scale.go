@@ -147,12 +147,18 @@ func slicesContains(ports []uint16, port uint16) bool {
 // cacheStats are a switch's megaflow cache counters.
 type cacheStats struct {
 	flows, hits, misses float64
+	// kernel is what a kernel fast path forwarded (packets), when the
+	// switch has one (hasKernel).
+	kernel, kernelEntries float64
+	hasKernel             bool
 }
 
 var (
 	govsEntries = regexp.MustCompile(`entries: (\d+)`)
 	govsHits    = regexp.MustCompile(`hits: (\d+)`)
 	govsMisses  = regexp.MustCompile(`misses: (\d+)`)
+	govsKernel  = regexp.MustCompile(`kernel hits: (\d+) packets`)
+	govsKEnt    = regexp.MustCompile(`kernel entries: (\d+)`)
 	ovsLookups  = regexp.MustCompile(`lookups: hit:(\d+) missed:(\d+)`)
 	ovsFlows    = regexp.MustCompile(`flows: (\d+)`)
 )
@@ -179,7 +185,16 @@ func (g *govsNode) cacheStats() (cacheStats, error) {
 	if st.hits, err = number(govsHits, rep, 1); err != nil {
 		return st, err
 	}
-	st.misses, err = number(govsMisses, rep, 1)
+	if st.misses, err = number(govsMisses, rep, 1); err != nil {
+		return st, err
+	}
+	if govsKernel.MatchString(rep) {
+		st.hasKernel = true
+		if st.kernel, err = number(govsKernel, rep, 1); err != nil {
+			return st, err
+		}
+		st.kernelEntries, err = number(govsKEnt, rep, 1)
+	}
 	return st, err
 }
 

@@ -24,8 +24,9 @@ const WorkerEnv = "GOVS_BENCH_WORKER"
 
 // workerSpec tells a worker process what to do.
 type workerSpec struct {
-	Role        string        `json:"role"` // rr-server, rr-client, crr-server, crr-client, relay
-	Addr        string        `json:"addr"` // listen or connect address, ip:port
+	Role        string        `json:"role"`           // rr-server, rr-client, crr-server, crr-client, relay, udp-answer, udp-hello
+	Addr        string        `json:"addr"`           // listen or connect address, ip:port
+	From        string        `json:"from,omitempty"` // udp-hello: the local address, ip:port
 	Duration    time.Duration `json:"duration"`
 	Concurrency int           `json:"concurrency,omitempty"` // crr-client
 	Ifaces      []string      `json:"ifaces,omitempty"`      // relay
@@ -72,6 +73,10 @@ func runWorker(specJSON string, out io.Writer) error {
 		return crrServer(s.Addr)
 	case "relay":
 		return relay(s.Ifaces)
+	case "udp-answer":
+		return udpAnswer(s.Addr, s.Duration)
+	case "udp-hello":
+		return udpHello(s.From, s.Addr, s.Duration)
 	case "rr-client":
 		res, err = rrClient(s.Addr, s.Duration)
 	case "crr-client":
@@ -324,4 +329,55 @@ func crrOnce(d *net.Dialer, addr string, b []byte) (time.Duration, error) {
 	}
 	_, err = io.ReadFull(tc, b)
 	return connect, err
+}
+
+// udpAnswer answers the first datagram it receives on addr with one
+// datagram on the same 5-tuple, reversed, then closes the socket: enough
+// for a conntrack (Linux's, Open vSwitch's, govs's) to see the flow's
+// reply and call it established, as a DNS or QUIC server's answer does.
+func udpAnswer(addr string, timeout time.Duration) error {
+	c, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	b := make([]byte, 64)
+	n, from, err := c.ReadFrom(b)
+	if err != nil {
+		return fmt.Errorf("udp answer: %w", err)
+	}
+	if _, err := c.WriteTo(b[:n], from); err != nil {
+		return fmt.Errorf("udp answer to %s: %w", from, err)
+	}
+	return nil
+}
+
+// udpHello sends a datagram from the local address from to addr until the
+// answer comes back (every 100 ms, for at most timeout), then closes.
+func udpHello(from, addr string, timeout time.Duration) error {
+	la, err := net.ResolveUDPAddr("udp4", from)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", from, err)
+	}
+	d := net.Dialer{LocalAddr: la}
+	c, err := d.Dial("udp4", addr)
+	if err != nil {
+		return fmt.Errorf("udp %s->%s: %w", from, addr, err)
+	}
+	defer c.Close()
+	b := make([]byte, 64)
+	for end := time.Now().Add(timeout); time.Now().Before(end); {
+		if _, err := c.Write([]byte("hello")); err != nil {
+			return fmt.Errorf("udp hello: %w", err)
+		}
+		next := time.Now().Add(100 * time.Millisecond)
+		c.SetReadDeadline(next)
+		if _, err := c.Read(b); err == nil {
+			return nil
+		}
+		// A refusal (nothing bound yet) returns at once: keep the pace.
+		time.Sleep(time.Until(next))
+	}
+	return fmt.Errorf("no answer from %s to %s in %v", addr, from, timeout)
 }

@@ -334,14 +334,17 @@ func (l *loop) processOffload(in *bridgePort, i int) {
 	} else {
 		fk, kind = offload.KeyOf(l.in.ifindex, &l.pkt.Key)
 	}
-	if kind == offload.KeyOffer {
+	ends := kind == offload.KeyControl && offload.Ends(&l.pkt.Key)
+	if kind == offload.KeyOffer || ends {
 		l.start = l.pkt.Key
 	}
 	l.cache.Process(&l.pkt, l)
-	switch kind {
-	case offload.KeyOffer:
+	switch {
+	case kind == offload.KeyOffer:
 		l.b.offload.Offer(fk, gen, &l.start, &l.pkt.Key, l.cache.Hits, l.output)
-	case offload.KeyControl:
+	case ends:
+		l.b.offload.End(fk, &l.start, &l.pkt.Key, l.cache.Hits)
+	case kind == offload.KeyControl:
 		l.b.offload.Forget(fk)
 	}
 }

@@ -18,18 +18,25 @@ func (nopSink) PacketIn(*flowtable.Packet, *flowtable.PacketIn) {}
 
 // udpFrame is an IPv4/UDP frame from (srcIP, sport) to (dstIP, dport).
 func udpFrame(src, dst [4]byte, sport, dport uint16) []byte {
-	f := make([]byte, 14+20+8+16)
+	f := ipFrame(src, dst, 17, sport, dport, 8+16)
+	binary.BigEndian.PutUint16(f[14+24:], uint16(len(f)-34))
+	return f
+}
+
+// ipFrame is an IPv4 frame of protocol proto with l4 bytes after the IP
+// header, the first four of them the ports.
+func ipFrame(src, dst [4]byte, proto byte, sport, dport uint16, l4 int) []byte {
+	f := make([]byte, 14+20+l4)
 	copy(f[0:6], []byte{2, 0, 0, 0, 0, dst[3]})
 	copy(f[6:12], []byte{2, 0, 0, 0, 0, src[3]})
 	binary.BigEndian.PutUint16(f[12:], 0x0800)
 	ip := f[14:]
-	ip[0], ip[8], ip[9] = 0x45, 64, 17
+	ip[0], ip[8], ip[9] = 0x45, 64, proto
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-14))
 	copy(ip[12:16], src[:])
 	copy(ip[16:20], dst[:])
 	binary.BigEndian.PutUint16(ip[20:], sport)
 	binary.BigEndian.PutUint16(ip[22:], dport)
-	binary.BigEndian.PutUint16(ip[24:], uint16(len(f)-34))
 	return f
 }
 
@@ -110,14 +117,7 @@ type frameIn struct {
 // runFrames runs frames through a real pipeline (flows), conntrack and
 // megaflow cache, and returns the last packet, its start key and the cache.
 func runFrames(t testing.TB, flows string, frames []frameIn) (*flowtable.Packet, *flowtable.Key, *flowcache.Cache) {
-	p := flowtable.NewPipeline()
-	if err := flowtext.Load(p, flows, nil); err != nil {
-		t.Fatal(err)
-	}
-	ct := ctadapter.New()
-	p.Conntrack = ct
-	c := flowcache.New(p)
-	c.TraceHits = true
+	ct, c := newCachedPipeline(t, flows)
 	pkt := &flowtable.Packet{}
 	start := &flowtable.Key{}
 	send := func(in uint32, f []byte) {
@@ -134,6 +134,20 @@ func runFrames(t testing.TB, flows string, frames []frameIn) (*flowtable.Packet,
 		send(f.in, slices.Clone(f.f)) // NAT rewrites the frame in place
 	}
 	return pkt, start, c
+}
+
+// newCachedPipeline is a real pipeline (flows) with conntrack and a
+// megaflow cache that records its hits.
+func newCachedPipeline(t testing.TB, flows string) (*ctadapter.Adapter, *flowcache.Cache) {
+	p := flowtable.NewPipeline()
+	if err := flowtext.Load(p, flows, nil); err != nil {
+		t.Fatal(err)
+	}
+	ct := ctadapter.New()
+	p.Conntrack = ct
+	c := flowcache.New(p)
+	c.TraceHits = true
+	return ct, c
 }
 
 // TestDecideNAT: a Service-like DNAT (10.0.0.100:53 -> 10.0.0.2:5353,

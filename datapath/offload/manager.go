@@ -2,13 +2,17 @@ package offload
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/conntrack"
 	"github.com/govs-project/govs/datapath/flowcache"
@@ -37,9 +41,14 @@ const (
 	// KeyOffer: a packet whose flow the kernel may forward.
 	KeyOffer
 	// KeyControl: a TCP SYN, FIN or RST, always for userspace; a FIN or
-	// RST ends the flow's kernel entry (Forget).
+	// RST ends the connection's kernel entries (End), a SYN the flow's
+	// stale one (Forget).
 	KeyControl
 )
+
+// Ends tells whether a TCP segment (a KeyControl packet's key) ends its
+// connection: a FIN or an RST (End), not a SYN (Forget).
+func Ends(k *flowtable.Key) bool { return k.TCPFlags()&(0x01|0x04) != 0 }
 
 // KeyOf returns the exact kernel match of a packet received on ifindex,
 // from its key as extracted (before the pipeline ran), and its kind.
@@ -164,9 +173,7 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 		return d, false // no ct() recirculation: not a connection
 	}
 	// The cheapest test first: most refused packets are not established.
-	st := final.CtState()
-	if st&flowtable.CtStateTrk == 0 || st&flowtable.CtStateEst == 0 ||
-		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) != 0 {
+	if !established(final) {
 		return d, false
 	}
 	outputs, nat := 0, false
@@ -233,6 +240,15 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 	return d, true
 }
 
+// established tells whether the packet with final key k was tracked on a
+// connection established in both directions (and not new, invalid or
+// related).
+func established(k *flowtable.Key) bool {
+	st := k.CtState()
+	return st&flowtable.CtStateTrk != 0 && st&flowtable.CtStateEst != 0 &&
+		st&(flowtable.CtStateNew|flowtable.CtStateInv|flowtable.CtStateRel) == 0
+}
+
 // tupleChanged tells whether the pipeline rewrote the packet's 5-tuple.
 func tupleChanged(start, final *flowtable.Key) bool {
 	return start.NwSrc() != final.NwSrc() || start.NwDst() != final.NwDst() ||
@@ -242,10 +258,26 @@ func tupleChanged(start, final *flowtable.Key) bool {
 // installed is the Go side of a kernel entry: the rules whose counters
 // it advances and the kernel counters already pushed into them.
 type installed struct {
+	conn           connID // zero: none known
 	rules          []*flowtable.Rule
 	in, out        uint32 // the ports' keys in the port counters (ifindex or PortID)
 	since          int64  // CLOCK_MONOTONIC ns of the install
 	packets, bytes uint64
+}
+
+// connID names the connection an entry belongs to: its zone and
+// original tuple, as conntrack has them.
+type connID struct {
+	zone uint16
+	orig conntrack.Tuple
+}
+
+// connState is what the Manager knows of a connection with entries:
+// the flows (directions) it installed, deleted since or not, and
+// whether one of them sent a FIN.
+type connState struct {
+	keys []offloadFlowKey
+	fin  bool
 }
 
 // PortCounters are what the kernel forwarded from (Rx) and to (Tx) one
@@ -272,6 +304,13 @@ type Manager struct {
 	// its flows) do not touch them and nothing new is installed.
 	adopting bool
 	entries  map[offloadFlowKey]*installed
+	// pending counts the established packets of flows not installed yet
+	// (InstallAfter); pendingOld holds the previous second's counts, so a
+	// count lives one to two seconds without a packet.
+	pending, pendingOld map[offloadFlowKey]uint8
+	// byConn pairs the directions of the connections with entries, so
+	// an RST or the second FIN, seen in one direction, ends them all.
+	byConn map[connID]*connState
 	// forwarded counts what the kernel forwarded, as pushed to the rules,
 	// in all and by interface.
 	packets, bytes uint64
@@ -293,7 +332,9 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{}, ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{},
+		pending: map[offloadFlowKey]uint8{}, pendingOld: map[offloadFlowKey]uint8{}, byConn: map[connID]*connState{},
+		ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if k.Adopted() {
 		m.adoptPinned()
 		// No keepalives until Revalidate: nothing in userspace could
@@ -348,6 +389,7 @@ func (m *Manager) run() {
 		case <-t.C:
 			m.PushStats()
 			m.expire(IdleTimeout)
+			m.agePending()
 		}
 	}
 }
@@ -423,6 +465,7 @@ func (m *Manager) Invalidate(gen uint64) {
 		m.log.Warn("offload: deleting stale kernel entries failed", zap.Error(err))
 	}
 	clear(m.entries)
+	clear(m.byConn)
 }
 
 // OutputFunc resolves a decision's output port for the program: the
@@ -446,6 +489,17 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	key, err := fk.kernel()
 	if err != nil {
 		return
+	}
+	if established(final) {
+		// A flow without an entry is only counted until it is due: the
+		// decision is taken then (its rules gathered, its output
+		// resolved), not for each of its first packets.
+		m.mu.Lock()
+		wait := m.entries[key] == nil && !m.closed && !m.adopting && !m.due(key)
+		m.mu.Unlock()
+		if wait {
+			return
+		}
 	}
 	d, ok := Decide(start, final, hits)
 	var (
@@ -495,15 +549,104 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	m.installLocked(&key, d, in, countAs, connOf(start, final, hits))
 }
 
+// InstallAfter is the number of established packets of a flow (one
+// direction) userspace forwards before the kernel takes the flow over.
+// An entry costs system calls to write, to read its counters and to
+// delete (a few microseconds), more than the packets of a flow that ends
+// right after its handshake save: a short TCP connection (the handshake's
+// ACK, a request and its answer, then FIN or RST; 3 established packets
+// from the client) or a DNS answer. nftables's flowtable documents the
+// same choice: offload a connection once it has counted enough packets.
+//
+// TCP is the exception: its end is seen (FIN or RST go through
+// userspace), where both directions' entries are deleted at once, so an
+// entry costs two system calls to write (entry and connection record)
+// and two to delete, and is never read by the once-a-second push. That
+// pays back from the first established packet: the entry written at the
+// client's handshake ACK carries its request and the ACK of the answer,
+// the server's carries the answer.
+const InstallAfter = 4
+
+// closing marks, in pending, a flow whose connection sent a FIN or RST:
+// it gets no new entry (its last packets would not pay one back) until
+// a SYN on the same tuple or two idle seconds.
+const closing = 0xff
+
+// due counts an established packet of a flow without an entry and
+// reports whether the flow has had enough of them (its count is then
+// dropped): InstallAfter, or one for TCP.
+func (m *Manager) due(key offloadFlowKey) bool {
+	n, ok := m.pending[key]
+	if !ok {
+		n = m.pendingOld[key]
+	}
+	if n == closing {
+		m.pending[key] = n
+		return false
+	}
+	after := uint8(InstallAfter)
+	if key.Proto == unix.IPPROTO_TCP {
+		after = 1
+	}
+	if n++; n < after {
+		m.pending[key] = n
+		return false
+	}
+	delete(m.pending, key)
+	delete(m.pendingOld, key)
+	return true
+}
+
+// agePending forgets the counts of flows idle for a second or more.
+func (m *Manager) agePending() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.pendingOld)
+	m.pending, m.pendingOld = m.pendingOld, m.pending
+}
+
 // installLocked writes an entry valid in the current generation; in and
 // out are the ports its packets count on (ifindex or PortID).
 func (m *Manager) installLocked(key *offloadFlowKey, d Decision, in, out uint32, conn *conntrack.Entry) {
 	if err := m.k.install(key, d.Action, m.base+m.gen, conn); err != nil {
 		m.log.Warn("offload: installing entry failed", zap.Error(err))
-		delete(m.entries, *key)
+		if e := m.entries[*key]; e != nil {
+			m.dropLocked(*key, e)
+		}
 		return
 	}
-	m.entries[*key] = &installed{rules: d.Rules, in: in, out: out, since: int64(monotonicNow())}
+	if e := m.entries[*key]; e != nil {
+		m.dropLocked(*key, e) // replaced
+	}
+	e := &installed{rules: d.Rules, in: in, out: out, since: int64(monotonicNow())}
+	m.entries[*key] = e
+	if conn != nil {
+		e.conn = connID{zone: conn.Zone, orig: conn.Orig}
+		cs := m.byConn[e.conn]
+		if cs == nil {
+			cs = &connState{}
+			m.byConn[e.conn] = cs
+		}
+		if !slices.Contains(cs.keys, *key) {
+			cs.keys = append(cs.keys, *key)
+		}
+	}
+}
+
+// dropLocked removes an entry from the Go side's books (not from the
+// kernel's map); its connection's state goes with its last entry.
+func (m *Manager) dropLocked(key offloadFlowKey, e *installed) {
+	delete(m.entries, key)
+	cs := m.byConn[e.conn]
+	if cs == nil {
+		return
+	}
+	for _, k := range cs.keys {
+		if m.entries[k] != nil {
+			return
+		}
+	}
+	delete(m.byConn, e.conn)
 }
 
 // IdleTimeout is how long an entry the kernel has not used stays (a flow
@@ -521,7 +664,7 @@ func (m *Manager) expire(idle time.Duration) {
 	var v offloadFlowAction
 	for key, e := range m.entries {
 		if m.k.objs.Flows.Lookup(&key, &v) != nil {
-			delete(m.entries, key)
+			m.dropLocked(key, e)
 			continue
 		}
 		if now-max(int64(v.LastUsed), e.since) > int64(idle) {
@@ -530,8 +673,9 @@ func (m *Manager) expire(idle time.Duration) {
 	}
 }
 
-// Forget deletes fk's entry, if any: its flow ended (a FIN or RST went
-// through userspace).
+// Forget deletes fk's entry, if any, and its count: a SYN on its tuple
+// went through userspace (a new connection, whose packets no old entry
+// may take).
 func (m *Manager) Forget(fk FlowKey) {
 	key, err := fk.kernel()
 	if err != nil {
@@ -539,18 +683,77 @@ func (m *Manager) Forget(fk FlowKey) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.pending, key)
+	delete(m.pendingOld, key)
 	if e := m.entries[key]; e != nil && !m.closed {
 		m.deleteLocked(key, e)
 	}
 }
 
-// deleteLocked pushes an entry's last counters and deletes it.
-func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
-	m.pushOneLocked(key, e)
-	if err := m.k.delete(&key); err != nil {
-		m.log.Warn("offload: deleting entry failed", zap.Error(err))
+// End handles a FIN or RST of fk (start and final keys, the megaflows
+// hit) that went through userspace. An RST, or a FIN after the other
+// direction's, ends the connection: the entries of both directions are
+// deleted and not installed again while it closes (its last ACKs would
+// not pay an entry back). A first FIN deletes only its own direction's
+// entry, as before: the other direction may stream on for long (a
+// half-close), and this one's ACKs with it.
+func (m *Manager) End(fk FlowKey, start, final *flowtable.Key, hits []*flowcache.Entry) {
+	key, err := fk.kernel()
+	if err != nil {
+		return
 	}
-	delete(m.entries, key)
+	ce, known := connEntry(start, final, hits)
+	rst := final.TCPFlags()&0x04 != 0
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	delete(m.pendingOld, key)
+	var cs *connState
+	if known {
+		cs = m.byConn[connID{zone: ce.Zone, orig: ce.Orig}]
+	}
+	if cs == nil || (!rst && !cs.fin) {
+		if cs != nil {
+			cs.fin = true
+		}
+		if rst || cs == nil && known {
+			// Nothing installed for the connection (a short one), or an
+			// RST: this direction stays in userspace while it closes.
+			m.pending[key] = closing
+		} else {
+			delete(m.pending, key)
+		}
+		if e := m.entries[key]; e != nil {
+			m.deleteLocked(key, e)
+		}
+		return
+	}
+	m.pending[key] = closing
+	for _, k := range slices.Clone(cs.keys) {
+		if e := m.entries[k]; e != nil {
+			m.deleteLocked(k, e)
+		}
+		m.pending[k] = closing
+	}
+}
+
+// deleteLocked pushes an entry's last counters and deletes it, in one
+// system call where the kernel can (a connection's end deletes two).
+func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
+	var v offloadFlowAction
+	switch err := m.k.lookupAndDelete(&key, &v); {
+	case err == nil:
+		m.pushValueLocked(e, &v)
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+	default:
+		m.pushOneLocked(key, e)
+		if err := m.k.delete(&key); err != nil {
+			m.log.Warn("offload: deleting entry failed", zap.Error(err))
+		}
+	}
+	m.dropLocked(key, e)
 }
 
 // PushStats adds what the kernel forwarded since the last push to the
@@ -574,6 +777,11 @@ func (m *Manager) pushOneLocked(key offloadFlowKey, e *installed) {
 	if err := m.k.objs.Flows.Lookup(&key, &v); err != nil {
 		return
 	}
+	m.pushValueLocked(e, &v)
+}
+
+// pushValueLocked pushes the counters of e's kernel entry, as read in v.
+func (m *Manager) pushValueLocked(e *installed, v *offloadFlowAction) {
 	dp, db := v.Packets-e.packets, v.Bytes-e.bytes
 	if dp == 0 {
 		return

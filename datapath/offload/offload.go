@@ -397,6 +397,27 @@ func (k *Kernel) delete(key *offloadFlowKey) error {
 	return nil
 }
 
+// lookupAndDelete deletes an entry and its connection record, reading
+// the entry into v in the same system call (hash maps since Linux 5.14;
+// an older kernel's error comes back, nothing deleted).
+func (k *Kernel) lookupAndDelete(key *offloadFlowKey, v *offloadFlowAction) error {
+	if err := k.objs.Flows.LookupAndDelete(key, v); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			k.deleteConn(key)
+		}
+		return err
+	}
+	k.deleteConn(key)
+	return nil
+}
+
+// deleteConn deletes an entry's connection record, if pinned.
+func (k *Kernel) deleteConn(key *offloadFlowKey) {
+	if k.conns != nil {
+		_ = k.conns.Delete(key) // missing: the entry had none
+	}
+}
+
 // Lookup returns fk's counters, ok false without an entry.
 func (k *Kernel) Lookup(fk FlowKey) (c Counters, ok bool, err error) {
 	key, err := fk.kernel()

@@ -18,19 +18,29 @@ import (
 // tuple (after NAT). nil when the chain went through more than one zone
 // (the kernel entry then cannot be adopted).
 func connOf(start, final *flowtable.Key, hits []*flowcache.Entry) *conntrack.Entry {
+	e, ok := connEntry(start, final, hits)
+	if !ok {
+		return nil
+	}
+	return &e
+}
+
+// connEntry is connOf without allocating.
+func connEntry(start, final *flowtable.Key, hits []*flowcache.Entry) (e conntrack.Entry, ok bool) {
 	zone, cts := uint16(0), 0
-	for _, e := range hits {
-		for _, op := range e.Ops() {
-			if op.Kind == flowtable.DPCT {
+	for _, h := range hits {
+		ops := h.Ops()
+		for j := range ops {
+			if op := &ops[j]; op.Kind == flowtable.DPCT {
 				if cts > 0 && op.CT.Zone != zone {
-					return nil
+					return e, false
 				}
 				zone, cts = op.CT.Zone, cts+1
 			}
 		}
 	}
 	if cts == 0 || final.CtZone() != zone {
-		return nil
+		return e, false
 	}
 	in, out := tupleOfKey(start), tupleOfKey(final)
 	ctOrig := conntrack.Tuple{
@@ -41,7 +51,7 @@ func connOf(start, final *flowtable.Key, hits []*flowcache.Entry) *conntrack.Ent
 		DstPort: uint16(flowtable.FieldCtTpDst.Uint64(final)),
 	}
 	hi, lo := final.CtLabel()
-	e := &conntrack.Entry{Zone: zone, Mark: final.CtMark(), Label: conntrack.Label{Hi: hi, Lo: lo}}
+	e = conntrack.Entry{Zone: zone, Mark: final.CtMark(), Label: conntrack.Label{Hi: hi, Lo: lo}}
 	if final.CtState()&flowtable.CtStateRpl != 0 {
 		// A reply arrives with the reply tuple; the original is conntrack's.
 		e.Orig, e.Reply = ctOrig, in
@@ -49,7 +59,7 @@ func connOf(start, final *flowtable.Key, hits []*flowcache.Entry) *conntrack.Ent
 		// The packet leaves with the reply's tuple reversed (NAT applied).
 		e.Orig, e.Reply = in, reverse(out)
 	}
-	return e
+	return e, true
 }
 
 func tupleOfKey(k *flowtable.Key) conntrack.Tuple {

@@ -1,0 +1,197 @@
+package offload
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/govs-project/govs/datapath/flowcache"
+	"github.com/govs-project/govs/flowtable"
+)
+
+// TestOfferInstallsAfter: a flow gets its kernel entry at its
+// InstallAfter-th established packet through userspace, not before; a
+// FIN or RST (Forget) drops its count, and a count not advanced for two
+// seconds (two agings) is forgotten, while one a second keeps it.
+func TestOfferInstallsAfter(t *testing.T) {
+	m, err := NewManager(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	pkt, start, c := establish(t, "", "output:2", "")
+	fk, kind := KeyOf(5, start)
+	if kind != KeyOffer {
+		t.Fatalf("key kind %d, want KeyOffer", kind)
+	}
+	output := func(uint32, *flowtable.Key) (int, uint32, *Encap, bool) { return 6, 6, nil, true }
+	m.mu.Lock()
+	gen := m.gen
+	m.mu.Unlock()
+	offer := func(n int) {
+		for range n {
+			m.Offer(fk, gen, start, &pkt.Key, c.Hits, output)
+		}
+	}
+	entries := func(step string, want int) {
+		t.Helper()
+		if n := m.Stats().Entries; n != want {
+			t.Errorf("%s: %d kernel entries, want %d", step, n, want)
+		}
+	}
+	offer(InstallAfter - 1)
+	entries("before the InstallAfter-th packet", 0)
+	offer(1)
+	entries("at the InstallAfter-th packet", 1)
+	m.Forget(fk)
+	entries("after Forget", 0)
+
+	offer(InstallAfter - 1)
+	m.Forget(fk)
+	offer(1)
+	entries("Forget dropped the count; one packet", 0)
+	m.Forget(fk)
+
+	offer(InstallAfter - 1)
+	m.agePending()
+	offer(1)
+	entries("one packet a second", 1)
+	m.Forget(fk)
+
+	offer(InstallAfter - 1)
+	m.agePending()
+	m.agePending()
+	offer(1)
+	entries("idle for two agings", 0)
+}
+
+// tcpFrame is an IPv4/TCP frame with flags (no options, no payload).
+func tcpFrame(src, dst [4]byte, sport, dport uint16, flags byte) []byte {
+	f := ipFrame(src, dst, 6, sport, dport, 20)
+	f[14+20+12], f[14+20+13] = 5<<4, flags
+	return f
+}
+
+// offered is a packet's part in the kernel path, kept to be offered again.
+type offered struct {
+	fk           FlowKey
+	start, final flowtable.Key
+	hits         []*flowcache.Entry
+}
+
+// TestTCPConnectionEnds: a TCP flow gets its entry at its first
+// established packet; an RST ends the connection's entries in both
+// directions at once and keeps them from coming back while it closes;
+// a first FIN deletes only its own direction's entry (the other may
+// stream on, a half-close), the second FIN ends both; a SYN on the tuple
+// lets it be offloaded again.
+func TestTCPConnectionEnds(t *testing.T) {
+	const (
+		syn = 0x02
+		ack = 0x10
+		fin = 0x01
+		rst = 0x04
+	)
+	flows := "table=0,ip,actions=ct(table=1,zone=1)\n" +
+		"table=1,priority=10,ct_state=+new+trk,ip,in_port=1,actions=ct(commit,zone=1),output:2\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
+		"table=1,priority=20,ct_state=+est+trk,ip,in_port=1,actions=output:2\n"
+	for _, tc := range []struct {
+		name string
+		end  []frameIn // after both directions have entries
+		left int       // entries right after end
+	}{
+		{"rst", []frameIn{{1, nil}}, 0},
+		{"one fin", []frameIn{{1, nil}}, 1},
+		{"two fins", []frameIn{{1, nil}, {2, nil}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := NewManager(nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ct, c := newCachedPipeline(t, flows)
+			m.mu.Lock()
+			gen := m.gen
+			m.mu.Unlock()
+			output := func(port uint32, _ *flowtable.Key) (int, uint32, *Encap, bool) {
+				return 100 + int(port), 100 + port, nil, true
+			}
+			a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+			frame := func(in uint32, flags byte) []byte {
+				if in == 1 {
+					return tcpFrame(a, b, 1000, 80, flags)
+				}
+				return tcpFrame(b, a, 80, 1000, flags)
+			}
+			var last [3]offered // by port
+			send := func(in uint32, flags byte) {
+				pkt := &flowtable.Packet{}
+				pkt.Key.SetInPort(in)
+				pkt.CtNow = ct.Now()
+				if err := pkt.Extract(frame(in, flags)); err != nil {
+					t.Fatal(err)
+				}
+				start := pkt.Key
+				// Twice: the first fills the cache, which reports no hits
+				// for an upcall (as for the packet loop's first packet).
+				c.Process(pkt, nopSink{})
+				fk, kind := KeyOf(100+int(in), &start)
+				switch {
+				case kind == KeyOffer:
+					last[in] = offered{fk: fk, start: start, final: pkt.Key, hits: slices.Clone(c.Hits)}
+					m.Offer(fk, gen, &start, &pkt.Key, c.Hits, output)
+				case Ends(&start):
+					m.End(fk, &start, &pkt.Key, c.Hits)
+				default:
+					m.Forget(fk)
+				}
+			}
+			entries := func(step string, want int) {
+				t.Helper()
+				if n := m.Stats().Entries; n != want {
+					t.Fatalf("%s: %d kernel entries, want %d", step, n, want)
+				}
+			}
+			// Warm the cache with a first connection's packets, so that
+			// the measured one hits it from its first packet on.
+			for range 2 {
+				send(1, syn)
+				send(2, syn|ack)
+				send(1, ack)
+				send(2, ack)
+				send(1, rst)
+			}
+			entries("after the warm-up connections", 0)
+			send(1, syn)
+			send(2, syn|ack)
+			send(1, ack)
+			entries("after the handshake's ACK", 1)
+			send(2, ack)
+			entries("after the server's first established packet", 2)
+			for _, f := range tc.end {
+				flags := byte(fin | ack)
+				if tc.name == "rst" {
+					flags = rst
+				}
+				send(f.in, flags)
+			}
+			entries("after "+tc.name, tc.left)
+			// The established packets again (a keepalive, a late ACK): an
+			// ended connection gets no entry back.
+			for _, in := range []uint32{1, 2} {
+				o := last[in]
+				m.Offer(o.fk, gen, &o.start, &o.final, o.hits, output)
+			}
+			if tc.left == 0 {
+				entries("established packets after the end", 0)
+				send(1, syn)
+				o := last[1]
+				m.Offer(o.fk, gen, &o.start, &o.final, o.hits, output)
+				entries("after a new SYN on the tuple", 1)
+			} else {
+				entries("the half-closed direction's ACK", 2)
+			}
+		})
+	}
+}
