@@ -67,15 +67,16 @@ func TestNetnsPingAcrossBridge(t *testing.T) {
 		{"drop", "actions=drop", false},
 	}
 	for _, c := range cases {
-		for _, pmd := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/pmd %v", c.name, pmd), func(t *testing.T) {
+		for _, mode := range loopModes {
+			t.Run(c.name+"/"+mode.name, func(t *testing.T) {
 				sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 				// NewVeth turns tx checksum offload (and TSO/GSO) off, so the
 				// frames the bridge reads carry final checksums.
 				va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.200.0.1/24"})
 				vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.200.0.2/24"})
 				b := newBridge(t, c.flows, false)
-				b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+				b.PMD = PMDConfig{Enabled: mode.pmd, CPU: -1}
+				b.PortThreads = mode.portThreads
 				attachVeth(t, b, sw, va, 1)
 				attachVeth(t, b, sw, vb, 2)
 
@@ -98,20 +99,34 @@ func TestNetnsPingAcrossBridge(t *testing.T) {
 	}
 }
 
-// With a PMD thread, ports come and go while it polls: a deleted port
-// stops forwarding at once, a re-added one is polled again, and closing
-// the bridge stops the thread.
+// loopModes are the ways a bridge reads its AF_PACKET ports: the poll
+// thread (the default), the PMD, and a goroutine per port.
+var loopModes = []struct {
+	name             string
+	pmd, portThreads bool
+}{{"poll thread", false, false}, {"pmd", true, false}, {"port threads", false, true}}
+
+// With a PMD or poll thread, ports come and go while it polls: a deleted
+// port stops forwarding at once, a re-added one (whose new socket usually
+// gets the old descriptor number) is polled again, and closing the bridge
+// stops the thread.
 func TestNetnsPMDPortChurn(t *testing.T) {
+	for _, pmd := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testPollPortChurn(t, pmd) })
+	}
+}
+
+func testPollPortChurn(t *testing.T, pmd bool) {
 	sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.203.0.1/24"})
 	vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.203.0.2/24"})
 	b := newBridge(t, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false)
-	b.PMD = PMDConfig{Enabled: true, CPU: -1}
+	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
 	attachVeth(t, b, sw, va, 1)
 	attachVeth(t, b, sw, vb, 2)
 	ping(t, nsA, "10.203.0.2")
-	if b.pmd == nil || len(b.pmd.ports) != 2 {
-		t.Fatalf("PMD serves %v, want both ports", b.pmd)
+	if b.pmd == nil || len(b.pmd.ports) != 2 || b.pmd.poll == pmd {
+		t.Fatalf("PMD serves %v, want both ports, polling %v", b.pmd, !pmd)
 	}
 	for round := range 3 {
 		if err := b.DelPort(2); err != nil {
