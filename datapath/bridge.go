@@ -201,6 +201,9 @@ type bridgePort struct {
 	poller    port.Poller
 	pollFd    int32
 	pollBinds uint64
+	// ready is p's look at its receive ring without a system call, for
+	// the poll thread (nil: the port is not the poll thread's, or cannot).
+	ready interface{ Ready() bool }
 
 	// vnet is p when it sends frames with offload metadata (nil
 	// otherwise): GSO frames and partial checksums go to it as they are,
@@ -357,6 +360,10 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	}
 	l := newLoop(b, bp)
 	bp.loop = l
+	if bp.poller != nil && b.pmd.poll {
+		bp.ready, _ = p.(interface{ Ready() bool })
+		l.trackSent = true
+	}
 	// The port list feeds FLOOD/ALL decisions the caches keep (in a
 	// batch, once at its end).
 	if b.batching.Load() == 0 {

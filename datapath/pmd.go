@@ -64,9 +64,12 @@ type pmd struct {
 	epfd int
 	// byFd: the ports behind each descriptor in the epoll set. The thread
 	// owns it; it reads it with mu held.
-	byFd  map[int32][]*bridgePort
-	regd  map[int32]uint64 // descriptor in the epoll set -> its ports' Binds
-	nRegd int              // ports at the last register
+	byFd map[int32][]*bridgePort
+	// cur and next: the ports to look at again before the next
+	// epoll_wait (followUp), reused.
+	cur, next []*bridgePort
+	regd      map[int32]uint64 // descriptor in the epoll set -> its ports' Binds
+	nRegd     int              // ports at the last register
 }
 
 func newPMD(b *Bridge, cfg PMDConfig) (*pmd, error) {
@@ -190,7 +193,14 @@ func (m *pmd) sweep() int {
 	defer m.mu.Unlock()
 	got := 0
 	for _, bp := range m.ports {
-		got += m.serve(bp)
+		n := m.serve(bp)
+		if n > 0 && m.poll {
+			m.cur = m.collect(m.cur, bp)
+		}
+		got += n
+	}
+	if m.poll {
+		m.followUp()
 	}
 	return got
 }
