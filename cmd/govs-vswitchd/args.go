@@ -29,16 +29,16 @@ type args struct {
 	noSelfConf bool
 	disableSys bool
 	// govs
-	rundir   string
-	config   string
-	logLevel string
-	tso      bool
-	pmd      bool
+	rundir    string
+	config    string
+	logLevel  string
+	tso       bool
+	pmd       bool
+	pmdCPU    int
+	nice      int
+	rundirSet bool
 	// portThreads: a goroutine per system port instead of the poll thread.
 	portThreads bool
-	pmdCPU      int
-	nice        int
-	rundirSet   bool
 	// metricsAddr serves Prometheus metrics there ("": off).
 	metricsAddr string
 	// offload is --offload: "auto", "ebpf", "none" or "" (not given: the
