@@ -90,6 +90,10 @@ type Bridge struct {
 	// instead of a goroutine each. Set it before the first AddPort.
 	PMD PMDConfig
 	pmd *pmd // started with the first polled port
+	// PortThreads gives every AF_PACKET port its own goroutine when the
+	// PMD is off, instead of the bridge's poll thread (pollthread.go).
+	// Set it before the first AddPort.
+	PortThreads bool
 
 	name     string
 	dpid     atomic.Uint64 // changes in place, as OVS's ofproto_set_datapath_id
@@ -195,9 +199,15 @@ type bridgePort struct {
 	// rxPort is the Geneve port behind tun, as RxPort names it.
 	rxPort *geneve.Port
 
-	// poller is p when the bridge's PMD thread serves it (nil: the port
-	// has its own goroutine).
-	poller port.Poller
+	// poller is p when the bridge's PMD or poll thread serves it (nil:
+	// the port has its own goroutine). pollFd and pollBinds are its
+	// descriptor and Binds as the poll thread last registered them.
+	poller    port.Poller
+	pollFd    int32
+	pollBinds uint64
+	// ready is p's look at its receive ring without a system call, for
+	// the poll thread (nil: the port is not the poll thread's, or cannot).
+	ready interface{ Ready() bool }
 
 	// vnet is p when it sends frames with offload metadata (nil
 	// otherwise): GSO frames and partial checksums go to it as they are,
@@ -333,9 +343,9 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 		bp.tlvGen.Store(^uint64(0))
 		b.syncTLV(bp)
 	}
-	if pl, ok := p.(port.Poller); ok && b.PMD.Enabled {
+	if pl, ok := p.(port.Poller); ok && (b.PMD.Enabled || kind == KindSystem && !b.PortThreads) {
 		if b.pmd == nil {
-			m, err := newPMD(b, b.PMD)
+			m, err := b.newPollThread()
 			if err != nil {
 				return 0, fmt.Errorf("bridge %s: add port %s: %w", b.name, p.Name(), err)
 			}
@@ -358,6 +368,10 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	}
 	l := newLoop(b, bp)
 	bp.loop = l
+	if bp.poller != nil && b.pmd.poll {
+		bp.ready, _ = p.(interface{ Ready() bool })
+		l.trackSent = true
+	}
 	// The port list feeds FLOOD/ALL decisions the caches keep (in a
 	// batch, once at its end).
 	if b.batching.Load() == 0 {

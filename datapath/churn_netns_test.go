@@ -38,6 +38,9 @@ func churnRounds(t *testing.T) int {
 type churnMode struct {
 	name string
 	pmd  bool
+	// portThreads: a goroutine per AF_PACKET port rather than the poll
+	// thread (Bridge.PortThreads).
+	portThreads bool
 	// tso: both veths keep their offloads and both AF_PACKET ports
 	// exchange virtio_net_hdr (userspace TSO), so 64 KiB super-segments
 	// sit in the rings while ports go.
@@ -50,6 +53,7 @@ type churnMode struct {
 var churnModes = []churnMode{
 	{name: "afpacket", kind: KindSystem},
 	{name: "afpacket PMD", kind: KindSystem, pmd: true},
+	{name: "afpacket port threads", kind: KindSystem, portThreads: true},
 	{name: "afxdp", kind: KindAFXDP},
 	{name: "tap", kind: KindInternal},
 	{name: "tso", kind: KindSystem, tso: true},
@@ -83,6 +87,7 @@ func runChurn(t *testing.T, m churnMode, rounds, subnet int) {
 		va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: addr(1) + "/24", KeepOffloads: m.tso})
 		b := newBridge(t, "actions=NORMAL", false)
 		b.PMD = PMDConfig{Enabled: m.pmd, CPU: -1}
+		b.PortThreads = m.portThreads
 		cfg := afpacket.Config{VnetHdr: m.tso}
 		attachVethConfig(t, b, sw, va, 1, cfg)
 
@@ -448,9 +453,10 @@ func checkNoLeaks(t *testing.T, fds, goroutines int) {
 // OpenFlow port.
 func TestNetnsReattachRecreatedInterface(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		xdp, pmd bool
-	}{{"afpacket", false, false}, {"afpacket PMD", false, true}, {"afxdp", true, false}, {"afxdp PMD", true, true}} {
+		name                  string
+		xdp, pmd, portThreads bool
+	}{{"afpacket", false, false, false}, {"afpacket PMD", false, true, false}, {"afpacket port threads", false, false, true},
+		{"afxdp", true, false, false}, {"afxdp PMD", true, true, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 			va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.206.0.1/24"})
@@ -459,6 +465,7 @@ func TestNetnsReattachRecreatedInterface(t *testing.T) {
 			vb := netnstest.NewVeth(t, sw, nsB, optsB)
 			b := newBridge(t, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false)
 			b.PMD = PMDConfig{Enabled: c.pmd, CPU: -1}
+			b.PortThreads = c.portThreads
 			for n, v := range []*netnstest.Veth{va, vb} {
 				if c.xdp {
 					attachXDP(t, b, sw, v, uint32(n+1), afxdp.Config{})

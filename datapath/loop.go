@@ -56,6 +56,11 @@ type loop struct {
 	cache   *flowcache.Cache
 	cacheMu sync.Mutex
 
+	// sent collects the ports the poll thread serves that flush wrote
+	// to (trackSent): their pods may have answered during the write.
+	sent      []*bridgePort
+	trackSent bool
+
 	// offload: the port feeds the kernel fast path (kernelpath.go).
 	offload bool
 	start   flowtable.Key
@@ -338,6 +343,9 @@ func (l *loop) flush() {
 			n, err = bp.p.WriteBatch(q.frames)
 		}
 		bp.txMu.Unlock()
+		if l.trackSent && bp.ready != nil && n > 0 {
+			l.sent = append(l.sent, bp)
+		}
 		if err != nil && !errors.Is(err, port.ErrClosed) {
 			// The port counts its own errors too; this counter keeps
 			// frames the port never got to see.

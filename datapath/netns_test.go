@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +20,13 @@ import (
 
 // attachVeth opens an AF_PACKET port on the switch end of v (inside sw)
 // and attaches it to b as ofport.
-func attachVeth(t *testing.T, b *Bridge, sw *netnstest.NS, v *netnstest.Veth, ofport uint32) {
+func attachVeth(t testing.TB, b *Bridge, sw *netnstest.NS, v *netnstest.Veth, ofport uint32) {
 	t.Helper()
 	attachVethConfig(t, b, sw, v, ofport, afpacket.Config{})
 }
 
 // attachVethConfig is attachVeth with a port configuration.
-func attachVethConfig(t *testing.T, b *Bridge, sw *netnstest.NS, v *netnstest.Veth, ofport uint32, cfg afpacket.Config) {
+func attachVethConfig(t testing.TB, b *Bridge, sw *netnstest.NS, v *netnstest.Veth, ofport uint32, cfg afpacket.Config) {
 	t.Helper()
 	var p *afpacket.Port
 	err := sw.Do(func() error {
@@ -67,15 +68,16 @@ func TestNetnsPingAcrossBridge(t *testing.T) {
 		{"drop", "actions=drop", false},
 	}
 	for _, c := range cases {
-		for _, pmd := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/pmd %v", c.name, pmd), func(t *testing.T) {
+		for _, mode := range loopModes {
+			t.Run(c.name+"/"+mode.name, func(t *testing.T) {
 				sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 				// NewVeth turns tx checksum offload (and TSO/GSO) off, so the
 				// frames the bridge reads carry final checksums.
 				va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.200.0.1/24"})
 				vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.200.0.2/24"})
 				b := newBridge(t, c.flows, false)
-				b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+				b.PMD = PMDConfig{Enabled: mode.pmd, CPU: -1}
+				b.PortThreads = mode.portThreads
 				attachVeth(t, b, sw, va, 1)
 				attachVeth(t, b, sw, vb, 2)
 
@@ -98,20 +100,63 @@ func TestNetnsPingAcrossBridge(t *testing.T) {
 	}
 }
 
-// With a PMD thread, ports come and go while it polls: a deleted port
-// stops forwarding at once, a re-added one is polled again, and closing
-// the bridge stops the thread.
+// loopModes are the ways a bridge reads its AF_PACKET ports: the poll
+// thread (the default), the PMD, and a goroutine per port.
+var loopModes = []struct {
+	name             string
+	pmd, portThreads bool
+}{{"poll thread", false, false}, {"pmd", true, false}, {"port threads", false, true}}
+
+// BenchmarkNetnsUDPRoundTrip is one UDP request and its echo across the
+// bridge (two veths, cross-connect flows) per op, with each way of
+// reading the ports: the latency of a lone frame, wake-ups included, and
+// what the poll thread saves by finding the echo's frames in the rings.
+func BenchmarkNetnsUDPRoundTrip(b *testing.B) {
+	netnstest.RequireRoot(b)
+	for _, mode := range loopModes {
+		b.Run(strings.ReplaceAll(mode.name, " ", "-"), func(b *testing.B) {
+			sw, nsA, nsB := netnstest.NewNS(b), netnstest.NewNS(b), netnstest.NewNS(b)
+			va := netnstest.NewVeth(b, sw, nsA, netnstest.VethOptions{PeerAddr: "10.215.0.1/24"})
+			vb := netnstest.NewVeth(b, sw, nsB, netnstest.VethOptions{PeerAddr: "10.215.0.2/24"})
+			br := newBridge(b, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false)
+			br.PMD = PMDConfig{Enabled: mode.pmd, CPU: -1}
+			br.PortThreads = mode.portThreads
+			attachVeth(b, br, sw, va, 1)
+			attachVeth(b, br, sw, vb, 2)
+			src, dst := netip.MustParseAddrPort("10.215.0.1:9000"), netip.MustParseAddrPort("10.215.0.2:9001")
+			// Warm up: ARP, the megaflow cache, the buffers.
+			if got := netnstest.UDPPingPong(b, nsA, nsB, src, dst, 100, 64); got != 100 {
+				b.Fatalf("warm-up: %d of 100 echoes", got)
+			}
+			b.ResetTimer()
+			if got := netnstest.UDPPingPong(b, nsA, nsB, src, dst, b.N, 64); got != b.N {
+				b.Fatalf("%d of %d echoes", got, b.N)
+			}
+		})
+	}
+}
+
+// With a PMD or poll thread, ports come and go while it polls: a deleted
+// port stops forwarding at once, a re-added one (whose new socket usually
+// gets the old descriptor number) is polled again, and closing the bridge
+// stops the thread.
 func TestNetnsPMDPortChurn(t *testing.T) {
+	for _, pmd := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pmd %v", pmd), func(t *testing.T) { testPollPortChurn(t, pmd) })
+	}
+}
+
+func testPollPortChurn(t *testing.T, pmd bool) {
 	sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.203.0.1/24"})
 	vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.203.0.2/24"})
 	b := newBridge(t, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false)
-	b.PMD = PMDConfig{Enabled: true, CPU: -1}
+	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
 	attachVeth(t, b, sw, va, 1)
 	attachVeth(t, b, sw, vb, 2)
 	ping(t, nsA, "10.203.0.2")
-	if b.pmd == nil || len(b.pmd.ports) != 2 {
-		t.Fatalf("PMD serves %v, want both ports", b.pmd)
+	if b.pmd == nil || len(b.pmd.ports) != 2 || b.pmd.poll == pmd {
+		t.Fatalf("PMD serves %v, want both ports, polling %v", b.pmd, !pmd)
 	}
 	for round := range 3 {
 		if err := b.DelPort(2); err != nil {

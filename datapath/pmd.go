@@ -56,6 +56,20 @@ type pmd struct {
 	started bool
 
 	lastErr time.Time
+
+	// poll is the bridge's poll thread when the PMD is off (see
+	// pollthread.go): it never spins, and sleeps in epoll_wait on the
+	// ports' descriptors (epfd) rather than in poll(2) on all of them.
+	poll bool
+	epfd int
+	// byFd: the ports behind each descriptor in the epoll set. The thread
+	// owns it; it reads it with mu held.
+	byFd map[int32][]*bridgePort
+	// cur and next: the ports to look at again before the next
+	// epoll_wait (followUp), reused.
+	cur, next []*bridgePort
+	regd      map[int32]uint64 // descriptor in the epoll set -> its ports' Binds
+	nRegd     int              // ports at the last register
 }
 
 func newPMD(b *Bridge, cfg PMDConfig) (*pmd, error) {
@@ -69,7 +83,7 @@ func newPMD(b *Bridge, cfg PMDConfig) (*pmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PMD eventfd: %w", err)
 	}
-	return &pmd{b: b, cfg: cfg, wakeFd: fd, done: make(chan struct{})}, nil
+	return &pmd{b: b, cfg: cfg, wakeFd: fd, epfd: -1, done: make(chan struct{})}, nil
 }
 
 // add starts serving bp (whose port is a port.Poller), starting the
@@ -77,9 +91,17 @@ func newPMD(b *Bridge, cfg PMDConfig) (*pmd, error) {
 func (m *pmd) add(bp *bridgePort) {
 	m.mu.Lock()
 	m.ports = append(m.ports, bp)
+	if m.poll {
+		m.register()
+	}
 	if !m.started {
 		m.started = true
-		go m.run()
+		readerStarted()
+		if m.poll {
+			go m.runPoll()
+		} else {
+			go m.run()
+		}
 	}
 	m.mu.Unlock()
 	m.wake()
@@ -95,6 +117,11 @@ func (m *pmd) remove(bp *bridgePort) {
 			break
 		}
 	}
+	if m.poll {
+		// Now, not in the thread: once mu is released, no event of
+		// the port's descriptor may lead to it.
+		m.register()
+	}
 	m.mu.Unlock()
 	m.wake()
 }
@@ -108,8 +135,12 @@ func (m *pmd) close() {
 	m.mu.Unlock()
 	if started {
 		<-m.done
+		readerStopped()
 	}
 	unix.Close(m.wakeFd)
+	if m.epfd >= 0 {
+		unix.Close(m.epfd)
+	}
 }
 
 func (m *pmd) wake() {
@@ -162,22 +193,35 @@ func (m *pmd) sweep() int {
 	defer m.mu.Unlock()
 	got := 0
 	for _, bp := range m.ports {
-		l := bp.loop
-		if bp.tun != nil {
-			// Before the read: the port decodes options with its map.
-			m.b.syncTLV(bp)
+		n := m.serve(bp)
+		if n > 0 && m.poll {
+			m.cur = m.collect(m.cur, bp)
 		}
-		n, err := bp.poller.TryReadBatch(l.batch)
-		if err != nil && !errors.Is(err, port.ErrClosed) {
-			m.logReadError(bp, err)
-		}
-		if n > 0 {
-			l.process(l.batch.Frames[:n])
-			got += n
-		}
-		bp.p.Release()
+		got += n
+	}
+	if m.poll {
+		m.followUp()
 	}
 	return got
+}
+
+// serve reads and processes one batch of bp and returns the number of
+// frames. The caller holds mu.
+func (m *pmd) serve(bp *bridgePort) int {
+	l := bp.loop
+	if bp.tun != nil {
+		// Before the read: the port decodes options with its map.
+		m.b.syncTLV(bp)
+	}
+	n, err := bp.poller.TryReadBatch(l.batch)
+	if err != nil && !errors.Is(err, port.ErrClosed) {
+		m.logReadError(bp, err)
+	}
+	if n > 0 {
+		l.process(l.batch.Frames[:n])
+	}
+	bp.p.Release()
+	return n
 }
 
 // pollErrors hands the error conditions poll(2) reported on the ports'
@@ -244,14 +288,20 @@ func (m *pmd) sleep(fds []unix.PollFd) []unix.PollFd {
 		// Timeout or a wake-up without frames: still run the caches'
 		// housekeeping now and then.
 		m.mu.Lock()
-		for _, bp := range m.ports {
-			if l := bp.loop; l.cache != nil {
-				l.cacheMu.Lock()
-				l.cache.MaybeExpire()
-				l.cacheMu.Unlock()
-			}
-		}
+		m.expireCaches()
 		m.mu.Unlock()
 	}
 	return fds
+}
+
+// expireCaches runs the housekeeping of every port's cache, for ports
+// that receive nothing. The caller holds mu.
+func (m *pmd) expireCaches() {
+	for _, bp := range m.ports {
+		if l := bp.loop; l.cache != nil {
+			l.cacheMu.Lock()
+			l.cache.MaybeExpire()
+			l.cacheMu.Unlock()
+		}
+	}
 }

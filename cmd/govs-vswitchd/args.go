@@ -37,6 +37,8 @@ type args struct {
 	pmdCPU    int
 	nice      int
 	rundirSet bool
+	// portThreads: a goroutine per system port instead of the poll thread.
+	portThreads bool
 	// metricsAddr serves Prometheus metrics there ("": off).
 	metricsAddr string
 	// offload is --offload: "auto", "ebpf", "none" or "" (not given: the
@@ -68,7 +70,7 @@ var optionTable = map[string]optArg{
 	"version": noArg, "disable-system": noArg, "disable-system-route": noArg,
 	// govs-vswitchd
 	"rundir": requiredArg, "config": requiredArg, "log-level": requiredArg, "userspace-tso": noArg,
-	"pmd": noArg, "pmd-cpu": requiredArg, "nice": requiredArg, "metrics-address": requiredArg,
+	"pmd": noArg, "pmd-cpu": requiredArg, "port-threads": noArg, "nice": requiredArg, "metrics-address": requiredArg,
 	"offload": requiredArg, "bpffs": requiredArg, "flow-limit": requiredArg, "max-flows": requiredArg, "max-groups": requiredArg,
 	"ct-maxconns": requiredArg, "ct-zone-limit": requiredArg, "flow-cache-limit": requiredArg,
 }
@@ -144,7 +146,7 @@ func parseArgs(argv []string, defaultNice int) (*args, error) {
 
 func isGovsOption(name string) bool {
 	switch name {
-	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload", "bpffs",
+	case "rundir", "config", "log-level", "userspace-tso", "pmd", "pmd-cpu", "port-threads", "nice", "pidfile", "detach", "monitor", "metrics-address", "offload", "bpffs",
 		"flow-limit", "max-flows", "max-groups", "ct-maxconns", "ct-zone-limit", "flow-cache-limit":
 		return true
 	}
@@ -230,6 +232,8 @@ func (a *args) set(name, value string) error {
 		a.tso = true
 	case "pmd":
 		a.pmd = true
+	case "port-threads":
+		a.portThreads = true
 	case "pmd-cpu":
 		a.pmdCPU, err = num()
 	case "nice":
@@ -317,6 +321,8 @@ govs options:
   --log-level LEVEL       debug, info, warn, error (console and file)
   --userspace-tso         forward TCP super-segments (PACKET_VNET_HDR)
   --pmd, --pmd-cpu N      poll-mode thread per bridge, pinned to CPU N
+  --port-threads          without --pmd: a thread per system port rather
+                          than one poll thread per bridge
   --nice N                niceness of every thread (default -10)
   --metrics-address ADDR  serve Prometheus metrics on ADDR (host:port), /metrics
   --offload=auto|ebpf|none  forward established connections of system ports

@@ -50,6 +50,7 @@ func TestParseArgs(t *testing.T) {
 		{"--offload=ebpf", "/var/run/govs", "/var/run/govs/ovs-vswitchd.pid", "", -10, ""},
 		{"--offload auto", "/var/run/govs", "/var/run/govs/ovs-vswitchd.pid", "", -10, ""},
 		{"--offload xdp", "", "", "", 0, "--offload xdp: want auto, ebpf or none"},
+		{"--port-threads=yes", "", "", "", 0, "doesn't allow an argument"},
 	} {
 		a, ok := parseArgsCase(t, tc.argv, tc.err)
 		if !ok {
@@ -58,6 +59,17 @@ func TestParseArgs(t *testing.T) {
 		a.resolve("ovs-vswitchd", getenv)
 		if a.rundir != tc.rundir || a.pidfile != tc.pidfile || a.logFile != tc.logFile || a.nice != tc.nice {
 			t.Errorf("%q: rundir %q pidfile %q log %q nice %d", tc.argv, a.rundir, a.pidfile, a.logFile, a.nice)
+		}
+	}
+}
+
+// TestParsePortThreads: --port-threads asks for a goroutine per system
+// port; without it the bridges' poll threads serve them.
+func TestParsePortThreads(t *testing.T) {
+	for argv, want := range map[string]bool{"": false, "--pmd": false, "--port-threads": true, "-port-threads --nice 0": true} {
+		a, ok := parseArgsCase(t, argv, "")
+		if ok && a.portThreads != want {
+			t.Errorf("%q: portThreads %v, want %v", argv, a.portThreads, want)
 		}
 	}
 }

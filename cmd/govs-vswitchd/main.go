@@ -150,6 +150,7 @@ func run(a *args, ready *daemonproc.Notifier) error {
 		}
 	}
 	d.PMD = datapath.PMDConfig{Enabled: a.pmd || a.pmdCPU >= 0, CPU: a.pmdCPU}
+	d.PortThreads = a.portThreads
 	if a.config != "" {
 		c, err := vswitchd.LoadConfig(a.config)
 		if err != nil {

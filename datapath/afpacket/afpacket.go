@@ -179,7 +179,9 @@ func (p *Port) Recycle() {
 }
 
 // Ready implements port.Ring: whether the next TPACKET_V2 slot holds a
-// frame (busy polling is for TPACKET_V2 only).
+// frame (busy polling is for TPACKET_V2 only). The bridge's poll thread,
+// the port's only reader, calls it without RxMu, also while the port is
+// detached.
 func (p *Port) Ready() bool { return p.v2.ready() }
 
 // mmsghdr is struct mmsghdr for sendmmsg(2).

@@ -73,9 +73,11 @@ func slotStatus(s []byte) *uint32 {
 	return (*uint32)(unsafe.Pointer(&s[v2Status]))
 }
 
-// ready reports whether fill would find a frame (or a dropped slot) now.
+// ready reports whether fill would find a frame (or a dropped slot) now;
+// false without a ring (TPACKET_V3, or a port detached from its deleted
+// interface).
 func (r *frameRing) ready() bool {
-	return r.relN < r.frameNr && atomic.LoadUint32(slotStatus(r.slot(r.cur)))&unix.TP_STATUS_USER != 0
+	return r.mem != nil && r.relN < r.frameNr && atomic.LoadUint32(slotStatus(r.slot(r.cur)))&unix.TP_STATUS_USER != 0
 }
 
 // held reports whether slots handed out by the last read are still ours.

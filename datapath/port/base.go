@@ -73,6 +73,7 @@ type Base struct {
 	// the current read.
 	ring     Binding
 	busyPoll time.Duration
+	binds    atomic.Uint64 // SetRxFd calls (Binds)
 	rxBusy   bool
 	rxc      RxCounts
 
@@ -397,7 +398,14 @@ func (b *Base) SetRxFd(rxFd int) {
 		{Fd: int32(rxFd), Events: unix.POLLIN},
 		{Fd: int32(b.WakeFd), Events: unix.POLLIN},
 	}
+	b.binds.Add(1)
 }
+
+// Binds counts the receive descriptors the port has had (SetRxFd): a
+// poll set that keys ports by descriptor registers the port again when it
+// changes, as a re-attached port may get its old descriptor number back
+// for a new socket.
+func (b *Base) Binds() uint64 { return b.binds.Load() }
 
 // SetIdentity records the interface index, MAC and MTU the port opened
 // with. On a re-attachment only the index changes: MAC and MTU stay as at

@@ -55,6 +55,9 @@ type Daemon struct {
 	// PMD serves every bridge's system ports from one poll-mode thread
 	// per bridge (datapath.PMDConfig), like OVS's PMD threads.
 	PMD datapath.PMDConfig
+	// PortThreads: without the PMD, a goroutine per system port rather
+	// than one poll thread per bridge (datapath.Bridge.PortThreads).
+	PortThreads bool
 	// Limits bound flows, groups and connections (SetLimits changes them).
 	Limits Limits
 	// flowCacheBase is SetLimits's FlowCacheEntries, which
@@ -385,6 +388,7 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	log := d.Log.With(zap.String("bridge", cfg.Name))
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
+	dp.PortThreads = d.PortThreads
 	d.mu.Lock()
 	dp.SetCacheMaxEntries(d.Limits.FlowCacheEntries)
 	d.mu.Unlock()
