@@ -95,13 +95,25 @@ type undoStep struct {
 	// group is the group an OpGroupAdd added (to remove), or the one an
 	// OpGroupModify replaced or an OpGroupDelete removed (to put back).
 	group *GroupEntry
+	// id and logAt are, for opPutTable, the table a stage's table
+	// replaced (t, empty or nil) and where the side log has the change.
+	id    uint8
+	logAt int
 }
+
+// opPutTable is the undo step of a stage's table put in place.
+const opPutTable FlowOpKind = 255
 
 // Apply runs flow-mods atomically, in order, under one lock: if one fails,
 // every change made by the earlier ones is undone and nothing is visible to
 // packets in between (OpenFlow atomic bundles). Readers see either the
 // state before or the state after.
-func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
+func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) { return p.ApplyStaged(ops, nil) }
+
+// ApplyStaged is Apply of a bundle whose operations went through st
+// (NewStage, Stage.Add) as they were staged: where the stage applies, the
+// adds' tables are put in place whole (stage.go). st may be nil.
+func (p *Pipeline) ApplyStaged(ops []FlowOp, st *Stage) ([]OpResult, error) {
 	defer p.unlockWrite(p.lockWrite())
 	p.batch.on = true
 	defer p.batch.sweep()
@@ -146,10 +158,33 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		return nil, &OpError{i, err}
 	}
 	var staged Flow // an add's flow rebuilt from its staged Rule
+	// built: the stage's tables are in place, its adds only need their
+	// checks and bookkeeping; check is where its next checked add is.
+	built, check := false, 0
 	for i := range ops {
 		op := &ops[i]
 		switch op.Kind {
 		case OpAdd:
+			if i == st.firstAdd(len(ops)) {
+				built = p.putStageLocked(st, &undo)
+			}
+			if built {
+				r := op.Rule
+				if check < len(st.check) && int(st.check[check]) == i {
+					check++
+					if err := p.validateGroupsLocked(r.Actions); err != nil {
+						return fail(i, err)
+					}
+					if err := p.validateMetersLocked(r.Actions); err != nil {
+						return fail(i, err)
+					}
+				}
+				results[i].Added = r
+				if r.seq != replacedSeq {
+					p.installedLocked(r, now)
+				}
+				break
+			}
 			r := op.Rule
 			if r == nil {
 				r = newRule(op.Flow)
@@ -284,6 +319,13 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	p.bumpLocked()
+	if built {
+		for j := range undo {
+			if u := &undo[j]; u.kind == opPutTable {
+				p.keepSpareLocked(u.id, u.t)
+			}
+		}
+	}
 	n = len(ops)
 	for i := range results {
 		n += len(results[i].Removed)
@@ -298,6 +340,7 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 	case OpAdd:
 		p.removeRule(u.t, u.r)
 		p.nRules--
+		delete(p.timed, u.r) // a flow rolled back never times out
 		if u.old != nil {
 			p.insertRule(u.t, u.old)
 			p.nRules++
@@ -311,6 +354,8 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 	case OpDelete:
 		p.insertRule(u.t, u.r)
 		p.nRules++
+	case opPutTable:
+		p.unputTableLocked(u)
 	case OpGroupAdd:
 		delete(p.writeGroups(), u.group.ID)
 	case OpGroupModify, OpGroupDelete:

@@ -46,10 +46,12 @@ func (s *side) table(id uint8) *table {
 }
 
 // sideOp is a change of the writer's side, replayed on the other: an
-// insert or a removal of r, or (clear) every rule of one classifier of a
-// table removed at once.
+// insert or a removal of r, (clear) every rule of one classifier of a
+// table removed at once, or (r nil, neither) table replaced by put, the
+// twin of a bundle's staged table (stage.go; nil: by an empty table).
 type sideOp struct {
 	r      *Rule
+	put    *table
 	insert bool
 	clear  bool
 	table  uint8
@@ -237,6 +239,10 @@ func (p *Pipeline) catchUpLocked() {
 					t.hard.clear()
 				}
 			}
+		case op.r == nil:
+			old := s.tables[op.table]
+			s.tables[op.table] = op.put // nil: empty, made again on use
+			p.keepSpareLocked(op.table, old)
 		case op.insert:
 			s.table(op.r.Table).cls(op.r).insert(op.r)
 		default:

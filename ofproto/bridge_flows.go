@@ -102,9 +102,9 @@ func failedMod(c *Conn, h wire.Header, raw []byte, i int, err error) error {
 
 // mods applies flow-mods and group-mods all or nothing (one atomic
 // pipeline batch).
-func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
+func (b *Bridge) mods(c *Conn, reqs []modReq, bundle *Bundle) error {
 	failed := func(i int, err error) error {
-		if !bundle {
+		if bundle == nil {
 			return err
 		}
 		return failedMod(c, reqs[i].h, reqs[i].raw, i, err)
@@ -116,7 +116,11 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
 		}
 		ops[i] = reqs[i].op
 	}
-	results, err := b.p.Apply(ops)
+	var stage *flowtable.Stage
+	if bundle != nil {
+		stage = bundle.stage
+	}
+	results, err := b.p.ApplyStaged(ops, stage)
 	if err != nil {
 		i := 0
 		var opErr *flowtable.OpError
