@@ -101,8 +101,12 @@ type undoStep struct {
 	logAt int
 }
 
-// opPutTable is the undo step of a stage's table put in place.
-const opPutTable FlowOpKind = 255
+// opPutTable is the undo step of a stage's table put in place,
+// opDetachTable of a table a delete of every flow took whole.
+const (
+	opPutTable FlowOpKind = 255 - iota
+	opDetachTable
+)
 
 // Apply runs flow-mods atomically, in order, under one lock: if one fails,
 // every change made by the earlier ones is undone and nothing is visible to
@@ -251,6 +255,10 @@ func (p *Pipeline) ApplyStaged(ops []FlowOp, st *Stage) ([]OpResult, error) {
 					if t == nil || (ff.Table != 255 && id != int(ff.Table)) {
 						continue
 					}
+					if st.detaches(t) {
+						p.detachTableLocked(uint8(id), &undo)
+						continue
+					}
 					for _, c := range []*classifier{t.hard, t.soft} {
 						c.each(func(r *Rule) bool {
 							results[i].Removed = append(results[i].Removed, r)
@@ -356,6 +364,8 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 		p.nRules++
 	case opPutTable:
 		p.unputTableLocked(u)
+	case opDetachTable:
+		p.undetachTableLocked(u)
 	case OpGroupAdd:
 		delete(p.writeGroups(), u.group.ID)
 	case OpGroupModify, OpGroupDelete:

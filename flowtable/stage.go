@@ -44,6 +44,11 @@ type Stage struct {
 	// check are the adds whose actions name groups or meters, in order:
 	// the commit validates them where they come in the bundle.
 	check []int32
+	// ListRemoved asks the commit to list every flow a delete removes
+	// (OpResult.Removed: flow monitors report them). Otherwise a delete
+	// of every flow lists only those with send_flow_rem, and takes a
+	// table that has none whole, without touching its rules (detaches).
+	ListRemoved bool
 }
 
 // replacedSeq marks, in place of an insertion order (given at commit), a
@@ -240,7 +245,7 @@ func (p *Pipeline) unputTableLocked(u *undoStep) {
 		})
 	}
 	cur.tables[u.id] = u.t
-	p.w.log[u.logAt].put = nil // an empty table, as it was
+	p.w.log[u.logAt].noop = true // the other side keeps its table
 }
 
 // installedLocked does for a staged rule, now in the tables, what
@@ -318,4 +323,48 @@ func (p *Pipeline) keepSpareLocked(id uint8, t *table) {
 			return
 		}
 	}
+}
+
+// detaches reports whether a delete of every flow in a commit of s takes
+// table t whole (detachTableLocked) rather than flow by flow: nobody
+// needs the list of its flows. Then the commit touches none of the old
+// flows' memory, which after minutes without a change is out of the
+// caches (ovn-controller's bundle on reconnect deletes every flow).
+func (s *Stage) detaches(t *table) bool {
+	return s != nil && !s.ListRemoved && t.hard.flowRem+t.soft.flowRem == 0 && t.hard.n+t.soft.n > 0
+}
+
+// detachTableLocked empties table id of the writer's side by taking it
+// out whole; the other side does the same when it catches up. Both old
+// tables are emptied and kept as spares then, off the commit's way.
+func (p *Pipeline) detachTableLocked(id uint8, undo *[]undoStep) {
+	cur := p.cur()
+	t := cur.tables[id]
+	p.nRules -= t.hard.n + t.soft.n
+	*undo = append(*undo, undoStep{kind: opDetachTable, t: t, id: id, logAt: len(p.w.log)})
+	cur.tables[id] = nil
+	p.w.log = append(p.w.log, sideOp{table: id}) // put nil: empty
+	p.w.detached = append(p.w.detached, idTable{id, t})
+}
+
+// undetachTableLocked puts back a table detachTableLocked took out.
+func (p *Pipeline) undetachTableLocked(u *undoStep) {
+	t := u.t
+	p.nRules += t.hard.n + t.soft.n
+	p.cur().tables[u.id] = t
+	p.w.log[u.logAt].noop = true
+	if i := slices.Index(p.w.detached, idTable{u.id, t}); i >= 0 {
+		p.w.detached = slices.Delete(p.w.detached, i, i+1)
+	}
+}
+
+// recycleTableLocked empties t, a table out of both sides with no walk
+// on it, and keeps it as a spare (catchUpLocked, with the batch on).
+func (p *Pipeline) recycleTableLocked(id uint8, t *table) {
+	if t == nil {
+		return
+	}
+	t.hard.clear()
+	t.soft.clear()
+	p.keepSpareLocked(id, t)
 }

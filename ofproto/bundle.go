@@ -163,6 +163,9 @@ func (b *Bridge) commitBundle(c *Conn, bd *Bundle) error {
 			return failedMod(c, pm.h, pm.raw, pm.after+i, err)
 		}
 	}
+	// Flow monitors report every flow a delete removes; without them
+	// the commit may take an emptied table whole (flowtable.Stage).
+	bd.stage.ListRemoved = b.hasMonitors()
 	if err := b.mods(c, bd.mods, bd); err != nil {
 		return err
 	}
