@@ -147,13 +147,18 @@ func (p *Pipeline) ApplyStaged(ops []FlowOp, st *Stage) ([]OpResult, error) {
 		}
 	}
 	n := len(ops)
-	if deletes {
+	if st.firstAdd(len(ops)) >= 0 {
+		// Staged adds mostly need no undo step each (putStageLocked).
+		n -= st.adds
+	}
+	if deletes && (st == nil || st.ListRemoved) {
 		// Room for deleting every flow (ovn-controller's bundles start
 		// with a delete-all): the undo log is not copied as it grows.
+		// (A stage's commit takes most emptied tables whole.)
 		n += p.nRules
 	}
-	undo := make([]undoStep, 0, n)
-	results := make([]OpResult, len(ops))
+	undo := make([]undoStep, 0, n+8)
+	results := st.takeResults(len(ops))
 	now := p.Now() // one creation time for the whole batch, as it is atomic
 	fail := func(i int, err error) ([]OpResult, error) {
 		for j := len(undo) - 1; j >= 0; j-- {

@@ -39,8 +39,11 @@ type Stage struct {
 	tables  [NumTables]*table // the staged tables, nil where nothing is added
 	// twins are the same tables again, for the other side of the
 	// pipeline (leftright.go), which then has nothing left to replay.
-	twins [NumTables]*table
-	rules int // flows in the staged tables
+	twins   [NumTables]*table
+	rules   int        // flows in the staged tables
+	adds    int        // adds staged (some replaced by later ones)
+	results []OpResult // for the commit (takeResults)
+	ops     []FlowOp   // the operations, for the commit (Ops)
 	// check are the adds whose actions name groups or meters, in order:
 	// the commit validates them where they come in the bundle.
 	check []int32
@@ -66,11 +69,16 @@ func (p *Pipeline) NewStage() *Stage { return &Stage{p: p, first: -1} }
 func (s *Stage) Add(op *FlowOp) {
 	i := s.n
 	s.n++
+	// The commit's results, allocated as the bundle comes rather than
+	// between commit request and reply.
+	s.results = append(s.results, OpResult{})
+	s.ops = append(s.ops, *op)
 	if s.off {
 		return
 	}
 	switch k := op.Kind; {
 	case k == OpAdd:
+		s.adds++
 		s.add(i, op.Rule)
 	case k == OpGroupAdd || k == OpGroupModify:
 		// Flows are not touched: the adds around them stay staged.
@@ -368,3 +376,17 @@ func (p *Pipeline) recycleTableLocked(id uint8, t *table) {
 	t.soft.clear()
 	p.keepSpareLocked(id, t)
 }
+
+// takeResults returns the results of a commit of n operations: the
+// stage's, if it saw them all (once), else new ones.
+func (s *Stage) takeResults(n int) []OpResult {
+	if s == nil || len(s.results) != n {
+		return make([]OpResult, n)
+	}
+	r := s.results
+	s.results = nil
+	return r
+}
+
+// Ops returns the operations staged, in order: what to apply at commit.
+func (s *Stage) Ops() []FlowOp { return s.ops }

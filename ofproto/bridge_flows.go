@@ -109,16 +109,23 @@ func (b *Bridge) mods(c *Conn, reqs []modReq, bundle *Bundle) error {
 		}
 		return failedMod(c, reqs[i].h, reqs[i].raw, i, err)
 	}
-	ops := make([]flowtable.FlowOp, len(reqs))
+	var stage *flowtable.Stage
+	var ops []flowtable.FlowOp
+	if bundle != nil {
+		stage = bundle.stage
+		// Copied as they were staged (not between commit and reply).
+		ops = stage.Ops()
+	}
+	if len(ops) != len(reqs) {
+		ops = make([]flowtable.FlowOp, len(reqs))
+		for i := range reqs {
+			ops[i] = reqs[i].op
+		}
+	}
 	for i := range reqs {
 		if reqs[i].err != nil {
 			return failed(i, reqs[i].err)
 		}
-		ops[i] = reqs[i].op
-	}
-	var stage *flowtable.Stage
-	if bundle != nil {
-		stage = bundle.stage
 	}
 	results, err := b.p.ApplyStaged(ops, stage)
 	if err != nil {
