@@ -45,6 +45,9 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		if len(bd.mods) >= reclaimFlows {
 			c.reclaim = true // the bundle's translations are garbage now
 		}
+		if len(bd.mods) >= stagingGCAfter {
+			releaseStagingGC()
+		}
 		err := b.commitBundle(c, bd)
 		c.recycle(bd)
 		if err != nil {
@@ -56,6 +59,9 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 			return ofpErr(c, wire.OFPBFC_BAD_ID, "no bundle %d", m.BundleID)
 		}
 		delete(c.State.Bundles, m.BundleID)
+		if len(bd.mods) >= stagingGCAfter {
+			releaseStagingGC()
+		}
 		c.recycle(bd)
 		return reply(wire.OFPBCT_DISCARD_REPLY)
 	}
@@ -95,6 +101,9 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 		// Doubling: append grows a long slice by a quarter at a time,
 		// which copies a 100,000-message bundle's requests five times.
 		bd.mods = slices.Grow(bd.mods, max(len(bd.mods), 64))
+	}
+	if n := len(bd.mods); n >= stagingGCAfter && n%1024 == 0 {
+		holdStagingGC()
 	}
 	switch inner := m.Inner.(type) {
 	case *wire.FlowMod:
