@@ -48,7 +48,8 @@ func (s *side) table(id uint8) *table {
 // sideOp is a change of the writer's side, replayed on the other: an
 // insert or a removal of r, (clear) every rule of one classifier of a
 // table removed at once, or (r nil, neither) table replaced by put, the
-// twin of a bundle's staged table (stage.go; nil: by an empty table).
+// twin of a bundle's staged table (stage.go; nil: by an empty table) or,
+// with clone, a copy of the staged table itself.
 type sideOp struct {
 	r      *Rule
 	put    *table
@@ -57,6 +58,7 @@ type sideOp struct {
 	table  uint8
 	soft   bool
 	noop   bool // undone: nothing to replay
+	clone  bool // put is the writer's table itself: the other side copies it
 }
 
 // readerCount counts the walks on one side, on a cache line of its own.
@@ -253,6 +255,9 @@ func (p *Pipeline) catchUpLocked() {
 		case op.r == nil:
 			old := s.tables[op.table]
 			s.tables[op.table] = op.put // nil: empty, made again on use
+			if op.clone {
+				s.tables[op.table] = op.put.clone(s.batch)
+			}
 			p.recycleTableLocked(op.table, old)
 		case op.insert:
 			s.table(op.r.Table).cls(op.r).insert(op.r)

@@ -39,7 +39,11 @@ type Stage struct {
 	tables  [NumTables]*table // the staged tables, nil where nothing is added
 	// twins are the same tables again, for the other side of the
 	// pipeline (leftright.go), which then has nothing left to replay.
+	// A stage past maxTwinRules drops them (noTwins): the other side
+	// copies the tables after the commit instead (table.clone), off the
+	// client's way.
 	twins   [NumTables]*table
+	noTwins bool
 	rules   int        // flows in the staged tables
 	adds    int        // adds staged (some replaced by later ones)
 	results []OpResult // for the commit (takeResults)
@@ -53,6 +57,9 @@ type Stage struct {
 	// table that has none whole, without touching its rules (detaches).
 	ListRemoved bool
 }
+
+// maxTwinRules is the most flows a stage builds twice (Stage.twins).
+const maxTwinRules = 8192
 
 // replacedSeq marks, in place of an insertion order (given at commit), a
 // staged rule that a later add of its bundle replaced (same table, match
@@ -112,10 +119,16 @@ func (s *Stage) add(i int, r *Rule) {
 			return
 		}
 		t = s.p.spareTable(r.Table)
-		s.tables[r.Table], s.twins[r.Table] = t, s.p.spareTable(r.Table)
+		s.tables[r.Table] = t
+		if !s.noTwins {
+			s.twins[r.Table] = s.p.spareTable(r.Table)
+		}
 	}
 	if s.first < 0 {
 		s.first = i
+	}
+	if s.rules == maxTwinRules && !s.noTwins {
+		s.noTwins, s.twins = true, [NumTables]*table{}
 	}
 	twin := s.twins[r.Table]
 	// As addLocked: an add replaces the flow of the same match and
@@ -126,7 +139,9 @@ func (s *Stage) add(i int, r *Rule) {
 	}
 	if old != nil {
 		t.cls(old).remove(old)
-		twin.cls(old).remove(old)
+		if twin != nil {
+			twin.cls(old).remove(old)
+		}
 		s.rules--
 		if r.Flags&FlagResetCounts == 0 {
 			r.Stats = old.Stats
@@ -134,7 +149,9 @@ func (s *Stage) add(i int, r *Rule) {
 		old.seq = replacedSeq
 	}
 	t.cls(r).insert(r)
-	twin.cls(r).insert(r)
+	if twin != nil {
+		twin.cls(r).insert(r)
+	}
 	s.rules++
 	if namesGroupsOrMeters(r.Actions) {
 		s.check = append(s.check, int32(i))
@@ -222,18 +239,26 @@ func (p *Pipeline) putStageLocked(st *Stage, undo *[]undoStep) bool {
 		if t == nil {
 			continue
 		}
-		twin := st.twins[id]
-		for _, c := range []*classifier{t.hard, t.soft, twin.hard, twin.soft} {
-			c.batch = cur.batch
-			if c.dormant > 0 {
-				// Subtables of a spare table (spareTable) the bundle
-				// did not use: dropped at the end of the write.
-				cur.batch.dormant = append(cur.batch.dormant, c)
+		op := sideOp{put: st.twins[id], table: uint8(id)}
+		if st.noTwins {
+			op.put, op.clone = t, true
+		}
+		for _, tb := range []*table{t, st.twins[id]} {
+			if tb == nil {
+				continue
+			}
+			for _, c := range []*classifier{tb.hard, tb.soft} {
+				c.batch = cur.batch
+				if c.dormant > 0 {
+					// Subtables of a spare table (spareTable) the
+					// bundle did not use: dropped at the end of the write.
+					cur.batch.dormant = append(cur.batch.dormant, c)
+				}
 			}
 		}
 		*undo = append(*undo, undoStep{kind: opPutTable, t: cur.tables[id], id: uint8(id), logAt: len(p.w.log)})
 		cur.tables[id] = t
-		p.w.log = append(p.w.log, sideOp{put: twin, table: uint8(id)})
+		p.w.log = append(p.w.log, op)
 	}
 	p.nRules += st.rules
 	p.bumpLocked()
@@ -390,3 +415,34 @@ func (s *Stage) takeResults(n int) []OpResult {
 
 // Ops returns the operations staged, in order: what to apply at commit.
 func (s *Stage) Ops() []FlowOp { return s.ops }
+
+// clone copies t for the other side (leftright.go): the same rules in
+// subtables, hash indexes and buckets of its own, in the same order, so
+// that lookups on either side find the same rules. Called at catch-up:
+// nothing changed t since it was put in place (the write that put it
+// ended there, and the next write catches up first).
+func (t *table) clone(batch *changeBatch) *table {
+	return &table{hard: t.hard.clone(batch), soft: t.soft.clone(batch)}
+}
+
+func (c *classifier) clone(batch *changeBatch) *classifier {
+	n := &classifier{byMask: make(map[Key]*subtable, len(c.subtables)), n: c.n, soft: c.soft,
+		repeated: c.repeated, flowRem: c.flowRem, batch: batch, subtables: make([]*subtable, len(c.subtables))}
+	chunk := make([]*Rule, c.n) // every bucket, carved from one array
+	for i, st := range c.subtables {
+		// The word lists never change after newSubtable: shared.
+		ns := &subtable{mask: st.mask, words: st.words, maskw: st.maskw, maxPriority: st.maxPriority,
+			nMax: st.nMax, n: st.n}
+		ns.buckets = hindex{slots: make([]hslot, len(st.buckets.slots)), n: st.buckets.n, shift: st.buckets.shift}
+		for j, sl := range st.buckets.slots {
+			if sl.rules != nil {
+				k := copy(chunk, sl.rules)
+				ns.buckets.slots[j] = hslot{hash: sl.hash, rules: chunk[:k:k]}
+				chunk = chunk[k:]
+			}
+		}
+		n.subtables[i] = ns
+		n.byMask[st.mask] = ns
+	}
+	return n
+}

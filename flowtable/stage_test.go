@@ -352,3 +352,44 @@ func TestStagingBesideWriters(t *testing.T) {
 		t.Errorf("the sides differ:\n%s", state)
 	}
 }
+
+// TestStagedBigBundleCopiedAfter: a bundle past maxTwinRules builds its
+// tables once; the other side copies them when it catches up, and ends
+// the same as the side the commit wrote, and as the ops one by one.
+func TestStagedBigBundleCopiedAfter(t *testing.T) {
+	bundle := []FlowOp{deleteAll()}
+	for i := range maxTwinRules + 1000 {
+		bundle = append(bundle, add(sflow(uint8(i%3), uint16(i%7), uint64(i%6+1), uint64(i/6), out(uint32(i)), goTo(uint8(i%3+1)))))
+	}
+	bundle = append(bundle, add(sflow(0, 0, 1, 0, out(99999)))) // replaces the first
+	var want, got string
+	for _, staged := range []bool{false, true} {
+		p := NewPipeline()
+		clock := time.Unix(1e9, 0)
+		p.Now = func() time.Time { return clock }
+		if _, err := p.Apply([]FlowOp{add(sflow(0, 1, 2, 0, out(7)))}); err != nil {
+			t.Fatal(err)
+		}
+		ops, st := stageOps(p, bundle)
+		var err error
+		if staged {
+			if !st.noTwins {
+				t.Fatalf("a stage of %d flows kept its twins", st.rules)
+			}
+			_, err = p.ApplyStaged(ops, st)
+			got = pipelineState(p)
+		} else {
+			_, err = p.Apply(ops)
+			want = pipelineState(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != want {
+		t.Errorf("staged commit:\n%.3000s\nops one by one:\n%.3000s", got, want)
+	}
+	if !strings.Contains(got, "-> [99999]") {
+		t.Errorf("the replacing add is not walked:\n%.2000s", got)
+	}
+}
