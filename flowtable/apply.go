@@ -95,13 +95,29 @@ type undoStep struct {
 	// group is the group an OpGroupAdd added (to remove), or the one an
 	// OpGroupModify replaced or an OpGroupDelete removed (to put back).
 	group *GroupEntry
+	// id and logAt are, for opPutTable, the table a stage's table
+	// replaced (t, empty or nil) and where the side log has the change.
+	id    uint8
+	logAt int
 }
+
+// opPutTable is the undo step of a stage's table put in place,
+// opDetachTable of a table a delete of every flow took whole.
+const (
+	opPutTable FlowOpKind = 255 - iota
+	opDetachTable
+)
 
 // Apply runs flow-mods atomically, in order, under one lock: if one fails,
 // every change made by the earlier ones is undone and nothing is visible to
 // packets in between (OpenFlow atomic bundles). Readers see either the
 // state before or the state after.
-func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
+func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) { return p.ApplyStaged(ops, nil) }
+
+// ApplyStaged is Apply of a bundle whose operations went through st
+// (NewStage, Stage.Add) as they were staged: where the stage applies, the
+// adds' tables are put in place whole (stage.go). st may be nil.
+func (p *Pipeline) ApplyStaged(ops []FlowOp, st *Stage) ([]OpResult, error) {
 	defer p.unlockWrite(p.lockWrite())
 	p.batch.on = true
 	defer p.batch.sweep()
@@ -131,13 +147,18 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	n := len(ops)
-	if deletes {
+	if st.firstAdd(len(ops)) >= 0 {
+		// Staged adds mostly need no undo step each (putStageLocked).
+		n -= st.adds
+	}
+	if deletes && (st == nil || st.ListRemoved) {
 		// Room for deleting every flow (ovn-controller's bundles start
 		// with a delete-all): the undo log is not copied as it grows.
+		// (A stage's commit takes most emptied tables whole.)
 		n += p.nRules
 	}
-	undo := make([]undoStep, 0, n)
-	results := make([]OpResult, len(ops))
+	undo := make([]undoStep, 0, n+8)
+	results := st.takeResults(len(ops))
 	now := p.Now() // one creation time for the whole batch, as it is atomic
 	fail := func(i int, err error) ([]OpResult, error) {
 		for j := len(undo) - 1; j >= 0; j-- {
@@ -146,10 +167,33 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		return nil, &OpError{i, err}
 	}
 	var staged Flow // an add's flow rebuilt from its staged Rule
+	// built: the stage's tables are in place, its adds only need their
+	// checks and bookkeeping; check is where its next checked add is.
+	built, check := false, 0
 	for i := range ops {
 		op := &ops[i]
 		switch op.Kind {
 		case OpAdd:
+			if i == st.firstAdd(len(ops)) {
+				built = p.putStageLocked(st, &undo)
+			}
+			if built {
+				r := op.Rule
+				if check < len(st.check) && int(st.check[check]) == i {
+					check++
+					if err := p.validateGroupsLocked(r.Actions); err != nil {
+						return fail(i, err)
+					}
+					if err := p.validateMetersLocked(r.Actions); err != nil {
+						return fail(i, err)
+					}
+				}
+				results[i].Added = r
+				if r.seq != replacedSeq {
+					p.installedLocked(r, now)
+				}
+				break
+			}
 			r := op.Rule
 			if r == nil {
 				r = newRule(op.Flow)
@@ -214,6 +258,10 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 				// once, its subtables kept for the adds that follow.
 				for id, t := range p.cur().tables {
 					if t == nil || (ff.Table != 255 && id != int(ff.Table)) {
+						continue
+					}
+					if st.detaches(t) {
+						p.detachTableLocked(uint8(id), &undo)
 						continue
 					}
 					for _, c := range []*classifier{t.hard, t.soft} {
@@ -284,6 +332,13 @@ func (p *Pipeline) Apply(ops []FlowOp) ([]OpResult, error) {
 		}
 	}
 	p.bumpLocked()
+	if built {
+		for j := range undo {
+			if u := &undo[j]; u.kind == opPutTable {
+				p.keepSpareLocked(u.id, u.t)
+			}
+		}
+	}
 	n = len(ops)
 	for i := range results {
 		n += len(results[i].Removed)
@@ -298,6 +353,7 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 	case OpAdd:
 		p.removeRule(u.t, u.r)
 		p.nRules--
+		delete(p.timed, u.r) // a flow rolled back never times out
 		if u.old != nil {
 			p.insertRule(u.t, u.old)
 			p.nRules++
@@ -311,6 +367,10 @@ func (p *Pipeline) undoLocked(u *undoStep) {
 	case OpDelete:
 		p.insertRule(u.t, u.r)
 		p.nRules++
+	case opPutTable:
+		p.unputTableLocked(u)
+	case opDetachTable:
+		p.undetachTableLocked(u)
 	case OpGroupAdd:
 		delete(p.writeGroups(), u.group.ID)
 	case OpGroupModify, OpGroupDelete:

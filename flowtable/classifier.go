@@ -25,6 +25,10 @@ type classifier struct {
 	// its flows that are two clauses of one conjunction.
 	soft     bool
 	repeated int
+	// flowRem counts the rules with send_flow_rem: a delete of every
+	// flow that needs no list of them takes a table without one whole
+	// (stage.go).
+	flowRem int
 	// batch, if set, is the pipeline's batch of changes (Apply): while it
 	// runs, a subtable that empties stays in byMask, out of subtables
 	// (lookups never see it), so that a batch that deletes flows and adds
@@ -163,6 +167,9 @@ func (c *classifier) insert(r *Rule) {
 	st.buckets.set(h, b)
 	st.n++
 	c.n++
+	if r.Flags&FlagSendFlowRem != 0 {
+		c.flowRem++
+	}
 	switch {
 	case int(r.Priority) > st.maxPriority:
 		st.maxPriority, st.nMax = int(r.Priority), 1
@@ -207,7 +214,7 @@ func (c *classifier) clear() {
 			return true
 		})
 	}
-	c.n, c.repeated = 0, 0
+	c.n, c.repeated, c.flowRem = 0, 0, 0
 	if c.batch == nil || !c.batch.on {
 		*c = classifier{byMask: map[Key]*subtable{}, soft: c.soft, batch: c.batch}
 		return
@@ -246,6 +253,9 @@ func (c *classifier) remove(r *Rule) {
 	st.buckets.set(h, b)
 	st.n--
 	c.n--
+	if r.Flags&FlagSendFlowRem != 0 {
+		c.flowRem--
+	}
 	if st.n == 0 {
 		if c.batch != nil && c.batch.on {
 			st.maxPriority, st.nMax = -1, 0

@@ -46,14 +46,19 @@ func (s *side) table(id uint8) *table {
 }
 
 // sideOp is a change of the writer's side, replayed on the other: an
-// insert or a removal of r, or (clear) every rule of one classifier of a
-// table removed at once.
+// insert or a removal of r, (clear) every rule of one classifier of a
+// table removed at once, or (r nil, neither) table replaced by put, the
+// twin of a bundle's staged table (stage.go; nil: by an empty table) or,
+// with clone, a copy of the staged table itself.
 type sideOp struct {
 	r      *Rule
+	put    *table
 	insert bool
 	clear  bool
 	table  uint8
 	soft   bool
+	noop   bool // undone: nothing to replay
+	clone  bool // put is the writer's table itself: the other side copies it
 }
 
 // readerCount counts the walks on one side, on a cache line of its own.
@@ -71,10 +76,19 @@ type writeState struct {
 	log []sideOp
 	// cleared counts the rules the log's clears removed: with the log's
 	// length, the size of the change.
-	cleared                  int
+	cleared int
+	// detached are the writer's tables a delete of every flow took out
+	// whole (stage.go), emptied and kept when the other side catches up.
+	detached                 []idTable
 	groupsOwned, metersOwned bool // the writer's side has its own copy of the map
 	mapsChanged, bump        bool
 	timer                    *time.Timer
+}
+
+// idTable is a table and its id.
+type idTable struct {
+	id uint8
+	t  *table
 }
 
 // catchUpDelay is how long a replaced side may lag when no other write
@@ -215,7 +229,7 @@ func (p *Pipeline) catchUp() {
 // have mostly long gone) and replays on it the changes of the active one.
 func (p *Pipeline) catchUpLocked() {
 	w := &p.w
-	if len(w.log) == 0 && !w.groupsOwned && !w.metersOwned {
+	if len(w.log) == 0 && !w.groupsOwned && !w.metersOwned && len(w.detached) == 0 {
 		return
 	}
 	a := p.active.Load()
@@ -229,6 +243,7 @@ func (p *Pipeline) catchUpLocked() {
 	}
 	for _, op := range w.log {
 		switch {
+		case op.noop:
 		case op.clear:
 			if t := s.tables[op.table]; t != nil {
 				if op.soft {
@@ -237,12 +252,24 @@ func (p *Pipeline) catchUpLocked() {
 					t.hard.clear()
 				}
 			}
+		case op.r == nil:
+			old := s.tables[op.table]
+			s.tables[op.table] = op.put // nil: empty, made again on use
+			if op.clone {
+				s.tables[op.table] = op.put.clone(s.batch)
+			}
+			p.recycleTableLocked(op.table, old)
 		case op.insert:
 			s.table(op.r.Table).cls(op.r).insert(op.r)
 		default:
 			s.table(op.r.Table).cls(op.r).remove(op.r)
 		}
 	}
+	for _, d := range w.detached {
+		p.recycleTableLocked(d.id, d.t)
+	}
+	clear(w.detached)
+	w.detached = w.detached[:0]
 	s.groups, s.meters = n.groups, n.meters
 	if cap(w.log) > bulkReplay {
 		w.log = nil // a bulk change's log: do not keep it

@@ -62,8 +62,12 @@ func TestWalksSeeWholeBatches(t *testing.T) {
 			}
 		}()
 	}
-	for i := uint32(1); i <= batches; i++ {
-		if _, err := p.Apply(batchOps(i)); err != nil {
+	// At least batches batches, and more until the walkers have run
+	// beside them for a while (on a loaded machine they start late).
+	last := uint32(0)
+	for deadline := time.Now().Add(10 * time.Second); last < batches || (walks.Load() < 100 && time.Now().Before(deadline)); {
+		last++
+		if _, err := p.Apply(batchOps(last)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,8 +76,8 @@ func TestWalksSeeWholeBatches(t *testing.T) {
 	var pkt Packet
 	pkt.Key.SetInPort(1 << 20) // no output port of the test
 	p.Run(&pkt, &s, nil)
-	if len(s.ports) != 3 || s.ports[0] != 3*batches {
-		t.Errorf("after the last batch a walk outputs %v, want %d first", s.ports, 3*batches)
+	if len(s.ports) != 3 || s.ports[0] != 3*last {
+		t.Errorf("after the last batch a walk outputs %v, want %d first", s.ports, 3*last)
 	}
 	stop.Store(true)
 	wg.Wait()

@@ -56,6 +56,7 @@ type Pipeline struct {
 	readers [2]readerCount
 	w       writeState
 	batch   changeBatch // Apply's, for the classifiers
+	spares  spareTables // for bundles' stages (stage.go)
 	// meterIDs are the datapath ids the meters hold (meter.go).
 	meterIDs providerPool
 	// FailOpen is OVS's fail-open mode (ofproto/fail-open.c): a standalone
@@ -208,8 +209,7 @@ func (p *Pipeline) addLocked(r *Rule, now time.Time) (*Rule, *Rule) {
 	if old == nil {
 		old = t.soft.findSame(r)
 	}
-	r.Stats.Created = now
-	r.Stats.LastUsed.Store(now.UnixNano())
+	r.Stats.Created = now // before the old flow's counters may take over
 	if old != nil {
 		p.removeRule(t, old)
 		p.nRules--
@@ -217,18 +217,23 @@ func (p *Pipeline) addLocked(r *Rule, now time.Time) (*Rule, *Rule) {
 			// The counters go on in the old flow's: walks still on the
 			// other side count there until the change is published.
 			r.Stats = old.Stats
-			r.Stats.LastUsed.Store(now.UnixNano())
 		}
 	}
+	r.Stats.LastUsed.Store(now.UnixNano())
 	p.seq++
 	r.seq = p.seq
 	p.insertRule(t, r)
 	p.nRules++
+	p.noteTimeoutsLocked(r, now)
+	p.bumpLocked()
+	return r, old
+}
+
+// noteTimeoutsLocked tracks r, just installed, if it has a timeout.
+func (p *Pipeline) noteTimeoutsLocked(r *Rule, now time.Time) {
 	if r.IdleTimeout != 0 || r.HardTimeout != 0 {
 		p.timed[r] = &timedState{lastPackets: r.Stats.Packets.Load(), lastActive: now}
 	}
-	p.bumpLocked()
-	return r, old
 }
 
 func (p *Pipeline) overlapsLocked(f *Flow) bool {

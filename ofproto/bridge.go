@@ -190,12 +190,12 @@ func (b *Bridge) HandleMessage(c *Conn, h wire.Header, raw []byte, m wire.Messag
 		if err := b.slaveCheck(c); err != nil {
 			return err
 		}
-		return b.mods(c, []modReq{b.newFlowModReq(c, h, raw, m)}, false)
+		return b.mods(c, []modReq{b.newFlowModReq(c, h, raw, m)}, nil)
 	case *wire.GroupMod:
 		if err := b.slaveCheck(c); err != nil {
 			return err
 		}
-		return b.mods(c, []modReq{b.newGroupModReq(c, h, raw, m)}, false)
+		return b.mods(c, []modReq{b.newGroupModReq(c, h, raw, m)}, nil)
 	case *wire.MeterMod:
 		return b.meterMod(c, m)
 	case *wire.PacketOut:

@@ -102,21 +102,32 @@ func failedMod(c *Conn, h wire.Header, raw []byte, i int, err error) error {
 
 // mods applies flow-mods and group-mods all or nothing (one atomic
 // pipeline batch).
-func (b *Bridge) mods(c *Conn, reqs []modReq, bundle bool) error {
+func (b *Bridge) mods(c *Conn, reqs []modReq, bundle *Bundle) error {
 	failed := func(i int, err error) error {
-		if !bundle {
+		if bundle == nil {
 			return err
 		}
 		return failedMod(c, reqs[i].h, reqs[i].raw, i, err)
 	}
-	ops := make([]flowtable.FlowOp, len(reqs))
+	var stage *flowtable.Stage
+	var ops []flowtable.FlowOp
+	if bundle != nil {
+		stage = bundle.stage
+		// Copied as they were staged (not between commit and reply).
+		ops = stage.Ops()
+	}
+	if len(ops) != len(reqs) {
+		ops = make([]flowtable.FlowOp, len(reqs))
+		for i := range reqs {
+			ops[i] = reqs[i].op
+		}
+	}
 	for i := range reqs {
 		if reqs[i].err != nil {
 			return failed(i, reqs[i].err)
 		}
-		ops[i] = reqs[i].op
 	}
-	results, err := b.p.Apply(ops)
+	results, err := b.p.ApplyStaged(ops, stage)
 	if err != nil {
 		i := 0
 		var opErr *flowtable.OpError

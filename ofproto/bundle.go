@@ -3,6 +3,7 @@ package ofproto
 import (
 	"slices"
 
+	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto/wire"
 )
 
@@ -25,7 +26,7 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		if m.Flags&^(wire.OFPBF_ATOMIC|wire.OFPBF_ORDERED) != 0 {
 			return ofpErr(c, wire.OFPBFC_BAD_FLAGS, "flags %#x", m.Flags)
 		}
-		c.State.Bundles[m.BundleID] = c.newBundle(m.BundleID, m.Flags)
+		c.State.Bundles[m.BundleID] = c.newBundle(b.p, m.BundleID, m.Flags)
 		return reply(wire.OFPBCT_OPEN_REPLY)
 	case wire.OFPBCT_CLOSE_REQUEST:
 		if bd == nil {
@@ -44,6 +45,9 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		if len(bd.mods) >= reclaimFlows {
 			c.reclaim = true // the bundle's translations are garbage now
 		}
+		if len(bd.mods) >= stagingGCAfter {
+			releaseStagingGC()
+		}
 		err := b.commitBundle(c, bd)
 		c.recycle(bd)
 		if err != nil {
@@ -55,6 +59,9 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 			return ofpErr(c, wire.OFPBFC_BAD_ID, "no bundle %d", m.BundleID)
 		}
 		delete(c.State.Bundles, m.BundleID)
+		if len(bd.mods) >= stagingGCAfter {
+			releaseStagingGC()
+		}
 		c.recycle(bd)
 		return reply(wire.OFPBCT_DISCARD_REPLY)
 	}
@@ -73,7 +80,7 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 	bd := c.State.Bundles[m.BundleID]
 	if bd == nil {
 		// OVS opens a bundle implicitly on the first add.
-		bd = c.newBundle(m.BundleID, m.Flags)
+		bd = c.newBundle(b.p, m.BundleID, m.Flags)
 		c.State.Bundles[m.BundleID] = bd
 	}
 	if bd.Closed {
@@ -95,11 +102,16 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 		// which copies a 100,000-message bundle's requests five times.
 		bd.mods = slices.Grow(bd.mods, max(len(bd.mods), 64))
 	}
+	if n := len(bd.mods); n >= stagingGCAfter && n%1024 == 0 {
+		holdStagingGC()
+	}
 	switch inner := m.Inner.(type) {
 	case *wire.FlowMod:
 		bd.mods = append(bd.mods, b.newFlowModReq(c, m.InnerHeader, bd.quote(raw), inner))
+		bd.stage.Add(&bd.mods[len(bd.mods)-1].op)
 	case *wire.GroupMod:
 		bd.mods = append(bd.mods, b.newGroupModReq(c, m.InnerHeader, bd.quote(raw), inner))
+		bd.stage.Add(&bd.mods[len(bd.mods)-1].op)
 	case *wire.PortMod:
 		pm := *inner
 		pm.Props = nil // not used; they would refer to the connection's buffer
@@ -114,9 +126,10 @@ func (b *Bridge) bundleAdd(c *Conn, h wire.Header, raw []byte, m *wire.BundleAdd
 // same memory, while one 100,000-flow bundle does not pin its list.
 const maxSpareMods = 4096
 
-// newBundle opens a bundle with the memory of the connection's last one.
-func (c *Conn) newBundle(id uint32, flags uint16) *Bundle {
-	bd := &Bundle{ID: id, Flags: flags, mods: c.spareMods, quoted: c.spareQuoted}
+// newBundle opens a bundle with the memory of the connection's last one
+// and a stage of p to build its tables as its adds come (flowtable.Stage).
+func (c *Conn) newBundle(p *flowtable.Pipeline, id uint32, flags uint16) *Bundle {
+	bd := &Bundle{ID: id, Flags: flags, mods: c.spareMods, quoted: c.spareQuoted, stage: p.NewStage()}
 	c.spareMods, c.spareQuoted = nil, nil
 	return bd
 }
@@ -131,7 +144,7 @@ func (c *Conn) recycle(bd *Bundle) {
 		c.spareMods = bd.mods[:0]
 	}
 	c.spareQuoted = bd.quoted[:0] // the last chunk (of 64 KB) quote filled
-	bd.mods, bd.quoted, bd.portMods = nil, nil, nil
+	bd.mods, bd.quoted, bd.portMods, bd.stage = nil, nil, nil, nil
 }
 
 // quote keeps the part of a bundled message an error reply would quote, in
@@ -159,7 +172,10 @@ func (b *Bridge) commitBundle(c *Conn, bd *Bundle) error {
 			return failedMod(c, pm.h, pm.raw, pm.after+i, err)
 		}
 	}
-	if err := b.mods(c, bd.mods, true); err != nil {
+	// Flow monitors report every flow a delete removes; without them
+	// the commit may take an emptied table whole (flowtable.Stage).
+	bd.stage.ListRemoved = b.hasMonitors()
+	if err := b.mods(c, bd.mods, bd); err != nil {
 		return err
 	}
 	for i := range bd.portMods {

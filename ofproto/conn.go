@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/ofproto/translate"
 	"github.com/govs-project/govs/ofproto/wire"
 )
@@ -143,6 +144,9 @@ type Bundle struct {
 	// quoted holds the first bytes of every bundled message (what an error
 	// reply quotes), since the connection reuses a message's memory.
 	quoted []byte
+	// stage builds the tables of the bundle's adds as they come, for the
+	// commit to put in place (flowtable.Stage).
+	stage *flowtable.Stage
 }
 
 // bundledPortMod is a port-mod in a bundle, with its place among the

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -52,4 +53,61 @@ func reclaimMemory() {
 			reclaimMemory() // a request raced the end of the loop
 		}
 	}()
+}
+
+// While a big bundle is staged, the heap grows by what the bundle will
+// install, nearly all of it live: a collection then frees little, and the
+// collector's cycles (about eight for a 118k-flow bundle, each scanning
+// the grown heap) cost switch CPU while the client waits. So the
+// collector runs less often (stagingGCPercent) until the bundle is
+// committed or discarded, or no add came for stagingGCIdle (a client
+// gone without closing). The RSS a load leaves is what the reclaim after
+// it (above) gives back, as before.
+const (
+	stagingGCPercent = 400
+	stagingGCAfter   = 4096 // adds in one bundle
+	stagingGCIdle    = time.Second
+)
+
+var stagingGC struct {
+	mu    sync.Mutex
+	on    bool
+	prev  int // the percent to go back to
+	timer *time.Timer
+}
+
+// holdStagingGC spaces the collections out while a big bundle is staged
+// (called every so many adds, which keeps it from expiring).
+func holdStagingGC() {
+	g := &stagingGC
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.on {
+		g.prev = debug.SetGCPercent(stagingGCPercent)
+		if g.prev < 0 || g.prev >= stagingGCPercent {
+			debug.SetGCPercent(g.prev) // off, or already as sparse
+			return
+		}
+		g.on = true
+	}
+	if g.timer == nil {
+		g.timer = time.AfterFunc(stagingGCIdle, releaseStagingGC)
+	} else {
+		g.timer.Reset(stagingGCIdle)
+	}
+}
+
+// releaseStagingGC restores the collector's pace (a big bundle was
+// committed or discarded, or its adds stopped).
+func releaseStagingGC() {
+	g := &stagingGC
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.on {
+		debug.SetGCPercent(g.prev)
+		g.on = false
+	}
+	if g.timer != nil {
+		g.timer.Stop()
+	}
 }

@@ -207,10 +207,21 @@ func BenchmarkAntreaScaleBundleLoad(b *testing.B) {
 			b.Fatal(err, out)
 		}
 	}
+	// The client's floor: the same load into a peer that only reads and
+	// acknowledges (ofsink_test.go).
+	sink := "unix:" + filepath.Join(dir, "sink")
+	startOFSink(b, filepath.Join(dir, "sink"))
 	wall := map[string][]float64{}
 	client := map[string][]float64{}
 	daemon := map[string][]float64{}
 	for i := 0; i < b.N*reps; i++ {
+		cmd := exec.Command("ovs-ofctl", withTarget(sink, []string{"-O", v, "--bundle", "add-flows", ff})...)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatal(err, string(out))
+		}
+		wall["sink"] = append(wall["sink"], time.Since(start).Seconds())
+		client["sink"] = append(client["sink"], (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 		for j := range sws {
 			sw := sws[(i+j)%len(sws)]
 			if out, err := ofctl(sw.target, "-O", v, "del-flows"); err != nil {
@@ -230,8 +241,13 @@ func BenchmarkAntreaScaleBundleLoad(b *testing.B) {
 			}
 		}
 	}
-	b.Logf("wall s: govs %.3f, ovs %.3f", wall["govs"], wall["ovs"])
+	b.Logf("wall s: govs %.3f, ovs %.3f, sink %.3f", wall["govs"], wall["ovs"], wall["sink"])
 	b.Logf("switch cpu s: govs %.3f, ovs %.3f", daemon["govs"], daemon["ovs"])
+	b.Logf("ovs-ofctl cpu s: govs %.3f, ovs %.3f, sink %.3f", client["govs"], client["ovs"], client["sink"])
+	b.ReportMetric(median(wall["sink"]), "sink-load-s")
+	b.ReportMetric(median(client["sink"]), "sink-ofctl-cpu-s")
+	// The best ratio any switch could reach on this machine.
+	b.ReportMetric(median(wall["sink"])/median(wall["ovs"]), "ratio-floor")
 	for _, sw := range sws {
 		b.ReportMetric(median(wall[sw.name]), sw.name+"-load-s")
 		b.ReportMetric(median(daemon[sw.name]), sw.name+"-switch-cpu-s")

@@ -1,0 +1,47 @@
+package ofproto
+
+import (
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+// gcPercent reads the collector's percent.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestStagingGCPace: while a big bundle is staged the collector runs at
+// stagingGCPercent; the commit (or discard) puts the previous pace back,
+// and so does a bundle whose adds stop without either.
+func TestStagingGCPace(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	holdStagingGC()
+	holdStagingGC() // every so many adds: one hold
+	if got := gcPercent(); got != stagingGCPercent {
+		t.Fatalf("staging: GC percent %d, want %d", got, stagingGCPercent)
+	}
+	releaseStagingGC()
+	if got := gcPercent(); got != 100 {
+		t.Fatalf("after the commit: GC percent %d, want 100", got)
+	}
+	holdStagingGC()
+	deadline := time.Now().Add(stagingGCIdle + 5*time.Second)
+	for gcPercent() != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after the last add: GC percent %d, want 100", stagingGCIdle+5*time.Second, gcPercent())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	debug.SetGCPercent(1000) // already sparser: left alone
+	holdStagingGC()
+	if got := gcPercent(); got != 1000 {
+		t.Errorf("with GOGC=1000: GC percent %d during staging", got)
+	}
+	releaseStagingGC()
+	if got := gcPercent(); got != 1000 {
+		t.Errorf("with GOGC=1000: GC percent %d after", got)
+	}
+}
