@@ -144,7 +144,8 @@ func linkFlags() map[string]net.Flags {
 // administratively down, and LINK_DOWN without a carrier (IFF_RUNNING:
 // down, or a veth whose peer is down), else LIVE; a tunnel is always LIVE
 // (OVS's vports have no carrier to lose). A port-mod's PORT_DOWN stops
-// the port whatever the device says.
+// the port whatever the device says. The features are the driver's link
+// settings, read again each time as OVS does after a link notification.
 func portInfo(p datapath.PortInfo, links map[string]net.Flags) ofproto.PortInfo {
 	o := ofproto.PortInfo{No: p.OFPort, Name: p.Name, Config: p.Config, MTU: p.MTU}
 	copy(o.HWAddr[:], p.MAC)
@@ -152,6 +153,10 @@ func portInfo(p datapath.PortInfo, links map[string]net.Flags) ofproto.PortInfo 
 	if hasDevice(p.Kind) {
 		f, ok := links[p.Name]
 		up, carrier = ok && f&net.FlagUp != 0, ok && f&net.FlagRunning != 0
+		if fd, err := ifioctl.ControlSocket(); err == nil {
+			o.Features = readPortFeatures(fd, p.Name)
+			unix.Close(fd)
+		}
 	} else {
 		o.NoDevice = true
 	}
