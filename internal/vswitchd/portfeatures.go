@@ -1,6 +1,8 @@
 package vswitchd
 
 import (
+	"sync"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath/port/ifioctl"
@@ -160,4 +162,41 @@ func readPortFeatures(fd int, name string) ofproto.PortFeatures {
 		return ofproto.PortFeatures{}
 	}
 	return portFeatures(s)
+}
+
+// featureCache is netdev-linux's VALID_FEATURES: a device's features are
+// read once and again only after a link notification (RTM_NEWLINK), so
+// describing ports (port stats, dump-ports-desc) costs no ioctl, and a
+// speed set with ethtool shows when OVS would show it.
+type featureCache struct {
+	mu  sync.Mutex
+	gen uint64 // linkNotifications when m was started
+	m   map[string]ofproto.PortFeatures
+}
+
+var deviceFeatures featureCache
+
+func (c *featureCache) get(name string) ofproto.PortFeatures {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen := linkNotifications.Load(); gen != c.gen || c.m == nil {
+		c.m, c.gen = map[string]ofproto.PortFeatures{}, gen
+	}
+	if f, ok := c.m[name]; ok {
+		return f
+	}
+	var f ofproto.PortFeatures
+	if fd, err := ifioctl.ControlSocket(); err == nil {
+		f = readPortFeatures(fd, name)
+		unix.Close(fd)
+	}
+	c.m[name] = f
+	return f
+}
+
+// forget drops name's features (a port opened on it anew).
+func (c *featureCache) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, name)
 }
