@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/govs-project/govs/datapath/netnstest"
 )
 
 // TestGetLinkSettings: a veth says what `ethtool` shows for it (10000Mb/s,
@@ -14,13 +12,7 @@ import (
 // settings (EOPNOTSUPP, which OVS takes as no features); a name too long
 // for ifreq is refused before the ioctl.
 func TestGetLinkSettings(t *testing.T) {
-	ns := netnstest.NewNS(t)
-	v := netnstest.NewVeth(t, ns, nil, netnstest.VethOptions{})
-	var fd int
-	if err := ns.Do(func() (err error) { fd, err = ControlSocket(); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	_, v, fd := vethInNS(t)
 	got, err := GetLinkSettings(fd, v.Host)
 	if err != nil {
 		t.Fatal(err)
