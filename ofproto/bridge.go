@@ -25,6 +25,22 @@ type PortInfo struct {
 	// NoDevice: the port has no network device to bring up or down (a
 	// tunnel: OVS's vports refuse NETDEV_UP changes), and no link speed.
 	NoDevice bool
+	Features PortFeatures
+}
+
+// PortFeatures are a port's link as its device reports it: OpenFlow 1.1's
+// OFPPF_* bits (OVS's NETDEV_F_*) and speeds in kb/s. All zero for a
+// tunnel and a device whose driver has no link settings.
+type PortFeatures struct {
+	Curr, Advertised, Supported, Peer uint32
+	CurrSpeed, MaxSpeed               uint32
+}
+
+// ofp10Features is OVS's netdev_port_features_to_ofp10: the speeds up to
+// 10 Gb/s keep their bits, the medium, autonegotiation and pause bits move
+// down four, faster speeds are lost.
+func ofp10Features(f uint32) uint32 {
+	return f&0x7f | f&0xf800>>4
 }
 
 // PortStats are a port's counters.
@@ -310,7 +326,7 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 	if c.Version() == wire.OFP10 {
 		r.Capabilities = 0x1 | 0x2 | 0x4 | 0x40 | 0x80 // + ARP_MATCH_IP
 		r.Actions = 0xfff                              // every OFPAT10 action
-		for _, p := range b.dp.Ports() {
+		for _, p := range b.announcedFeatures(b.dp.Ports()) {
 			r.Ports = append(r.Ports, portToWire(p, wire.OFP10))
 		}
 	} else {
@@ -324,22 +340,19 @@ func (b *Bridge) features(c *Conn) *wire.FeaturesReply {
 
 // portToWire encodes a port for version v as OVS's ofputil_put_phy_port:
 // OpenFlow 1.0 has no LIVE state (OFPPS10_ALL) and its own feature bits;
-// 1.1+ has no NO_FLOOD, NO_STP or NO_RECV_STP config (OFPPC11_ALL). A
-// device port is 10GB-FD COPPER, 10 Gb/s (veth and TAP devices say so);
-// a tunnel has no features.
+// 1.1+ has no NO_FLOOD, NO_STP or NO_RECV_STP config (OFPPC11_ALL).
 func portToWire(p PortInfo, v uint8) wire.Port {
-	w := wire.Port{PortNo: p.No, HWAddr: p.HWAddr, Config: p.Config, State: p.State}
+	f := p.Features
+	w := wire.Port{PortNo: p.No, HWAddr: p.HWAddr, Config: p.Config, State: p.State,
+		Curr: f.Curr, Advertised: f.Advertised, Supported: f.Supported, Peer: f.Peer,
+		CurrSpeed: f.CurrSpeed, MaxSpeed: f.MaxSpeed}
 	if v == wire.OFP10 {
 		w.State &= 0x301 // LINK_DOWN, STP_MASK
+		w.Curr, w.Advertised = ofp10Features(f.Curr), ofp10Features(f.Advertised)
+		w.Supported, w.Peer = ofp10Features(f.Supported), ofp10Features(f.Peer)
 	} else {
 		w.Config &= 0x65 // PORT_DOWN, NO_RECV, NO_FWD, NO_PACKET_IN
 		w.State &= 0x7   // LINK_DOWN, BLOCKED, LIVE
-	}
-	if !p.NoDevice {
-		w.Curr, w.CurrSpeed = 0x40|0x800, 10000000 // OFPPF11_10GB_FD, OFPPF11_COPPER; kb/s
-		if v == wire.OFP10 {
-			w.Curr = 0x40 | 0x80 // OFPPF10_10GB_FD, OFPPF10_COPPER
-		}
 	}
 	copy(w.Name[:15], p.Name)
 	if p.No >= flowtable.PortMax {

@@ -63,7 +63,7 @@ func (b *Bridge) multipart(c *Conn, h wire.Header, m *wire.Multipart) error {
 		return b.portStats(c, h, m)
 	case wire.OFPMP_PORT_DESC:
 		var ps []wire.Port
-		for _, p := range b.dp.Ports() {
+		for _, p := range b.announcedFeatures(b.dp.Ports()) {
 			ps = append(ps, b.portForConn(c, p))
 		}
 		return sendSplit(c, h, m, len(ps), func(rep *wire.Multipart, lo, hi int) { rep.Ports = ps[lo:hi] })

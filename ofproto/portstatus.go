@@ -106,15 +106,15 @@ func (b *Bridge) RefreshPort(p PortInfo) {
 }
 
 // updatePort is OVS's port_run then update_port for one port: the
-// carrier may take LIVE away (one MODIFY), then the device's PORT_DOWN
-// and LINK_DOWN replace the announced ones (another MODIFY if anything
-// differs); the other config bits are the port-mods'.
+// carrier may take LIVE away (one MODIFY), then the device's PORT_DOWN,
+// LINK_DOWN and features replace the announced ones (another MODIFY if
+// anything differs, as ofport_equal); the other config bits are the port-mods'.
 func (b *Bridge) updatePort(ap *announcedPort, p PortInfo) {
 	b.setEnable(ap, p.State&ofppsLinkDown == 0)
 	np := p
 	np.Config = p.Config&ofppcPortDown | ap.pp.Config&^ofppcPortDown
 	np.State = normalizeState(np.Config, p.State&ofppsLinkDown|ap.pp.State&^ofppsLinkDown, ap.mayEnable)
-	if np.HWAddr != ap.pp.HWAddr || np.Config != ap.pp.Config || np.State != ap.pp.State || np.NoDevice != ap.pp.NoDevice {
+	if np.HWAddr != ap.pp.HWAddr || np.Config != ap.pp.Config || np.State != ap.pp.State || np.NoDevice != ap.pp.NoDevice || np.Features != ap.pp.Features {
 		old := ap.pp
 		ap.pp = np
 		b.sendPortStatus(nil, portModify, &old, &ap.pp)
@@ -133,6 +133,21 @@ func (b *Bridge) setEnable(ap *announcedPort, enable bool) {
 		ap.pp.State = st
 		b.sendPortStatus(nil, portModify, &old, &ap.pp)
 	}
+}
+
+// announcedFeatures gives each port the features last announced for it:
+// OVS describes a port by its ofport's copy, read again from the device
+// only when the device changes (a link notification), so a speed set
+// with ethtool shows at the next one.
+func (b *Bridge) announcedFeatures(ps []PortInfo) []PortInfo {
+	b.portMu.Lock()
+	defer b.portMu.Unlock()
+	for i := range ps {
+		if ap := b.ports[ps[i].No]; ap != nil {
+			ps[i].Features = ap.pp.Features
+		}
+	}
+	return ps
 }
 
 // portModified is update_port_config for a port-mod from c: the config

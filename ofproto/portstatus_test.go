@@ -132,3 +132,45 @@ func TestPortModStatusLikeOVS(t *testing.T) {
 		})
 	}
 }
+
+// TestPortFeaturesStatusLikeOVS: a change of a port's features (a speed
+// set on the device, read at a link notification) is one MODIFY, as
+// ofport_equal compares them; 1.0 gets its own bits (medium and
+// autonegotiation four down) and no speeds, and nothing when the change is
+// one it cannot encode (40 Gb/s).
+func TestPortFeaturesStatusLikeOVS(t *testing.T) {
+	s := newAsyncSwitch(t)
+	c10, c15 := s.connect(wire.OFP10), s.connect(wire.OFP15)
+	port := func(f ofproto.PortFeatures) ofproto.PortInfo {
+		return ofproto.PortInfo{No: 3, Name: "p3", HWAddr: [6]byte{2, 0, 0, 0, 0, 3}, Features: f}
+	}
+	oneGBHD := ofproto.PortFeatures{Curr: 1<<4 | 1<<11, Supported: 1<<4 | 1<<5, CurrSpeed: 1000000, MaxSpeed: 1000000}
+	hundredAuto := ofproto.PortFeatures{Curr: 1<<3 | 1<<11 | 1<<13, Advertised: 1 << 14, CurrSpeed: 100000}
+	copper := ofproto.PortFeatures{Curr: 1 << 11}
+	forty := ofproto.PortFeatures{Curr: 1<<7 | 1<<11, CurrSpeed: 40000000}
+	s.collect(func() { s.b.PortStatus(0, port(oneGBHD)) }, c10, c15)
+	for _, step := range []struct {
+		name           string
+		f              ofproto.PortFeatures
+		want10, want15 [][6]uint32
+	}{
+		{"same features", oneGBHD, nil, nil},
+		{"100 Mb/s with autonegotiation", hundredAuto,
+			[][6]uint32{{1<<3 | 1<<7 | 1<<9, 1 << 10, 0, 0, 0, 0}},
+			[][6]uint32{{1<<3 | 1<<11 | 1<<13, 1 << 14, 0, 0, 100000, 0}}},
+		{"speed unknown", copper, [][6]uint32{{1 << 7, 0, 0, 0, 0, 0}}, [][6]uint32{{1 << 11, 0, 0, 0, 0, 0}}},
+		{"40 Gb/s (not in 1.0)", forty, nil, [][6]uint32{{1<<7 | 1<<11, 0, 0, 0, 40000000, 0}}},
+	} {
+		got := s.collect(func() { s.b.RefreshPort(port(step.f)) }, c10, c15)
+		for i, want := range [][][6]uint32{step.want10, step.want15} {
+			var g [][6]uint32
+			for _, m := range got[i] {
+				p := m.(*wire.PortStatus).Port
+				g = append(g, [6]uint32{p.Curr, p.Advertised, p.Supported, p.Peer, p.CurrSpeed, p.MaxSpeed})
+			}
+			if !slices.Equal(g, want) {
+				t.Errorf("%s: connection %d got %+v, want %+v", step.name, i, g, want)
+			}
+		}
+	}
+}

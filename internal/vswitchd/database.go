@@ -3,14 +3,12 @@ package vswitchd
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
 	"net"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,6 +102,8 @@ type dbSession struct {
 	// locked: the server granted the ovs_vswitchd lock.
 	locked bool
 	devs   map[string]devInfo // by name/ifindex (device)
+	// devsGen is linkNotifications when devs was started.
+	devsGen uint64
 	// written holds, by Interface UUID, the write-only columns as this
 	// session last wrote them (writeOnlyColumns: not monitored).
 	written      map[string]*ifaceRow
@@ -790,9 +790,10 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.
 	setInt("link_resets", ir.LinkResets, 0)
 	if dev.speed > 0 {
 		setInt("link_speed", ir.LinkSpeed, dev.speed)
-	}
-	if dev.duplex != "" {
 		setStr("duplex", ir.Duplex, dev.duplex)
+	} else {
+		clear("link_speed", ir.LinkSpeed != nil)
+		clear("duplex", ir.Duplex != nil)
 	}
 	if dev.status != nil && !maps.Equal(dev.status, ir.Status) {
 		m := ovsdb.OvsMap{GoMap: map[any]any{}}
@@ -847,10 +848,13 @@ type devInfo struct {
 }
 
 // device returns the device facts of a kernel interface, read once per
-// interface index.
+// interface index and link notification.
 func (s *dbSession) device(ifi net.Interface) devInfo {
 	if ifi.Name == "" {
 		return devInfo{}
+	}
+	if gen := linkNotifications.Load(); gen != s.devsGen {
+		s.devs, s.devsGen = nil, gen // a speed may have changed
 	}
 	key := ifi.Name + "/" + strconv.Itoa(ifi.Index)
 	if dev, ok := s.devs[key]; ok {
@@ -881,38 +885,22 @@ func readDevice(name string) devInfo {
 	return dev
 }
 
-// linkSettings asks the driver for the link speed (bit/s) and duplex
-// (ETHTOOL_GSET, which answers for interfaces that are down too, as
-// ovs-vswitchd's netdev_get_features does).
+// linkSettings is Interface.link_speed (bit/s) and duplex as
+// iface_refresh_status writes them: from the port's current features, so
+// only for a speed OpenFlow names (none for a driver without link settings
+// or a speed it does not know). ETHTOOL_GSET answers for a device that is
+// down too.
 func linkSettings(fd int, name string) (speed int, duplex string) {
-	const ethtoolGSet = 0x1
-	if len(name) >= 16 {
+	curr := readPortFeatures(fd, name).Curr
+	bps := featuresToBps(curr)
+	if bps == 0 {
 		return 0, ""
 	}
-	// struct ethtool_cmd: cmd, supported, advertising (u32), speed (u16),
-	// duplex (u8), ..., speed_hi (u16) at offset 28; 44 bytes. On the
-	// heap, which does not move, since ifreq holds its address.
-	cmd := new([44]byte)
-	binary.NativeEndian.PutUint32(cmd[0:], ethtoolGSet)
-	var ifr [40]byte // struct ifreq: the name, then the command's address
-	copy(ifr[:], name)
-	*(*uintptr)(unsafe.Pointer(&ifr[16])) = uintptr(unsafe.Pointer(cmd))
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr[0])))
-	runtime.KeepAlive(cmd)
-	if errno != 0 {
-		return 0, ""
-	}
-	mbps := uint32(binary.NativeEndian.Uint16(cmd[12:])) | uint32(binary.NativeEndian.Uint16(cmd[28:]))<<16
-	if mbps != 0 && mbps != 0xffffffff {
-		speed = int(mbps) * 1_000_000
-	}
-	switch cmd[14] {
-	case 0:
-		duplex = "half"
-	case 1:
+	duplex = "half"
+	if curr&featFullDuplex != 0 {
 		duplex = "full"
 	}
-	return speed, duplex
+	return int(bps), duplex
 }
 
 func cString(b []byte) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -59,10 +60,16 @@ func watchLinks(ctx context.Context, dp *datapath.Bridge, ob *ofproto.Bridge, lo
 		if ctx.Err() != nil {
 			return nil
 		}
+		linkNotifications.Add(1)
 		refreshPorts(dp, ob)
 		log.Debug("link notification: ports refreshed")
 	}
 }
+
+// linkNotifications counts the link notifications looked at: the
+// Interface rows read their devices' driver facts again after one, as
+// netdev-linux drops its cache on RTM_NEWLINK.
+var linkNotifications atomic.Uint64
 
 // linkSettle is how long link notifications are gathered before the
 // ports are looked at.

@@ -18,6 +18,9 @@ func OpenFlowBridge(dp *datapath.Bridge, log *zap.Logger) *ofproto.Bridge {
 	ob := ofproto.NewBridge(dpAdapter{dp}, log)
 	dp.OnPacketIn = ob.PacketIn
 	dp.OnPortStatus = func(reason uint8, info datapath.PortInfo) {
+		if reason == 0 { // OFPPR_ADD: a new netdev, read afresh
+			deviceFeatures.forget(info.Name)
+		}
 		ob.PortStatus(reason, portInfo(info, linkFlagsOf(info.Name)))
 	}
 	return ob
@@ -144,7 +147,8 @@ func linkFlags() map[string]net.Flags {
 // administratively down, and LINK_DOWN without a carrier (IFF_RUNNING:
 // down, or a veth whose peer is down), else LIVE; a tunnel is always LIVE
 // (OVS's vports have no carrier to lose). A port-mod's PORT_DOWN stops
-// the port whatever the device says.
+// the port whatever the device says. The features are the driver's link
+// settings as last read (deviceFeatures).
 func portInfo(p datapath.PortInfo, links map[string]net.Flags) ofproto.PortInfo {
 	o := ofproto.PortInfo{No: p.OFPort, Name: p.Name, Config: p.Config, MTU: p.MTU}
 	copy(o.HWAddr[:], p.MAC)
@@ -152,6 +156,7 @@ func portInfo(p datapath.PortInfo, links map[string]net.Flags) ofproto.PortInfo 
 	if hasDevice(p.Kind) {
 		f, ok := links[p.Name]
 		up, carrier = ok && f&net.FlagUp != 0, ok && f&net.FlagRunning != 0
+		o.Features = deviceFeatures.get(p.Name)
 	} else {
 		o.NoDevice = true
 	}

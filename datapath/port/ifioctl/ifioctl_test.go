@@ -9,16 +9,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The ioctls act on a veth in a fresh namespace; `ip -j link show` is the
-// independent check.
-func TestIoctlsAgainstIP(t *testing.T) {
+// vethInNS is a veth in a fresh namespace and a control socket there
+// (closed at the test's end).
+func vethInNS(t *testing.T) (*netnstest.NS, *netnstest.Veth, int) {
 	ns := netnstest.NewNS(t)
 	v := netnstest.NewVeth(t, ns, nil, netnstest.VethOptions{})
 	var fd int
 	if err := ns.Do(func() (err error) { fd, err = ControlSocket(); return err }); err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(fd)
+	t.Cleanup(func() { unix.Close(fd) })
+	return ns, v, fd
+}
+
+// The ioctls act on a veth in a fresh namespace; `ip -j link show` is the
+// independent check.
+func TestIoctlsAgainstIP(t *testing.T) {
+	ns, v, fd := vethInNS(t)
 
 	mac := net.HardwareAddr{0x02, 0x12, 0x34, 0x56, 0x78, 0x9a}
 	steps := []struct {
