@@ -624,8 +624,18 @@ int govs_offload_tc(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (!skb_rewrite(skb, &v->key, &v->act))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
-	if ((v->act.flags & ACT_ENCAP) && !skb_encap(skb, &v->act))
-		return TC_ACT_SHOT;
+	if (v->act.flags & ACT_ENCAP) {
+		if (!skb_encap(skb, &v->act))
+			return TC_ACT_SHOT;
+		// Through the neighbour layer, not bpf_redirect: that marks the
+		// skb redirected (__bpf_tx_skb), a mark a veth underlay carries
+		// into the other node's namespace, where generic XDP passes
+		// redirected skbs without running (skb_is_redirected): the peer
+		// would decapsulate in userspace. The neighbour layer writes
+		// the same outer Ethernet addresses (the entry was installed
+		// once geneve.Resolver found that neighbour on this interface).
+		return bpf_redirect_neigh(v->act.out_ifindex, 0, 0, 0);
+	}
 	if (v->act.flags & ACT_PEER)
 		return bpf_redirect_peer(v->act.out_ifindex, 0);
 	return bpf_redirect(v->act.out_ifindex, 0);
