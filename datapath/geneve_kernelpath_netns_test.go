@@ -3,7 +3,6 @@ package datapath
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -374,7 +373,9 @@ func flowStats(t *testing.T, b *Bridge, c uint64) (packets, bytes uint64) {
 }
 
 // gkTCP sends n bytes over TCP from ns a to addr in ns b and returns how
-// many b read; a stall fails at the deadlines, not the test's timeout.
+// many b read, up to the first byte that differs from what was sent (a
+// counting pattern: an offset or corruption the checksums missed stops
+// the count); a stall fails at the deadlines, not the test's timeout.
 func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
 	var ln net.Listener
 	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
@@ -391,7 +392,21 @@ func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
 		}
 		defer c.Close()
 		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		m, _ := io.Copy(io.Discard, c)
+		var m int64
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := c.Read(buf)
+			for _, b := range buf[:k] {
+				if b != byte(m%251) {
+					got <- m
+					return
+				}
+				m++
+			}
+			if err != nil {
+				break
+			}
+		}
 		got <- m
 	}()
 	var c net.Conn
@@ -402,6 +417,9 @@ func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
 	c.SetWriteDeadline(time.Now().Add(20 * time.Second))
 	buf := make([]byte, 64<<10)
 	for sent := 0; sent < n; sent += len(buf) {
+		for j := range buf {
+			buf[j] = byte((sent + j) % 251)
+		}
 		if _, err := c.Write(buf[:min(len(buf), n-sent)]); err != nil {
 			t.Errorf("tcp write after %d bytes: %v", sent, err)
 			break
