@@ -131,7 +131,28 @@ func setupGovsGeneveEBPF(e *env, cs *cleanupStack, offloads bool) (*topology, er
 	return setupGovsGeneveWith(e, cs, offloads, "--offload=ebpf")
 }
 
+// setupGovsGeneveTSO is setupGovsGeneve with the pods' offloads on and
+// --userspace-tso (with ebpf also --offload=ebpf: the tc path
+// encapsulates super-segments whole). The underlay veth keeps its
+// offloads off, as a NIC without tunnel offloads: the kernel segments
+// and checksums the encapsulated super-segments as it sends them (a veth
+// keeping them would hand the other node partial checksums, and the tc
+// path leaves such underlays to userspace).
+func setupGovsGeneveTSO(ebpf bool) func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+	flags := []string{"--userspace-tso"}
+	if ebpf {
+		flags = append(flags, "--offload=ebpf")
+	}
+	return func(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
+		return setupGovsGeneveUnderlay(e, cs, offloads, false, flags...)
+	}
+}
+
 func setupGovsGeneveWith(e *env, cs *cleanupStack, offloads bool, flags ...string) (*topology, error) {
+	return setupGovsGeneveUnderlay(e, cs, offloads, offloads, flags...)
+}
+
+func setupGovsGeneveUnderlay(e *env, cs *cleanupStack, offloads, underlayOffloads bool, flags ...string) (*topology, error) {
 	if err := ofctlMissing(); err != nil {
 		return nil, err
 	}
@@ -151,7 +172,7 @@ func setupGovsGeneveWith(e *env, cs *cleanupStack, offloads bool, flags ...strin
 	// to them), with static neighbours so no ARP runs during a test.
 	for i, end := range []string{u0, u1} {
 		n := geneveNodes[i]
-		if err := setupIface(nodes[i], end, n.nodeMAC, fmt.Sprintf("%s/%d", n.nodeIP, underlayPrefixLen), offloads); err != nil {
+		if err := setupIface(nodes[i], end, n.nodeMAC, fmt.Sprintf("%s/%d", n.nodeIP, underlayPrefixLen), underlayOffloads); err != nil {
 			return nil, err
 		}
 		if err := staticNeighbor(nodes[i], end, n.peer().nodeIP, n.peer().nodeMAC); err != nil {

@@ -242,6 +242,10 @@ type bridgePort struct {
 	resolver    *geneve.Resolver
 	underlay    int
 	underlayMAC [6]byte
+	// underlayInHost: the underlay keeps offload metadata inside this
+	// kernel (offload.KeepsOffloadsInHost); the tc path does not
+	// encapsulate for the port then.
+	underlayInHost bool
 }
 
 // NewBridge returns a bridge around pipeline and makes the bridge the

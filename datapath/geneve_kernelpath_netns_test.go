@@ -3,7 +3,6 @@ package datapath
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -66,15 +65,17 @@ table=3,priority=10,cookie=0x6,actions=mod_dl_src:%[1]s,mod_dl_dst:%[3]s,dec_ttl
 `, n.gwMAC, peer.nodeIP, n.podMAC, "", setOpt, matchOpt)
 }
 
-// newGeneveKP builds the two nodes, the kernel path on or off on each.
-func newGeneveKP(t *testing.T, kernel [2]bool, option bool) [2]*gkNode {
-	return newGeneveKPWith(t, kernel, option, [2]string{}, nil)
+// newGeneveKP builds the two nodes, the kernel path on or off on each;
+// with vnet the pods keep their offloads and the pod ports exchange
+// offload metadata (the tc path where the kernel path is on).
+func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads bool) [2]*gkNode {
+	return newGeneveKPWith(t, kernel, option, vnet, underlayOffloads, [2]string{}, nil)
 }
 
 // newGeneveKPWith is newGeneveKP with node i's kernel state pinned in
 // pinDirs[i] (""; not pinned) and first, when set, run in each node's
 // namespace before its Geneve port is added.
-func newGeneveKPWith(t *testing.T, kernel [2]bool, option bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
+func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
 	var nodes [2]*gkNode
 	for i := range nodes {
 		n := gkSpecs[i]
@@ -83,7 +84,7 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option bool, pinDirs [2]strin
 	}
 	u := netnstest.NewVeth(t, nodes[0].node, nodes[1].node, netnstest.VethOptions{
 		HostAddr: nodes[0].nodeIP + "/24", HostMAC: mustMAC(nodes[0].nodeMAC),
-		PeerAddr: nodes[1].nodeIP + "/24", PeerMAC: mustMAC(nodes[1].nodeMAC),
+		PeerAddr: nodes[1].nodeIP + "/24", PeerMAC: mustMAC(nodes[1].nodeMAC), KeepOffloads: underlayOffloads,
 	})
 	nodes[0].underlay, nodes[1].underlay = u.Host, u.Peer
 	for i, n := range nodes {
@@ -96,7 +97,7 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option bool, pinDirs [2]strin
 		if option {
 			mtu = 1442
 		}
-		v := netnstest.NewVeth(t, n.node, n.pod, netnstest.VethOptions{PeerAddr: n.podIP + "/24", PeerMAC: mustMAC(n.podMAC), MTU: mtu})
+		v := netnstest.NewVeth(t, n.node, n.pod, netnstest.VethOptions{PeerAddr: n.podIP + "/24", PeerMAC: mustMAC(n.podMAC), MTU: mtu, KeepOffloads: vnet})
 		n.pod.MustExec(t, "ip", "neigh", "replace", n.gwIP, "lladdr", n.gwMAC, "dev", v.Peer, "nud", "permanent")
 		n.pod.MustExec(t, "ip", "route", "add", "default", "via", n.gwIP)
 
@@ -141,7 +142,11 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option bool, pinDirs [2]strin
 				tun.Close()
 				return err
 			}
-			pt, err := afpacket.Open(v.Host, afpacket.Config{})
+			cfg := afpacket.Config{VnetHdr: vnet}
+			if vnet && n.m != nil {
+				cfg.Filter = n.m.TapFilter()
+			}
+			pt, err := afpacket.Open(v.Host, cfg)
 			if err != nil {
 				return err
 			}
@@ -204,10 +209,19 @@ func capture(t *testing.T, ns *netnstest.NS, ifname string) func() [][]byte {
 // once, and the encapsulated datagrams on the wire are byte for byte the
 // ones govs's tunnel port sends. With the path on, the kernel did most of
 // the encapsulating and decapsulating.
+//
+// With vnet the pods keep their offloads (TSO super-segments, partial
+// checksums) and the pod ports are on the tc path: the TCX program
+// encapsulates, keeping super-segments whole until the underlay's
+// transmit cuts them (its offloads are off: software GSO and checksums,
+// what a NIC without tunnel offloads gets). With the underlay's offloads
+// on too (a veth keeping partial checksums inside the kernel), the tc
+// path leaves encapsulation to userspace (offload.KeepsOffloadsInHost).
 func TestNetnsKernelPathGeneve(t *testing.T) {
 	const udpN, udpSize, tcpBytes = 300, 200, 4 << 20
-	for _, option := range []bool{false, true} {
-		t.Run(fmt.Sprintf("option=%v", option), func(t *testing.T) {
+	for _, tc := range []struct{ option, vnet, underlayOffloads bool }{{false, false, false}, {true, false, false}, {false, true, false}, {false, true, true}} {
+		option, vnet, inHost := tc.option, tc.vnet, tc.underlayOffloads
+		t.Run(fmt.Sprintf("option=%v,vnet=%v,underlay_offloads=%v", option, vnet, inHost), func(t *testing.T) {
 			type ports [2]map[uint32]struct{ RxPackets, RxBytes, TxPackets, TxBytes uint64 }
 			type result struct {
 				udp, tcp int
@@ -218,7 +232,7 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 			res := make([]result, len(modes))
 			for r, kernel := range modes {
 				t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-					nodes := newGeneveKP(t, kernel, option)
+					nodes := newGeneveKP(t, kernel, option, vnet, inHost)
 					var frames func() [][]byte
 					if !kernel[1] {
 						// Without the program on node 2's underlay its
@@ -254,11 +268,20 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 						}
 						c := n.m.PortStats(offload.PortID(1))
 						t.Logf("node %d: kernel encapsulated %d, decapsulated %d datagrams", i+1, c.TxPackets, c.RxPackets)
-						if c.TxPackets < udpN/2 {
+						if inHost && c.TxPackets != 0 {
+							t.Errorf("node %d: the tc path encapsulated %d datagrams through a veth keeping offloads", i+1, c.TxPackets)
+						}
+						if !inHost && c.TxPackets < udpN/2 {
 							t.Errorf("node %d: the kernel encapsulated %d of the %d datagrams it sent", i+1, c.TxPackets, udpN)
 						}
 						if kernel[1-i] && c.RxPackets < udpN/2 {
 							t.Errorf("node %d: the kernel decapsulated %d of the %d datagrams it got", i+1, c.RxPackets, udpN)
+						}
+					}
+					var before [2]offload.Stats
+					for i, n := range nodes {
+						if n.m != nil {
+							before[i] = n.m.Stats()
 						}
 					}
 					res[r].tcp = gkTCP(t, nodes[0].pod, nodes[1].pod, nodes[1].podIP+":7001", tcpBytes)
@@ -266,8 +289,13 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 						if n.m != nil {
 							st := n.m.Stats()
 							t.Logf("node %d: kernel forwarded %d packets, %d bytes in all", i+1, st.Packets, st.Bytes)
-							if st.Bytes < tcpBytes/2 {
+							if st.Bytes < tcpBytes/2 && (i == 1 || !inHost) {
 								t.Errorf("node %d: kernel forwarded %d bytes, want most of the %d bytes TCP stream", i+1, st.Bytes, tcpBytes)
+							}
+							// The sender's super-segments were encapsulated whole.
+							p, b := st.Packets-before[i].Packets, st.Bytes-before[i].Bytes
+							if i == 0 && vnet && !inHost && p > 0 && b/p <= 1500 {
+								t.Errorf("node 1: the tc path encapsulated %d bytes in %d packets: super-segments were cut before it", b, p)
 							}
 						}
 					}
@@ -345,7 +373,9 @@ func flowStats(t *testing.T, b *Bridge, c uint64) (packets, bytes uint64) {
 }
 
 // gkTCP sends n bytes over TCP from ns a to addr in ns b and returns how
-// many b read; a stall fails at the deadlines, not the test's timeout.
+// many b read, up to the first byte that differs from what was sent (a
+// counting pattern: an offset or corruption the checksums missed stops
+// the count); a stall fails at the deadlines, not the test's timeout.
 func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
 	var ln net.Listener
 	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", addr); return err }); err != nil {
@@ -362,7 +392,21 @@ func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
 		}
 		defer c.Close()
 		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		m, _ := io.Copy(io.Discard, c)
+		var m int64
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := c.Read(buf)
+			for _, b := range buf[:k] {
+				if b != byte(m%251) {
+					got <- m
+					return
+				}
+				m++
+			}
+			if err != nil {
+				break
+			}
+		}
 		got <- m
 	}()
 	var c net.Conn
@@ -373,6 +417,9 @@ func gkTCP(t *testing.T, a, b *netnstest.NS, addr string, n int) int {
 	c.SetWriteDeadline(time.Now().Add(20 * time.Second))
 	buf := make([]byte, 64<<10)
 	for sent := 0; sent < n; sent += len(buf) {
+		for j := range buf {
+			buf[j] = byte((sent + j) % 251)
+		}
 		if _, err := c.Write(buf[:min(len(buf), n-sent)]); err != nil {
 			t.Errorf("tcp write after %d bytes: %v", sent, err)
 			break

@@ -112,6 +112,7 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	}
 	bp.geneve, bp.resolver, bp.underlay, bp.off, bp.offID = g, r, ifi.Index, b.offload, offload.PortID(bp.ofport)
 	copy(bp.underlayMAC[:], ifi.HardwareAddr)
+	bp.underlayInHost = offload.KeepsOffloadsInHost(ifi.Index)
 	x, err := b.attachUnderlay(ifi)
 	if err != nil {
 		b.offloadAttachFailed(bp, fmt.Errorf("decapsulation on %s: %w", ifi.Name, err))
@@ -266,6 +267,12 @@ func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, 
 	}
 	if bp.geneve == nil {
 		return bp.ifindex, bp.offID, nil, bp.xdp != nil
+	}
+	// A frame from a port on the tc path keeps its offload metadata when
+	// the program encapsulates it: only an underlay that finishes it
+	// before the frame leaves the kernel may take it.
+	if l.in.vnet != nil && bp.underlayInHost {
+		return 0, 0, nil, false
 	}
 	enc, ok := geneveEncap(bp, final)
 	return bp.underlay, bp.offID, enc, ok

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -258,6 +259,49 @@ func isVeth(ifindex int) bool {
 	defer unix.Close(fd)
 	info, err := unix.IoctlGetEthtoolDrvinfo(fd, ifi.Name)
 	return err == nil && unix.ByteSliceToString(info.Driver[:]) == "veth"
+}
+
+// KeepsOffloadsInHost tells whether frames sent on the interface reach
+// another network stack of this kernel with their offload metadata
+// (super-segments, partial checksums) still pending: a veth whose
+// transmit checksumming is on. The tc path does not encapsulate through
+// such an underlay: the datagram would reach the peer namespace's UDP
+// socket (another node's userspace tunnel port) as one super-datagram
+// with its inner checksums unfinished. Through a NIC, or a veth with
+// checksumming off, the kernel segments and checksums before the frame
+// leaves (validate_xmit_skb).
+func KeepsOffloadsInHost(ifindex int) bool {
+	if !isVeth(ifindex) {
+		return false
+	}
+	ifi, err := net.InterfaceByIndex(ifindex)
+	if err != nil {
+		return true
+	}
+	on, err := ethtoolGet(ifi.Name, unix.ETHTOOL_GTXCSUM)
+	return err != nil || on != 0
+}
+
+// ethtoolGet runs an ethtool "get" command that answers one value
+// (struct ethtool_value) on the interface.
+func ethtoolGet(name string, cmd uint32) (uint32, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	v := struct{ cmd, data uint32 }{cmd: cmd}
+	var ifr struct {
+		name [unix.IFNAMSIZ]byte
+		data unsafe.Pointer
+		_    [16]byte
+	}
+	copy(ifr.name[:], name)
+	ifr.data = unsafe.Pointer(&v)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
+		return 0, fmt.Errorf("ethtool %#x on %s: %w", cmd, name, e)
+	}
+	return v.data, nil
 }
 
 func (fk *FlowKey) kernel() (offloadFlowKey, error) {

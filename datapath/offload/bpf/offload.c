@@ -451,8 +451,9 @@ struct {
 #define UDP_HDR_END (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
 // skb_key fills k from the skb's headers (a socket filter has no direct
-// packet access; the tc program reads the same way); 0: not forwarded.
-static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k)
+// packet access; the tc program reads the same way) and *l4_len with the
+// TCP or UDP header's length; 0: not forwarded.
+static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __u32 *l4_len)
 {
 	// Two bytes in, so that the IPv4 and TCP headers are 4-byte aligned
 	// on the stack as the verifier wants.
@@ -465,21 +466,47 @@ static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k)
 		return 0;
 	if (!parse((struct ethhdr *)buf, buf + n, k))
 		return 0;
+	*l4_len = sizeof(struct udphdr);
+	if (k->proto == IPPROTO_TCP)
+		*l4_len = ((struct tcphdr *)(buf + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
 	k->ifindex = skb->ifindex;
 	return 1;
 }
 
+// encap_fits tells whether the tc program can put the frame in Geneve
+// for entry a (else it goes to userspace, which segments, encapsulates
+// and drops what exceeds the MTU as before): every packet the underlay
+// sends, each segment of a super-segment (GSO) or the frame itself,
+// fits the underlay MTU with the outer headers, the outer IPv4 length
+// fits its 16 bits, and a super-segment is TCP (bpf_skb_adjust_room
+// refuses UDP GSO unless its segment size is fixed, and a UDP segment
+// would be cut differently from the tunnel port's).
+static __always_inline int encap_fits(struct __sk_buff *skb, struct flow_action *a, __u32 l4_len)
+{
+	__u32 outer = sizeof(struct iphdr) + sizeof(struct udphdr) + a->encap_hdr_len;
+	if (a->encap_hdr_len > GENEVE_HDR_LEN + TUN_OPTS_MAX || outer + skb->len > 0xffff)
+		return 0;
+	if (!skb->gso_size)
+		return outer + skb->len <= a->encap_mtu;
+	__u32 seg = sizeof(struct ethhdr) + sizeof(struct iphdr) + l4_len + skb->gso_size;
+	return l4_len != sizeof(struct udphdr) && outer + seg <= a->encap_mtu;
+}
+
 // decide is the tc path's one lookup: the entry's action copied into v
-// (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Geneve entries
-// stay with XDP (the underlay) and userspace (encapsulation of
-// super-segments would need the tunnel GSO types).
+// (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Everything
+// that can send the frame to userspace is decided here, before the tap
+// filter takes it from the socket. Decapsulation stays with XDP (the
+// underlay has no offload metadata).
 static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 {
-	if (!skb_key(skb, &v->key))
+	__u32 l4_len = 0;
+	if (!skb_key(skb, &v->key, &l4_len))
 		return VERDICT_PASS;
 	__u64 now = bpf_ktime_get_ns();
 	struct flow_action *a = take(&v->key, now);
-	if (!a || (a->flags & (ACT_ENCAP | ACT_DECAP)))
+	if (!a || (a->flags & ACT_DECAP))
+		return VERDICT_PASS;
+	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
 		return VERDICT_PASS;
 	count(a, skb->len, now);
 	__builtin_memcpy(&v->act, a, sizeof(v->act));
@@ -544,6 +571,40 @@ static __always_inline int skb_rewrite(struct __sk_buff *skb, struct flow_key *k
 	return 1;
 }
 
+// skb_encap puts the (rewritten) frame in Geneve with the outer headers
+// the XDP path writes (encap). bpf_skb_adjust_room opens the room after
+// the Ethernet header and marks the skb as a UDP tunnel with an
+// Ethernet inner frame (encapsulation, inner headers, inner protocol
+// ETH_P_TEB; a super-segment gets SKB_GSO_UDP_TUNNEL, its segment size
+// kept: FIXED_GSO, encap_fits checked it), so the underlay's driver or
+// the kernel's software GSO (__skb_udp_tunnel_segment) cuts it into
+// datagrams, fixing each outer IPv4 length, ID and checksum and UDP
+// length and finishing the inner checksums. The outer UDP checksum stays
+// 0: the helper never sets SKB_GSO_UDP_TUNNEL_CSUM, which is why csum=true
+// ports stay in userspace. The frame's own Ethernet header is then
+// copied in as the inner one.
+static __always_inline int skb_encap(struct __sk_buff *skb, struct flow_action *a)
+{
+	__u32 hdr_len = a->encap_hdr_len;
+	__u32 inner_len = skb->len;
+	__u8 inner_eth[ETH_HLEN];
+	// Two bytes in, as in skb_key: the outer IPv4 header 4-byte aligned.
+	__u64 raw[(2 + OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX + 7) / 8] = {};
+	__u8 *buf = (__u8 *)raw + 2;
+	if (hdr_len < GENEVE_HDR_LEN || hdr_len > GENEVE_HDR_LEN + TUN_OPTS_MAX)
+		return 0;
+	if (bpf_skb_load_bytes(skb, 0, inner_eth, ETH_HLEN))
+		return 0;
+	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 | BPF_F_ADJ_ROOM_ENCAP_L4_UDP |
+		      BPF_F_ADJ_ROOM_ENCAP_L2_ETH | BPF_F_ADJ_ROOM_ENCAP_L2(ETH_HLEN);
+	if (bpf_skb_adjust_room(skb, OUTER_LEN - ETH_HLEN + hdr_len + ETH_HLEN, BPF_ADJ_ROOM_MAC, flags))
+		return 0;
+	if (!encap(buf, buf + OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX, a, inner_len))
+		return 0;
+	return !bpf_skb_store_bytes(skb, 0, buf, OUTER_LEN + hdr_len, 0) &&
+	       !bpf_skb_store_bytes(skb, OUTER_LEN + hdr_len, inner_eth, ETH_HLEN, 0);
+}
+
 SEC("tc")
 int govs_offload_tc(struct __sk_buff *skb)
 {
@@ -563,6 +624,18 @@ int govs_offload_tc(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (!skb_rewrite(skb, &v->key, &v->act))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
+	if (v->act.flags & ACT_ENCAP) {
+		if (!skb_encap(skb, &v->act))
+			return TC_ACT_SHOT;
+		// Through the neighbour layer, not bpf_redirect: that marks the
+		// skb redirected (__bpf_tx_skb), a mark a veth underlay carries
+		// into the other node's namespace, where generic XDP passes
+		// redirected skbs without running (skb_is_redirected): the peer
+		// would decapsulate in userspace. The neighbour layer writes
+		// the same outer Ethernet addresses (the entry was installed
+		// once geneve.Resolver found that neighbour on this interface).
+		return bpf_redirect_neigh(v->act.out_ifindex, 0, 0, 0);
+	}
 	if (v->act.flags & ACT_PEER)
 		return bpf_redirect_peer(v->act.out_ifindex, 0);
 	return bpf_redirect(v->act.out_ifindex, 0);
