@@ -166,6 +166,13 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 			if err := s.reconfigure(ctx); err != nil {
 				s.log.Warn("reconfiguration write-back failed", zap.Error(err))
 			}
+		case <-s.d.linkEvents:
+			if !s.haveLock(ctx) {
+				continue
+			}
+			if err := s.writeBack(ctx, nil, false); err != nil {
+				s.log.Warn("link state write-back failed", zap.Error(err))
+			}
 		case <-stats.C:
 			if !s.haveLock(ctx) {
 				kick() // configure as soon as the lock comes
@@ -778,7 +785,13 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.
 		setStr("mac_in_use", ir.MACInUse, pi.MAC.String())
 	}
 	if !tunnel {
-		setInt("mtu", ir.MTU, pi.MTU)
+		// The device's MTU now (ip link may have changed it since the
+		// port opened), as OVS reads it.
+		mtu := pi.MTU
+		if link.Index != 0 && link.MTU > 0 {
+			mtu = link.MTU
+		}
+		setInt("mtu", ir.MTU, mtu)
 	}
 	admin, carrier, ifindex := "up", "up", 0
 	if !tunnel {
