@@ -38,8 +38,9 @@ import (
 // vswitchdLock is the OVSDB lock ovs-vswitchd holds while it writes.
 const vswitchdLock = "ovs_vswitchd"
 
-// statsInterval is how often Interface.statistics and the link state are
-// written back (OVS: every 5 s).
+// statsInterval is how often Interface.statistics are written back (OVS:
+// every 5 s); the link state columns are also written at once after a
+// link notification (linkChanged).
 const statsInterval = 5 * time.Second
 
 // Reconnection backoff after the database is lost (OVS: 1 s doubling to 8 s).
