@@ -106,6 +106,9 @@ type Daemon struct {
 	// must not wait for a reconfiguration.
 	mu      sync.Mutex
 	bridges map[string]*bridge
+
+	// linkEvents tells the OVSDB session that a port's link changed.
+	linkEvents chan struct{}
 }
 
 // bridge is a running bridge.
@@ -122,6 +125,7 @@ type bridge struct {
 	cancel     context.CancelFunc
 	connCancel context.CancelFunc // the controllers and extra listeners
 	wg         sync.WaitGroup
+	minMTU     int // the smallest MTU of the non-internal ports, last seen (followMinMTU)
 }
 
 // New returns a daemon with no bridges.
@@ -131,7 +135,7 @@ func New(rundir string, log *zap.Logger) *Daemon {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Rundir: rundir, Log: log, ctx: ctx, cancel: cancel, bridges: map[string]*bridge{},
-		Openers: map[string]PortOpener{}, Limits: DefaultLimits(), configured: make(chan struct{})}
+		Openers: map[string]PortOpener{}, Limits: DefaultLimits(), configured: make(chan struct{}), linkEvents: make(chan struct{}, 1)}
 	d.tracker = d.newTracker(false)
 	d.Openers["system"] = d.openSystem
 	d.Openers[""] = d.openSystem
@@ -420,7 +424,7 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			if err := watchLinks(ctx, dp, b.of, log); err != nil {
+			if err := watchLinks(ctx, dp, b.of, log, func() { d.linkChanged(b) }); err != nil {
 				log.Warn("port link changes are not reported", zap.Error(err))
 			}
 		}()

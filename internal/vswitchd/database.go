@@ -38,8 +38,9 @@ import (
 // vswitchdLock is the OVSDB lock ovs-vswitchd holds while it writes.
 const vswitchdLock = "ovs_vswitchd"
 
-// statsInterval is how often Interface.statistics and the link state are
-// written back (OVS: every 5 s).
+// statsInterval is how often Interface.statistics are written back (OVS:
+// every 5 s); the link state columns are also written at once after a
+// link notification (linkChanged).
 const statsInterval = 5 * time.Second
 
 // Reconnection backoff after the database is lost (OVS: 1 s doubling to 8 s).
@@ -165,6 +166,13 @@ func (d *Daemon) dbSession(ctx context.Context, remote string) error {
 			}
 			if err := s.reconfigure(ctx); err != nil {
 				s.log.Warn("reconfiguration write-back failed", zap.Error(err))
+			}
+		case <-s.d.linkEvents:
+			if !s.haveLock(ctx) {
+				continue
+			}
+			if err := s.writeBack(ctx, nil, false); err != nil {
+				s.log.Warn("link state write-back failed", zap.Error(err))
 			}
 		case <-stats.C:
 			if !s.haveLock(ctx) {
@@ -778,7 +786,13 @@ func ifaceWriteBack(ir *ifaceRow, st PortStatus, pi datapath.PortInfo, link net.
 		setStr("mac_in_use", ir.MACInUse, pi.MAC.String())
 	}
 	if !tunnel {
-		setInt("mtu", ir.MTU, pi.MTU)
+		// The device's MTU now (ip link may have changed it since the
+		// port opened), as OVS reads it.
+		mtu := pi.MTU
+		if link.Index != 0 && link.MTU > 0 {
+			mtu = link.MTU
+		}
+		setInt("mtu", ir.MTU, mtu)
 	}
 	admin, carrier, ifindex := "up", "up", 0
 	if !tunnel {

@@ -20,8 +20,8 @@ import (
 // OVS's netdev-linux does from the kernel's link notifications
 // (RTNLGRP_LINK). Every notification makes it look at all the bridge's
 // ports again: one dump of the links, and only what changed is announced.
-// It returns when ctx is done.
-func watchLinks(ctx context.Context, dp *datapath.Bridge, ob *ofproto.Bridge, log *zap.Logger) error {
+// After each look, changed is called. It returns when ctx is done.
+func watchLinks(ctx context.Context, dp *datapath.Bridge, ob *ofproto.Bridge, log *zap.Logger, changed func()) error {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("link notifications: %w", err)
@@ -62,6 +62,7 @@ func watchLinks(ctx context.Context, dp *datapath.Bridge, ob *ofproto.Bridge, lo
 		}
 		linkNotifications.Add(1)
 		refreshPorts(dp, ob)
+		changed()
 		log.Debug("link notification: ports refreshed")
 	}
 }

@@ -214,6 +214,7 @@ func (d *Daemon) reconcile(want State) Result {
 			}
 		})
 		d.applyVLANs(b)
+		d.followMinMTU(b)
 		d.configureDatapathID(b, wb)
 	}
 	d.settlePinnedOffload(want)
