@@ -97,6 +97,9 @@ const (
 	// TraceBranch starts a branch of check_pkt_larger in a trace (Msg
 	// "gt" or "le"; OVS translates both) or, Msg "", ends the second.
 	TraceBranch
+	// TraceActionSet starts the run of the action set (its actions
+	// follow at the same depth).
+	TraceActionSet
 )
 
 // TraceEvent is one step of a packet walk.
@@ -453,14 +456,9 @@ func (x *xlate) execute(acts []Action) {
 			ev = len(x.tr.Events)
 			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
 		}
-		if c, ok := a.(*CheckPktLarger); ok && !x.ghost && i+1 < len(acts) {
-			if x.dry && x.tr != nil {
-				x.traceBranches(c, acts[i+1:], ev)
-				return
-			}
-			if !x.dry {
-				x.otherBranch(c, acts[i+1:], x.pkt, nil)
-			}
+		if c, ok := a.(*CheckPktLarger); ok && !x.ghost {
+			x.checkPktLargerBranches(c, acts[i+1:], ev)
+			return
 		}
 		x.do(a)
 		if ev >= 0 {
@@ -543,9 +541,15 @@ func (x *xlate) do(a Action) {
 			x.r.wrote(&w)
 		}
 	case *ClearActions:
+		if x.tr != nil {
+			x.traceActionSet("was")
+		}
 		x.actionSet = x.actionSet[:0]
 	case *WriteActions:
 		x.actionSet = mergeActionSet(x.actionSet, a.Actions)
+		if x.tr != nil {
+			x.traceActionSet("is")
+		}
 	case *Meter:
 		// A packet a band drops goes no further: no later action, no
 		// action set. A flow cache cannot replay a meter (yet): the

@@ -175,3 +175,31 @@ table=2,actions=output:4
 		t.Errorf("the other branch's NORMAL learned %v", e)
 	}
 }
+
+// TestCheckPktLargerActionSet: each branch of a check_pkt_larger ends with
+// its own run of the action set, as OVS 3.1 translates it: the greater
+// branch with the set as it was, the less-or-equal one with an empty set
+// (the greater one's run emptied it); then the top level runs the set
+// from before the check_pkt_larger once more.
+func TestCheckPktLargerActionSet(t *testing.T) {
+	const flows = `
+table=0,actions=write_actions(output:2),goto_table:1
+table=1,actions=check_pkt_larger(100)->NXM_NX_REG0[0],goto_table:2
+table=2,priority=10,reg0=0x1/0x1,actions=write_actions(output:4)
+table=2,priority=0,actions=write_actions(output:3)
+`
+	p := loadSeed(t, flows)
+	for _, c := range []struct {
+		payload int
+		out     []uint32
+	}{{0, []uint32{3, 2}}, {400, []uint32{4, 2}}} {
+		sink, frame := runUDP(t, p, c.payload)
+		var got []uint32
+		for _, o := range sink.out {
+			got = append(got, o.port)
+		}
+		if !slices.Equal(got, c.out) {
+			t.Errorf("%d-byte frame: outputs %v, want %v", len(frame), got, c.out)
+		}
+	}
+}
