@@ -153,7 +153,7 @@ func (s *pauseSwitch) runWith(t *testing.T, version, flowsVersion, flows string)
 		}
 	}
 	// version "": no monitor (no pause to resume), a shorter wait.
-	logPath, wait := "", 2*time.Second
+	logPath, wait := "", 500*time.Millisecond
 	for _, out := range s.out {
 		// Frames a case before left late are not this case's.
 		for {
