@@ -38,13 +38,21 @@ type watchdog struct {
 	// stalls counts stalled ports found, reopened those replaced.
 	stalls, reopened atomic.Uint64
 	// seen is per port the turn count at the last tick and whether its
-	// socket was readable then (the watchdog goroutine's own).
-	seen map[*bridgePort]watchSeen
+	// socket was readable then; replaced counts the replacements per
+	// OpenFlow port (both the watchdog goroutine's own).
+	seen     map[*bridgePort]watchSeen
+	replaced map[uint32]int
 }
+
+// maxReplacements bounds the replacements of one port: a port that
+// stalls again and again has a cause a new socket does not cure, and
+// each replacement abandons a goroutine.
+const maxReplacements = 3
 
 type watchSeen struct {
 	progress uint64
 	readable bool
+	reported bool // this stall is reported (once until the port moves)
 }
 
 // stallHookFn, set by tests only, runs in a port goroutine before each
@@ -69,6 +77,7 @@ func (w *watchdog) start(b *Bridge) {
 		}
 		w.quit = make(chan struct{})
 		w.seen = map[*bridgePort]watchSeen{}
+		w.replaced = map[uint32]int{}
 		go w.run(b, period)
 	})
 }
@@ -118,13 +127,22 @@ func (w *watchdog) tick(b *Bridge) {
 		if !ok || now.progress != last.progress || !now.readable || !last.readable {
 			continue
 		}
+		now.reported = true
+		seen[bp] = now
+		if last.reported {
+			continue
+		}
 		w.stalls.Add(1)
 		b.log.Error("port goroutine stalled: frames wait unread", zap.String("port", bp.p.Name()),
 			zap.Uint32("ofport", bp.ofport), zap.Uint64("turns", now.progress), zap.Uint64("stalls", w.stalls.Load()))
+		if w.replaced[bp.ofport] >= maxReplacements {
+			continue // reported only
+		}
 		if nbp, err := b.replaceStalled(bp); err != nil {
 			b.log.Error("stalled port not replaced", zap.String("port", bp.p.Name()), zap.Uint32("ofport", bp.ofport), zap.Error(err))
 		} else {
 			w.reopened.Add(1)
+			w.replaced[bp.ofport]++
 			b.log.Warn("stalled port replaced by a new socket", zap.String("port", nbp.p.Name()), zap.Uint32("ofport", nbp.ofport))
 			delete(seen, bp)
 		}

@@ -138,4 +138,44 @@ func TestNetnsWatchdog(t *testing.T) {
 			t.Errorf("%d stalls after the replacement, want 1", n)
 		}
 	})
+
+	// A port that cannot be opened again is reported once per stall,
+	// and it forwards again by itself once its goroutine moves.
+	t.Run("stalled port reported only", func(t *testing.T) {
+		b.mu.Lock()
+		stuck := b.ports.Load().byNo[1]
+		stuck.reopen = nil
+		b.mu.Unlock()
+		before := stalls()
+		_, reopenedBefore := b.WatchdogStats()
+		release := make(chan struct{})
+		blocked := make(chan struct{})
+		var once sync.Once
+		hook := func(bp *bridgePort) {
+			if bp == stuck {
+				once.Do(func() { close(blocked) })
+				<-release
+			}
+		}
+		stallHookFn.Store(&hook)
+		defer stallHookFn.Store(nil)
+		go nsA.Exec("ping", "-c", "20", "-i", "0.05", "-W", "1", "10.204.0.2")
+		<-blocked
+		time.Sleep(8 * period)
+		if n := stalls() - before; n != 1 {
+			t.Errorf("%d stalls reported in 8 periods of one stall, want 1", n)
+		}
+		if _, r := b.WatchdogStats(); r != reopenedBefore {
+			t.Errorf("a port without Reopen was replaced")
+		}
+		if e := logs.FilterMessage("stalled port not replaced").All(); len(e) != 1 {
+			t.Errorf("%d 'not replaced' log entries, want 1", len(e))
+		}
+		stallHookFn.Store(nil)
+		close(release)
+		ping(t, nsA, "10.204.0.2")
+		if b.ports.Load().byNo[1] != stuck {
+			t.Errorf("port 1 was replaced")
+		}
+	})
 }
