@@ -378,6 +378,7 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	} else {
 		b.startReader(bp)
 	}
+	b.wd.start(b)
 	// Debug: the daemon logs each port it adds (as ovs-vswitchd's bridge
 	// module does), and 1,000 ports in one transaction are 1,000 lines.
 	b.log.Debug("port added", zap.String("port", p.Name()), zap.Uint32("ofport", ofport), zap.String("kind", kind))
@@ -386,7 +387,7 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 }
 
 // startReader starts the goroutine of a port the PMD thread does not
-// serve, and the watchdog with the first one.
+// serve.
 func (b *Bridge) startReader(bp *bridgePort) {
 	readerStarted()
 	go func() {
@@ -394,7 +395,6 @@ func (b *Bridge) startReader(bp *bridgePort) {
 		defer readerStopped()
 		bp.loop.run()
 	}()
-	b.wd.start(b)
 }
 
 // DelPort detaches port ofport: it closes the port, waits for its

@@ -24,8 +24,9 @@ import (
 // opened again (PortOptions.Reopen), replaces it: a new socket or ring,
 // a new goroutine, the same OpenFlow port number, config and counters.
 // The stalled goroutine is abandoned (Go cannot stop it). Ports the PMD
-// thread serves are not watched (one thread for them all), nor ports
-// without a descriptor to poll (MemPort).
+// thread serves are watched the same way (the thread counts a turn per
+// port it polls) but only reported: one thread serves them all. Ports
+// without a descriptor to poll (MemPort) are not watched.
 
 // DefaultWatchdogPeriod is Bridge.WatchdogPeriod's default: a port whose
 // frames wait 2-4 s unread is reported.
@@ -114,9 +115,6 @@ func (w *watchdog) tick(b *Bridge) {
 	seen := make(map[*bridgePort]watchSeen, len(cur.byNo))
 	for _, n := range cur.numbers {
 		bp := cur.byNo[n]
-		if bp.poller != nil {
-			continue
-		}
 		pf, ok := bp.p.(interface{ PollFd() int })
 		if !ok {
 			continue
@@ -160,7 +158,10 @@ func readable(fd int) bool {
 	return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
 }
 
-var errNoReopen = errors.New("the port cannot be opened again (no PortOptions.Reopen)")
+var (
+	errNoReopen = errors.New("the port cannot be opened again (no PortOptions.Reopen)")
+	errPMDPort  = errors.New("the PMD thread serves the port")
+)
 
 // replaceStalled opens the stalled port's device again and puts a new
 // bridgePort with the same number, config and counters in its place,
@@ -169,6 +170,9 @@ var errNoReopen = errors.New("the port cannot be opened again (no PortOptions.Re
 // reader). Tunnel ports are not replaced (their socket is shared).
 // b.mu is held.
 func (b *Bridge) replaceStalled(old *bridgePort) (*bridgePort, error) {
+	if old.poller != nil {
+		return nil, errPMDPort
+	}
 	if old.reopen == nil || old.tun != nil {
 		return nil, errNoReopen
 	}

@@ -14,20 +14,18 @@ import (
 	"github.com/govs-project/govs/datapath/port"
 )
 
-// TestNetnsWatchdog: with a 200 ms watchdog period, an idle port and a
-// busy port are never reported; a port goroutine made to block forever
-// before its read (as a dead kernel thread would leave it) while frames
-// wait is reported within two periods (an error log naming the port and
-// the counter), replaced by a new socket with the same OpenFlow port
-// number and counters, and forwards again.
-func TestNetnsWatchdog(t *testing.T) {
-	const period = 200 * time.Millisecond
+// watchdogBridge is a cross-connect bridge with a watchdog of period
+// over veth ports 1 and 2 (reopened by PortOptions.Reopen), optionally
+// served by a PMD thread, and the watchdog's warning and error log.
+func watchdogBridge(t *testing.T, period time.Duration, pmd bool) (*Bridge, *netnstest.NS, *netnstest.Veth, *observer.ObservedLogs) {
+	t.Helper()
 	sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.204.0.1/24"})
 	vb := netnstest.NewVeth(t, sw, nsB, netnstest.VethOptions{PeerAddr: "10.204.0.2/24"})
 	core, logs := observer.New(zap.WarnLevel)
 	b := NewBridge("br-test", 1, newPipeline(t, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false), zap.New(core))
 	b.WatchdogPeriod = period
+	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("close bridge: %v", err)
@@ -51,6 +49,18 @@ func TestNetnsWatchdog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return b, nsA, va, logs
+}
+
+// TestNetnsWatchdog: with a 200 ms watchdog period, an idle port and a
+// busy port are never reported; a port goroutine made to block forever
+// before its read (as a dead kernel thread would leave it) while frames
+// wait is reported within two periods (an error log naming the port and
+// the counter), replaced by a new socket with the same OpenFlow port
+// number and counters, and forwards again.
+func TestNetnsWatchdog(t *testing.T) {
+	const period = 200 * time.Millisecond
+	b, nsA, va, logs := watchdogBridge(t, period, false)
 	stalls := func() uint64 { s, _ := b.WatchdogStats(); return s }
 
 	ping(t, nsA, "10.204.0.2")
@@ -143,39 +153,67 @@ func TestNetnsWatchdog(t *testing.T) {
 	// and it forwards again by itself once its goroutine moves.
 	t.Run("stalled port reported only", func(t *testing.T) {
 		b.mu.Lock()
-		stuck := b.ports.Load().byNo[1]
-		stuck.reopen = nil
+		b.ports.Load().byNo[1].reopen = nil
 		b.mu.Unlock()
-		before := stalls()
-		_, reopenedBefore := b.WatchdogStats()
-		release := make(chan struct{})
-		blocked := make(chan struct{})
-		var once sync.Once
-		hook := func(bp *bridgePort) {
-			if bp == stuck {
-				once.Do(func() { close(blocked) })
-				<-release
-			}
-		}
-		stallHookFn.Store(&hook)
-		defer stallHookFn.Store(nil)
-		go nsA.Exec("ping", "-c", "20", "-i", "0.05", "-W", "1", "10.204.0.2")
-		<-blocked
-		time.Sleep(8 * period)
-		if n := stalls() - before; n != 1 {
-			t.Errorf("%d stalls reported in 8 periods of one stall, want 1", n)
-		}
-		if _, r := b.WatchdogStats(); r != reopenedBefore {
-			t.Errorf("a port without Reopen was replaced")
-		}
-		if e := logs.FilterMessage("stalled port not replaced").All(); len(e) != 1 {
-			t.Errorf("%d 'not replaced' log entries, want 1", len(e))
-		}
-		stallHookFn.Store(nil)
-		close(release)
-		ping(t, nsA, "10.204.0.2")
-		if b.ports.Load().byNo[1] != stuck {
-			t.Errorf("port 1 was replaced")
-		}
+		stallReportedOnly(t, b, nsA, logs, period, "stalled port not replaced")
 	})
+}
+
+// TestNetnsWatchdogPMD: ports the PMD thread serves are watched too; a
+// stalled PMD thread is reported once per stall and never replaced, and
+// the ports forward again once it moves.
+func TestNetnsWatchdogPMD(t *testing.T) {
+	const period = 200 * time.Millisecond
+	b, nsA, _, logs := watchdogBridge(t, period, true)
+	ping(t, nsA, "10.204.0.2")
+	time.Sleep(4 * period)
+	if s, _ := b.WatchdogStats(); s != 0 {
+		t.Fatalf("%d stalls reported on idle PMD ports", s)
+	}
+	stallReportedOnly(t, b, nsA, logs, period, "stalled port not replaced")
+}
+
+// stallReportedOnly blocks the goroutine or thread that reads port 1 and
+// checks that the stall is reported once in 8 periods, logged with
+// notReplaced, the port not replaced, and that it forwards once the
+// block ends.
+func stallReportedOnly(t *testing.T, b *Bridge, nsA *netnstest.NS, logs *observer.ObservedLogs, period time.Duration, notReplaced string) {
+	t.Helper()
+	stuck := b.ports.Load().byNo[1]
+	before, reopenedBefore := b.WatchdogStats()
+	notBefore := logs.FilterMessage(notReplaced).Len()
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	var once sync.Once
+	hook := func(bp *bridgePort) {
+		if bp == stuck {
+			once.Do(func() { close(blocked) })
+			<-release
+		}
+	}
+	stallHookFn.Store(&hook)
+	defer stallHookFn.Store(nil)
+	go nsA.Exec("ping", "-c", "20", "-i", "0.05", "-W", "1", "10.204.0.2")
+	select {
+	case <-blocked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("port 1's reader never reached the hook")
+	}
+	time.Sleep(8 * period)
+	stalls, reopened := b.WatchdogStats()
+	if n := stalls - before; n != 1 {
+		t.Errorf("%d stalls reported in 8 periods of one stall, want 1", n)
+	}
+	if reopened != reopenedBefore {
+		t.Errorf("the port was replaced")
+	}
+	if n := logs.FilterMessage(notReplaced).Len() - notBefore; n != 1 {
+		t.Errorf("%d %q log entries, want 1", n, notReplaced)
+	}
+	stallHookFn.Store(nil)
+	close(release)
+	ping(t, nsA, "10.204.0.2")
+	if b.ports.Load().byNo[1] != stuck {
+		t.Errorf("port 1 was replaced")
+	}
 }
