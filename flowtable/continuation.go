@@ -130,7 +130,8 @@ func (x *xlate) finish(cookie uint64) {
 // the walk paused or exited. A trace shows it under "Executing action
 // set", under the flow whose actions ran last (OVS adds it to the
 // current trace list, which at the top level is still the first
-// table's: top adds that level).
+// table's: top adds that level). Only a trace nests it: depth also
+// decides which lookups deepen the recursion budget (runTable).
 func (x *xlate) runActionSet(top bool) {
 	if x.freezing || x.exit || len(x.actionSet) == 0 {
 		return
@@ -138,11 +139,11 @@ func (x *xlate) runActionSet(top bool) {
 	set := sortActionSet(x.actionSet)
 	x.actionSet = x.actionSet[:0:0]
 	saved := x.depth
-	x.depth++
-	if top {
-		x.depth++
-	}
 	if x.tr != nil {
+		x.depth++
+		if top {
+			x.depth++
+		}
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceActionSet, Depth: x.depth})
 	}
 	x.execute(set)
