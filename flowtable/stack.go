@@ -68,17 +68,21 @@ func (x *xlate) checkPktLarger(a *CheckPktLarger) {
 // runs on a copy of it; the other is walked for the counters only
 // (otherBranch). As in OVS, the less-or-equal branch starts with an empty
 // action set (the greater one's run emptied it) and the stack the greater
-// one left; afterwards the flow, stack, action set and exit are as before
-// the check_pkt_larger, and the level that held it ends (the levels above
-// continue). A pause inside the branch the packet takes is finished as
-// any other pause, at the top. ev is the check_pkt_larger's trace event
-// (-1: no trace). Packets through check_pkt_larger are never cached, so
-// the copies here are off the fast path.
+// one left. A pause in a branch is finished at the branch's end (the
+// continuation holds the rest of the branch only). Afterwards the flow,
+// stack and action set are as before the check_pkt_larger and the level
+// that held it ends; the levels above go on unless the greater branch
+// exited (OVS 3.1 restores the exit flag the greater branch left, so a
+// pause or exit there also ends the walk for a packet that took the
+// other branch). ev is the check_pkt_larger's trace event (-1: no
+// trace). Packets through check_pkt_larger are never cached, so the
+// copies here are off the fast path.
 func (x *xlate) checkPktLargerBranches(a *CheckPktLarger, rest []Action, ev int) {
 	x.uncacheable("check_pkt_larger: depends on the packet length")
 	orig := x.pkt
 	savedSet, savedStack := x.actionSet, x.stack
-	savedExit, savedCT := x.exit, x.conntracked
+	savedCT := x.conntracked
+	gtExit := false
 	larger := len(orig.Frame) > int(a.Len)
 	ghosts := !x.dry || x.tr != nil
 	stack := savedStack
@@ -100,7 +104,9 @@ func (x *xlate) checkPktLargerBranches(a *CheckPktLarger, rest []Action, ev int)
 		}
 		if gt != larger {
 			if ghosts {
-				stack = x.otherBranch(a, gt, rest, orig, set, stack)
+				var exit bool
+				stack, exit = x.otherBranch(a, gt, rest, orig, set, stack)
+				gtExit = gtExit || gt && exit
 			}
 			continue
 		}
@@ -113,23 +119,17 @@ func (x *xlate) checkPktLargerBranches(a *CheckPktLarger, rest []Action, ev int)
 		x.execute(rest)
 		x.runActionSet(false)
 		if x.freezing {
-			// The continuation carries this branch's state.
-			if gt && ghosts {
-				x.otherBranch(a, false, rest, orig, nil, x.stack)
-			}
-			if x.tr != nil {
-				x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceBranch, Depth: x.depth, Port: uint32(a.Len)})
-			}
-			return
+			x.finishFreezing(x.cookie) // finish_freezing at the branch's end
 		}
 		stack = x.stack
-		x.exit, x.conntracked = savedExit, savedCT
+		gtExit = gtExit || gt && x.exit
+		x.exit, x.conntracked = false, savedCT
 	}
 	if x.tr != nil {
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceBranch, Depth: x.depth, Port: uint32(a.Len)})
 	}
 	x.pkt, x.actionSet, x.stack = orig, savedSet, savedStack
-	x.exit, x.conntracked = savedExit, savedCT
+	x.exit, x.conntracked = gtExit, savedCT
 }
 
 // setCheckBit writes check_pkt_larger's result into its destination.
@@ -147,8 +147,9 @@ func setCheckBit(pkt *Packet, a *CheckPktLarger, larger bool) {
 // greater one), for the counters (and a trace) only: no output,
 // packet-in, conntrack, meter or learning, and a private copy of the
 // packet as it reached the check_pkt_larger (from), of the action set
-// (set) and of the stack. It returns the stack the walk left.
-func (x *xlate) otherBranch(a *CheckPktLarger, gt bool, rest []Action, from *Packet, set []Action, stack []stackEntry) []stackEntry {
+// (set) and of the stack. It returns the stack the walk left and whether
+// it exited (a pause, exit, a dropping meter).
+func (x *xlate) otherBranch(a *CheckPktLarger, gt bool, rest []Action, from *Packet, set []Action, stack []stackEntry) ([]stackEntry, bool) {
 	pkt := *from
 	pkt.Frame = append([]byte(nil), from.Frame...)
 	pkt.lent = false
@@ -163,7 +164,7 @@ func (x *xlate) otherBranch(a *CheckPktLarger, gt bool, rest []Action, from *Pac
 	g.traceEmptyBranch(rest)
 	g.execute(rest)
 	g.runActionSet(false)
-	return g.stack
+	return g.stack, g.exit
 }
 
 // traceEmptyBranch shows a branch with no actions as OVS does ("drop",

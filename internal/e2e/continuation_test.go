@@ -255,6 +255,29 @@ table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],controller(pause)
 table=1 reg0=0x1/0x3 actions=set_field:7->reg2,controller(pause),resubmit(,2)
 table=1 reg0=0x3/0x3 actions=3
 table=2 reg2=7 actions=2`},
+		// OVS finishes a freeze at the end of the check_pkt_larger
+		// branch: the levels above go on at once, outside the
+		// continuation.
+		{"check_pkt_larger, pause in a branch, the caller goes on", `
+table=0 in_port=1 actions=goto_table:1
+table=1 actions=resubmit(,2),set_field:0x5->reg3,output:2
+table=2 actions=check_pkt_larger(64)->NXM_NX_REG0[0],resubmit(,3)
+table=3 reg0=0x1/0x1 actions=controller(pause),output:3
+table=3 reg0=0/0x1 actions=output:2`},
+		// OVS 3.1 keeps the exit flag the greater branch left: a pause
+		// there ends the walk for a packet not larger too.
+		{"check_pkt_larger, not larger, pause in the other branch", `
+table=0 in_port=1 actions=goto_table:1
+table=1 actions=resubmit(,2),set_field:0x5->reg3,output:3
+table=2 actions=check_pkt_larger(1500)->NXM_NX_REG0[0],resubmit(,3)
+table=3 reg0=0x1/0x1 actions=controller(pause),output:3
+table=3 reg0=0/0x1 actions=output:2`},
+		{"check_pkt_larger, not larger, pause in its branch, the caller goes on", `
+table=0 in_port=1 actions=goto_table:1
+table=1 actions=resubmit(,2),set_field:0x5->reg3,output:2
+table=2 actions=check_pkt_larger(1500)->NXM_NX_REG0[0],resubmit(,3)
+table=3 reg0=0/0x1 actions=controller(pause),output:3
+table=3 reg0=0x1/0x1 actions=output:2`},
 		{"check_pkt_larger, pause in clone", `
 table=0 in_port=1 actions=check_pkt_larger(64)->NXM_NX_REG0[0],clone(resubmit(,1)),output:3
 table=1 reg0=0x1/0x1 actions=controller(pause),2
