@@ -225,6 +225,10 @@ type xlate struct {
 	// ghost: the walk of check_pkt_larger's other branch, for the
 	// counters only (stack.go otherBranch).
 	ghost bool
+	// meterDropped: a meter band dropped the packet (exit set at run
+	// time, not by the translation: a check_pkt_larger branch's drop
+	// ends that branch only).
+	meterDropped bool
 }
 
 var seed = maphash.MakeSeed()
@@ -568,7 +572,7 @@ func (x *xlate) do(a Action) {
 			x.r.uncacheable("meter")
 		}
 		if !runMeter(x.s, a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
-			x.exit = true
+			x.exit, x.meterDropped = true, true
 			x.actionSet = x.actionSet[:0]
 		}
 	case *SetField:

@@ -115,6 +115,8 @@ func (x *xlate) checkPktLargerBranches(a *CheckPktLarger, rest []Action, ev int)
 		pkt.lent = false
 		setCheckBit(&pkt, a, gt)
 		x.pkt, x.actionSet, x.stack = &pkt, set, slices.Clone(stack)
+		dropped := x.meterDropped
+		x.meterDropped = false
 		x.traceEmptyBranch(rest)
 		x.execute(rest)
 		x.runActionSet(false)
@@ -122,8 +124,10 @@ func (x *xlate) checkPktLargerBranches(a *CheckPktLarger, rest []Action, ev int)
 			x.finishFreezing(x.cookie) // finish_freezing at the branch's end
 		}
 		stack = x.stack
-		gtExit = gtExit || gt && x.exit
-		x.exit, x.conntracked = false, savedCT
+		// A meter drops the branch's copy of the packet in the datapath;
+		// the translation goes on (only a translation exit counts).
+		gtExit = gtExit || gt && x.exit && !x.meterDropped
+		x.exit, x.conntracked, x.meterDropped = false, savedCT, dropped
 	}
 	if x.tr != nil {
 		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceBranch, Depth: x.depth, Port: uint32(a.Len)})
