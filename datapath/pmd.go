@@ -213,7 +213,9 @@ func (m *pmd) serve(bp *bridgePort) int {
 		// Before the read: the port decodes options with its map.
 		m.b.syncTLV(bp)
 	}
+	stallHook(bp)
 	n, err := bp.poller.TryReadBatch(l.batch)
+	bp.progress.Add(1) // the watchdog's sign of life
 	if err != nil && !errors.Is(err, port.ErrClosed) {
 		m.logReadError(bp, err)
 	}
