@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,21 +13,28 @@ import (
 	"github.com/govs-project/govs/datapath/port"
 )
 
-// The port watchdog: a port goroutine that stops taking turns while its
-// socket has frames waiting is stalled. A crash of the kernel thread
+// The port watchdog: a reader that stops taking turns while a socket it
+// serves has frames waiting is stalled. A crash of the kernel thread
 // under it (a kernel BUG inside recvmmsg killed one once, holding the
 // port's receive lock) is invisible to Go: the goroutine stays "in a
-// system call" forever and the port receives nothing. The watchdog sees
-// the goroutine's turn counter (bridgePort.progress, one atomic add per
-// batch) stand still across a period while poll(2) says the port's
-// socket is readable at both ends of it; it then logs the port, counts
-// it (coverage/show "datapath_port_stall") and, when the port can be
-// opened again (PortOptions.Reopen), replaces it: a new socket or ring,
-// a new goroutine, the same OpenFlow port number, config and counters.
-// The stalled goroutine is abandoned (Go cannot stop it). Ports the PMD
-// thread serves are watched the same way (the thread counts a turn per
-// port it polls) but only reported: one thread serves them all. Ports
-// without a descriptor to poll (MemPort) are not watched.
+// system call" forever and its ports receive nothing.
+//
+// Readers are of two kinds. The bridge's poll thread (or PMD thread)
+// serves all its AF_PACKET ports and counts its turns (pmd.turns, one
+// atomic add per epoll_wait or sweep; it turns at least every 100 ms
+// even when idle). A port with a goroutine of its own (--port-threads,
+// Geneve, AF_XDP, TAP) counts the goroutine's turns (bridgePort.progress,
+// one atomic add per batch). The watchdog sees a reader's count stand
+// still across a period while poll(2) says a socket it serves is
+// readable at both ends of it; it then logs the reader and its ports,
+// counts it (coverage/show "datapath_port_stall") and replaces it
+// ("datapath_port_reopen"): a port goroutine by a new socket and
+// goroutine (PortOptions.Reopen), a poll thread by a new thread over new
+// sockets of all its ports (all need Reopen: the stuck thread may hold
+// any of them mid-read). The stalled reader is abandoned (Go cannot stop
+// it); should it ever come back it finds its ports closed or itself
+// stopped and touches nothing more. The PMD thread is reported only, as
+// are ports without a descriptor to poll (MemPort: not watched).
 
 // DefaultWatchdogPeriod is Bridge.WatchdogPeriod's default: a port whose
 // frames wait 2-4 s unread is reported.
@@ -38,11 +46,16 @@ type watchdog struct {
 	quit chan struct{}
 	// stalls counts stalled ports found, reopened those replaced.
 	stalls, reopened atomic.Uint64
-	// seen is per port the turn count at the last tick and whether its
-	// socket was readable then; replaced counts the replacements per
-	// OpenFlow port (both the watchdog goroutine's own).
-	seen     map[*bridgePort]watchSeen
-	replaced map[uint32]int
+	// seen is per port goroutine the turn count at the last tick and
+	// whether its socket was readable then, thread the same for the
+	// poll or PMD thread; replaced counts the replacements per OpenFlow
+	// port, threads those of the poll thread (all the watchdog
+	// goroutine's own).
+	seen            map[*bridgePort]watchSeen
+	thread          watchSeen
+	threadOf        *pmd
+	replaced        map[uint32]int
+	threadsReplaced int
 }
 
 // maxReplacements bounds the replacements of one port: a port that
@@ -108,30 +121,33 @@ func (w *watchdog) run(b *Bridge, period time.Duration) {
 	}
 }
 
-// tick checks every watched port once. b.mu is held: ports are neither
+// tick checks every reader once. b.mu is held: ports are neither
 // closed nor replaced meanwhile.
 func (w *watchdog) tick(b *Bridge) {
 	cur := b.ports.Load()
 	seen := make(map[*bridgePort]watchSeen, len(cur.byNo))
+	var threadPorts []*bridgePort
+	threadReadable := false
 	for _, n := range cur.numbers {
 		bp := cur.byNo[n]
 		pf, ok := bp.p.(interface{ PollFd() int })
 		if !ok {
 			continue
 		}
+		if bp.poller != nil {
+			threadPorts = append(threadPorts, bp)
+			threadReadable = threadReadable || readable(pf.PollFd())
+			continue
+		}
 		now := watchSeen{progress: bp.progress.Load(), readable: readable(pf.PollFd())}
-		seen[bp] = now
 		last, ok := w.seen[bp]
-		if !ok || now.progress != last.progress || !now.readable || !last.readable {
+		if !w.stalled(&now, last, ok) {
+			seen[bp] = now
 			continue
 		}
-		now.reported = true
 		seen[bp] = now
-		if last.reported {
-			continue
-		}
 		w.stalls.Add(1)
-		b.log.Error("port goroutine stalled: frames wait unread", zap.String("port", bp.p.Name()),
+		b.log.Error("port goroutine stalled: frames wait unread", zap.String("bridge", b.name), zap.String("port", bp.p.Name()),
 			zap.Uint32("ofport", bp.ofport), zap.Uint64("turns", now.progress), zap.Uint64("stalls", w.stalls.Load()))
 		if w.replaced[bp.ofport] >= maxReplacements {
 			continue // reported only
@@ -146,6 +162,56 @@ func (w *watchdog) tick(b *Bridge) {
 		}
 	}
 	w.seen = seen
+	w.tickThread(b, threadPorts, threadReadable)
+}
+
+// stalled tells whether a reader that was at last (known: ok) at the
+// previous tick and is at now is stalled, and reports it once: now is
+// marked reported, and a stall already reported is not one again.
+func (w *watchdog) stalled(now *watchSeen, last watchSeen, ok bool) bool {
+	if !ok || now.progress != last.progress || !now.readable || !last.readable {
+		return false
+	}
+	now.reported = true
+	return !last.reported
+}
+
+// tickThread checks the bridge's poll or PMD thread, which serves ports
+// (readable: one of their sockets has frames).
+func (w *watchdog) tickThread(b *Bridge, ports []*bridgePort, readable bool) {
+	m := b.pmd
+	if m == nil || len(ports) == 0 {
+		w.threadOf = nil
+		return
+	}
+	now := watchSeen{progress: m.turns.Load(), readable: readable}
+	last, ok := w.thread, w.threadOf == m
+	w.thread, w.threadOf = now, m
+	if !w.stalled(&w.thread, last, ok) {
+		return
+	}
+	kind := "poll"
+	if !m.poll {
+		kind = "PMD"
+	}
+	names := make([]string, len(ports))
+	for i, bp := range ports {
+		names[i] = bp.p.Name()
+	}
+	w.stalls.Add(1)
+	b.log.Error(kind+" thread stalled: frames wait unread", zap.String("bridge", b.name), zap.Strings("ports", names),
+		zap.Uint64("turns", now.progress), zap.Uint64("stalls", w.stalls.Load()))
+	if w.threadsReplaced >= maxReplacements {
+		return // reported only
+	}
+	if err := b.replacePollThread(ports); err != nil {
+		b.log.Error("stalled "+kind+" thread not replaced", zap.String("bridge", b.name), zap.Error(err))
+		return
+	}
+	w.reopened.Add(1)
+	w.threadsReplaced++
+	w.threadOf = nil
+	b.log.Warn("stalled poll thread replaced by a new one over new sockets", zap.String("bridge", b.name), zap.Strings("ports", names))
 }
 
 // readable tells whether fd has frames to read (poll(2), no wait).
@@ -161,6 +227,7 @@ func readable(fd int) bool {
 var (
 	errNoReopen = errors.New("the port cannot be opened again (no PortOptions.Reopen)")
 	errPMDPort  = errors.New("the PMD thread serves the port")
+	errPMD      = errors.New("the PMD thread is not replaced")
 )
 
 // replaceStalled opens the stalled port's device again and puts a new
@@ -180,6 +247,22 @@ func (b *Bridge) replaceStalled(old *bridgePort) (*bridgePort, error) {
 	if err != nil {
 		return nil, err
 	}
+	bp := b.newReplacement(old, p)
+	b.swapPorts(bp)
+	b.startReader(bp)
+	go func() {
+		// Should the old goroutine ever return, it finds its port closed
+		// and exits; only then may its loop give back what it holds.
+		old.p.Close()
+		<-old.done
+		old.loop.close()
+	}()
+	return bp, nil
+}
+
+// newReplacement is a bridgePort for p, a new socket of old's device,
+// with old's number, config and counters, and a loop of its own.
+func (b *Bridge) newReplacement(old *bridgePort, p port.Port) *bridgePort {
 	bp := &bridgePort{ofport: old.ofport, p: p, kind: old.kind, maxFrame: port.MaxFrameLen(p.MTU()),
 		done: make(chan struct{}), reopen: old.reopen,
 		xdp: old.xdp, ifindex: old.ifindex, off: old.off, offID: old.offID}
@@ -196,24 +279,93 @@ func (b *Bridge) replaceStalled(old *bridgePort) (*bridgePort, error) {
 		c.to.Store(c.from.Load())
 	}
 	bp.loop = newLoop(b, bp)
+	return bp
+}
+
+// swapPorts puts bps in the places of the ports with their numbers.
+// b.mu is held.
+func (b *Bridge) swapPorts(bps ...*bridgePort) {
 	cur := b.ports.Load()
 	next := &portSet{byNo: make(map[uint32]*bridgePort, len(cur.byNo)), numbers: cur.numbers}
 	for n, q := range cur.byNo {
 		next.byNo[n] = q
 	}
-	next.byNo[bp.ofport] = bp
+	for _, bp := range bps {
+		next.byNo[bp.ofport] = bp
+	}
 	next.indexTunnels()
 	b.ports.Store(next)
 	b.pipeline.BumpGeneration()
-	b.startReader(bp)
+}
+
+// replacePollThread replaces the bridge's stalled poll thread, which
+// serves olds, by a new thread over new sockets of the same devices
+// (every port needs PortOptions.Reopen: the stuck thread may hold any
+// of its ports mid-read, and it holds its lock). The old thread is
+// stopped without its lock: should it come back, it reads no port again
+// (serve) and exits; only then are its loops and descriptors given back.
+// b.mu is held.
+func (b *Bridge) replacePollThread(olds []*bridgePort) error {
+	old := b.pmd
+	if !old.poll {
+		return errPMD
+	}
+	ps := make([]port.Port, 0, len(olds))
+	closeAll := func() {
+		for _, p := range ps {
+			p.Close()
+		}
+	}
+	for _, bp := range olds {
+		if bp.reopen == nil {
+			closeAll()
+			return fmt.Errorf("port %s: %w", bp.p.Name(), errNoReopen)
+		}
+		p, err := bp.reopen()
+		if err == nil {
+			if _, ok := p.(port.Poller); !ok {
+				p.Close()
+				err = fmt.Errorf("its new socket cannot be polled")
+			}
+		}
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("reopen port %s: %w", bp.p.Name(), err)
+		}
+		ps = append(ps, p)
+	}
+	m, err := b.newPollThread()
+	if err != nil {
+		closeAll()
+		return err
+	}
+	old.stop.Store(true)
+	bps := make([]*bridgePort, len(olds))
+	for i, o := range olds {
+		bp := b.newReplacement(o, ps[i])
+		bp.poller = ps[i].(port.Poller)
+		bp.ready, _ = ps[i].(interface{ Ready() bool })
+		bp.loop.trackSent = true
+		bps[i] = bp
+	}
+	b.pmd = m
+	b.swapPorts(bps...)
+	for _, bp := range bps {
+		m.add(bp)
+	}
 	go func() {
-		// Should the old goroutine ever return, it finds its port closed
-		// and exits; only then may its loop give back what it holds.
-		old.p.Close()
+		for _, o := range olds {
+			o.p.Close()
+		}
 		<-old.done
-		old.loop.close()
+		readerStopped()
+		for _, o := range olds {
+			o.loop.close()
+		}
+		unix.Close(old.wakeFd)
+		unix.Close(old.epfd)
 	}()
-	return bp, nil
+	return nil
 }
 
 // addStats is a + b, counter by counter.

@@ -14,10 +14,18 @@ import (
 	"github.com/govs-project/govs/datapath/port"
 )
 
+// The readers of a bridge's AF_PACKET ports.
+const (
+	pollThread  = iota // the bridge's poll thread (the default)
+	portThreads        // a goroutine per port (--port-threads)
+	pmdThread          // the PMD thread
+)
+
 // watchdogBridge is a cross-connect bridge with a watchdog of period
-// over veth ports 1 and 2 (reopened by PortOptions.Reopen), optionally
-// served by a PMD thread, and the watchdog's warning and error log.
-func watchdogBridge(t *testing.T, period time.Duration, pmd bool) (*Bridge, *netnstest.NS, *netnstest.Veth, *observer.ObservedLogs) {
+// over veth ports 1 and 2 (reopened by PortOptions.Reopen), served by
+// readers (pollThread, portThreads or pmdThread), and the watchdog's
+// warning and error log.
+func watchdogBridge(t *testing.T, period time.Duration, readers int) (*Bridge, *netnstest.NS, *netnstest.Veth, *observer.ObservedLogs) {
 	t.Helper()
 	sw, nsA, nsB := netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
 	va := netnstest.NewVeth(t, sw, nsA, netnstest.VethOptions{PeerAddr: "10.204.0.1/24"})
@@ -25,7 +33,8 @@ func watchdogBridge(t *testing.T, period time.Duration, pmd bool) (*Bridge, *net
 	core, logs := observer.New(zap.WarnLevel)
 	b := NewBridge("br-test", 1, newPipeline(t, "in_port=1,actions=output:2\nin_port=2,actions=output:1", false), zap.New(core))
 	b.WatchdogPeriod = period
-	b.PMD = PMDConfig{Enabled: pmd, CPU: -1}
+	b.PMD = PMDConfig{Enabled: readers == pmdThread, CPU: -1}
+	b.PortThreads = readers == portThreads
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("close bridge: %v", err)
@@ -52,15 +61,34 @@ func watchdogBridge(t *testing.T, period time.Duration, pmd bool) (*Bridge, *net
 	return b, nsA, va, logs
 }
 
-// TestNetnsWatchdog: with a 200 ms watchdog period, an idle port and a
-// busy port are never reported; a port goroutine made to block forever
-// before its read (as a dead kernel thread would leave it) while frames
-// wait is reported within two periods (an error log naming the port and
-// the counter), replaced by a new socket with the same OpenFlow port
-// number and counters, and forwards again.
+// TestNetnsWatchdog, for the poll thread and for a goroutine per port:
+// with a 200 ms watchdog period, idle and busy ports are never reported;
+// a reader made to block forever before its read of port 1 (as a dead
+// kernel thread would leave it) while frames wait is reported within two
+// periods (an error log naming the port and the counter) and replaced
+// (the poll thread by a new one over new sockets of both ports, a port
+// goroutine by a new socket and goroutine) with the same OpenFlow port
+// numbers and counters, and the ports forward again.
 func TestNetnsWatchdog(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		readers int
+		// stallLog is the stall's error; notReplaced the error when the
+		// reader cannot be replaced.
+		stallLog, notReplaced string
+	}{
+		{"poll thread", pollThread, "poll thread stalled: frames wait unread", "stalled poll thread not replaced"},
+		{"port threads", portThreads, "port goroutine stalled: frames wait unread", "stalled port not replaced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testWatchdog(t, tc.readers, tc.stallLog, tc.notReplaced)
+		})
+	}
+}
+
+func testWatchdog(t *testing.T, readers int, stallLog, notReplaced string) {
 	const period = 200 * time.Millisecond
-	b, nsA, va, logs := watchdogBridge(t, period, false)
+	b, nsA, va, logs := watchdogBridge(t, period, readers)
 	stalls := func() uint64 { s, _ := b.WatchdogStats(); return s }
 
 	ping(t, nsA, "10.204.0.2")
@@ -82,7 +110,7 @@ func TestNetnsWatchdog(t *testing.T) {
 	})
 
 	t.Run("stalled port replaced", func(t *testing.T) {
-		stuck := b.ports.Load().byNo[1]
+		stuck, other := b.ports.Load().byNo[1], b.ports.Load().byNo[2]
 		before, _ := b.Port(1)
 		release := make(chan struct{})
 		var once sync.Once
@@ -126,11 +154,20 @@ func TestNetnsWatchdog(t *testing.T) {
 		if _, reopened := b.WatchdogStats(); reopened != 1 {
 			t.Errorf("%d ports replaced, want 1", reopened)
 		}
-		if e := logs.FilterMessage("port goroutine stalled: frames wait unread").FilterField(zap.String("port", va.Host)).All(); len(e) != 1 || e[0].Level != zap.ErrorLevel {
+		if e := logs.FilterMessage(stallLog).All(); len(e) != 1 || e[0].Level != zap.ErrorLevel || !namesPort(e[0].ContextMap(), va.Host) {
 			t.Errorf("stall log entries %v, want one error naming %s", e, va.Host)
 		}
 		if b.ports.Load().byNo[1] == stuck {
 			t.Fatal("port 1 was not replaced")
+		}
+		if readers == pollThread {
+			// The new thread serves both ports, over new sockets.
+			if np := b.ports.Load().byNo[1]; np.poller == nil || b.pmd == nil || !b.pmd.poll {
+				t.Fatal("port 1 is not served by a poll thread after the replacement")
+			}
+			if b.ports.Load().byNo[2] == other {
+				t.Error("port 2 kept the stalled thread's socket")
+			}
 		}
 		ping(t, nsA, "10.204.0.2")
 		after, ok := b.Port(1)
@@ -155,8 +192,23 @@ func TestNetnsWatchdog(t *testing.T) {
 		b.mu.Lock()
 		b.ports.Load().byNo[1].reopen = nil
 		b.mu.Unlock()
-		stallReportedOnly(t, b, nsA, logs, period, "stalled port not replaced")
+		stallReportedOnly(t, b, nsA, logs, period, notReplaced)
 	})
+}
+
+// namesPort tells whether a stall log entry's fields name port: "port"
+// for a port goroutine, among "ports" for a thread.
+func namesPort(fields map[string]any, port string) bool {
+	if fields["port"] == port {
+		return true
+	}
+	names, _ := fields["ports"].([]any)
+	for _, n := range names {
+		if n == port {
+			return true
+		}
+	}
+	return false
 }
 
 // TestNetnsWatchdogPMD: ports the PMD thread serves are watched too; a
@@ -164,13 +216,13 @@ func TestNetnsWatchdog(t *testing.T) {
 // the ports forward again once it moves.
 func TestNetnsWatchdogPMD(t *testing.T) {
 	const period = 200 * time.Millisecond
-	b, nsA, _, logs := watchdogBridge(t, period, true)
+	b, nsA, _, logs := watchdogBridge(t, period, pmdThread)
 	ping(t, nsA, "10.204.0.2")
 	time.Sleep(4 * period)
 	if s, _ := b.WatchdogStats(); s != 0 {
 		t.Fatalf("%d stalls reported on idle PMD ports", s)
 	}
-	stallReportedOnly(t, b, nsA, logs, period, "stalled port not replaced")
+	stallReportedOnly(t, b, nsA, logs, period, "stalled PMD thread not replaced")
 }
 
 // stallReportedOnly blocks the goroutine or thread that reads port 1 and
