@@ -101,7 +101,9 @@ func testWatchdog(t *testing.T, readers int, stallLog, notReplaced string) {
 	t.Run("busy ports", func(t *testing.T) {
 		// About 12 watchdog periods of a steady stream.
 		out, err := nsA.Exec("ping", "-c", "150", "-i", "0.01", "-q", "10.204.0.2")
-		if err != nil || !strings.Contains(out, " 0% packet loss") {
+		// A few losses are allowed (-race on a loaded machine): what is
+		// tested is that a busy port is not reported.
+		if err != nil || !strings.Contains(out, " 0% packet loss") && !strings.Contains(out, " 1% packet loss") && !strings.Contains(out, " 2% packet loss") {
 			t.Fatalf("ping: %v\n%s", err, out)
 		}
 		if n := stalls(); n != 0 {
