@@ -156,7 +156,7 @@ type Bridge struct {
 	OffloadAttachError func(port string, err error)
 
 	// WatchdogPeriod is how often the port watchdog looks for stalled
-	// port goroutines (watchdog.go): 0 is DefaultWatchdogPeriod, < 0 off.
+	// port goroutines and poll threads (watchdog.go): 0 is DefaultWatchdogPeriod, < 0 off.
 	// Set it before the first AddPort.
 	WatchdogPeriod time.Duration
 	wd             watchdog

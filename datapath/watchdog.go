@@ -378,8 +378,9 @@ func addStats(a, b port.Stats) port.Stats {
 	}
 }
 
-// WatchdogStats are the port watchdog's counters: stalled port
-// goroutines found and ports replaced by a new socket.
+// WatchdogStats are the port watchdog's counters: stalled readers found
+// (port goroutines, the poll or PMD thread) and readers replaced (a port
+// by a new socket and goroutine, the poll thread by a new one).
 func (b *Bridge) WatchdogStats() (stalls, reopened uint64) {
 	return b.wd.stalls.Load(), b.wd.reopened.Load()
 }
