@@ -130,16 +130,16 @@ func (w *watchdog) tick(b *Bridge) {
 	threadReadable := false
 	for _, n := range cur.numbers {
 		bp := cur.byNo[n]
-		pf, ok := bp.p.(interface{ PollFd() int })
-		if !ok {
+		fd := watchFd(bp)
+		if fd == noWatchFd {
 			continue
 		}
 		if bp.poller != nil {
 			threadPorts = append(threadPorts, bp)
-			threadReadable = threadReadable || readable(pf.PollFd())
+			threadReadable = threadReadable || readable(fd)
 			continue
 		}
-		now := watchSeen{progress: bp.progress.Load(), readable: readable(pf.PollFd())}
+		now := watchSeen{progress: bp.progress.Load(), readable: readable(fd)}
 		last, ok := w.seen[bp]
 		if !w.stalled(&now, last, ok) {
 			seen[bp] = now
@@ -212,6 +212,26 @@ func (w *watchdog) tickThread(b *Bridge, ports []*bridgePort, readable bool) {
 	w.threadsReplaced++
 	w.threadOf = nil
 	b.log.Warn("stalled poll thread replaced by a new one over new sockets", zap.String("bridge", b.name), zap.Strings("ports", names))
+}
+
+// noWatchFd: the port has no descriptor to watch.
+const noWatchFd = -2
+
+// watchFd is bp's receive descriptor as the watchdog may read it from
+// its own goroutine: a tunnel port's PollFd (the shared socket or the
+// port's inbox, neither rebound), else port.Base.WatchFd (a ring kind
+// rebinds in its reader); noWatchFd for neither (MemPort).
+func watchFd(bp *bridgePort) int {
+	if pf, ok := bp.p.(interface{ PollFd() int }); ok && bp.tun != nil {
+		return pf.PollFd()
+	}
+	if w, ok := bp.p.(interface{ WatchFd() int }); ok {
+		return w.WatchFd()
+	}
+	if pf, ok := bp.p.(interface{ PollFd() int }); ok {
+		return pf.PollFd()
+	}
+	return noWatchFd
 }
 
 // readable tells whether fd has frames to read (poll(2), no wait).
