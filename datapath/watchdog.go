@@ -374,8 +374,11 @@ func (b *Bridge) replacePollThread(olds []*bridgePort) error {
 		m.add(bp)
 	}
 	go func() {
+		// Each port apart: the Close of the one the thread is stuck in
+		// may wait for it forever; the others' sockets must still go
+		// (an AF_PACKET socket left open keeps receiving copies).
 		for _, o := range olds {
-			o.p.Close()
+			go o.p.Close()
 		}
 		<-old.done
 		readerStopped()
