@@ -154,6 +154,12 @@ type Bridge struct {
 	// could not attach to (the port works in userspace); nil logs a
 	// warning per port.
 	OffloadAttachError func(port string, err error)
+
+	// WatchdogPeriod is how often the port watchdog looks for stalled
+	// port goroutines and poll threads (watchdog.go): 0 is DefaultWatchdogPeriod, < 0 off.
+	// Set it before the first AddPort.
+	WatchdogPeriod time.Duration
+	wd             watchdog
 }
 
 // portSet is an immutable snapshot of the bridge's ports.
@@ -225,6 +231,13 @@ type bridgePort struct {
 	// processed counts received frames whose processing, transmission
 	// included, is over (tests wait on it).
 	processed atomic.Uint64
+
+	// progress counts the port goroutine's turns (watchdog.go); reopen
+	// opens the port's device again (PortOptions.Reopen) and statsBase
+	// holds the counters of the ports it replaced.
+	progress  atomic.Uint64
+	reopen    func() (port.Port, error)
+	statsBase port.Stats
 
 	done chan struct{} // closed when the port goroutine exits
 	loop *loop         // the port's goroutine state (its cache's stats)
@@ -306,6 +319,9 @@ type PortOptions struct {
 	// on its interface, every packet it receives goes through userspace
 	// (Interface other_config:govs-offload=false).
 	NoOffload bool
+	// Reopen, if set, opens the port's device anew: the watchdog uses it
+	// to replace a port whose goroutine stalled (watchdog.go).
+	Reopen func() (port.Port, error)
 }
 
 // AddPortWith is AddPort with per-port options.
@@ -333,7 +349,7 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	if _, used := cur.byNo[ofport]; used {
 		return 0, fmt.Errorf("bridge %s: add port %s as %d: %w", b.name, p.Name(), ofport, ErrPortExists)
 	}
-	bp := &bridgePort{ofport: ofport, p: p, kind: kind, maxFrame: port.MaxFrameLen(p.MTU()), done: make(chan struct{})}
+	bp := &bridgePort{ofport: ofport, p: p, kind: kind, maxFrame: port.MaxFrameLen(p.MTU()), done: make(chan struct{}), reopen: opts.Reopen}
 	if vw, ok := p.(port.VnetWriter); ok && vw.VnetEnabled() {
 		bp.vnet = vw
 	}
@@ -386,18 +402,25 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	if bp.poller != nil {
 		b.pmd.add(bp)
 	} else {
-		readerStarted()
-		go func() {
-			defer close(bp.done)
-			defer readerStopped()
-			l.run()
-		}()
+		b.startReader(bp)
 	}
+	b.wd.start(b)
 	// Debug: the daemon logs each port it adds (as ovs-vswitchd's bridge
 	// module does), and 1,000 ports in one transaction are 1,000 lines.
 	b.log.Debug("port added", zap.String("port", p.Name()), zap.Uint32("ofport", ofport), zap.String("kind", kind))
 	b.notify(PortStatusAdd, bp)
 	return ofport, nil
+}
+
+// startReader starts the goroutine of a port the PMD thread does not
+// serve.
+func (b *Bridge) startReader(bp *bridgePort) {
+	readerStarted()
+	go func() {
+		defer close(bp.done)
+		defer readerStopped()
+		bp.loop.run()
+	}()
 }
 
 // DelPort detaches port ofport: it closes the port, waits for its
@@ -478,7 +501,7 @@ func (b *Bridge) notify(reason uint8, bp *bridgePort) {
 }
 
 func (bp *bridgePort) info() PortInfo {
-	st := bp.p.Stats()
+	st := addStats(bp.statsBase, bp.p.Stats())
 	le := bp.rxLengthErrors.Load()
 	st.RxErrors += le + bp.rxPanics.Load()
 	st.RxLengthErrors += le
@@ -520,6 +543,7 @@ func (b *Bridge) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.wd.stop()
 	cur := b.ports.Load()
 	b.ports.Store(&portSet{byNo: map[uint32]*bridgePort{}})
 	var errs []error

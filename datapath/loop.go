@@ -115,7 +115,9 @@ func (l *loop) run() {
 			// Before the read: the port decodes options with its map.
 			l.b.syncTLV(l.in)
 		}
+		stallHook(l.in)
 		n, err := p.ReadBatch(l.batch)
+		l.in.progress.Add(1) // the watchdog's sign of life
 		if err != nil {
 			if errors.Is(err, port.ErrClosed) {
 				return

@@ -57,6 +57,10 @@ type pmd struct {
 
 	lastErr time.Time
 
+	// turns counts the thread's turns (one per epoll_wait or sweep): the
+	// watchdog's sign of life (watchdog.go).
+	turns atomic.Uint64
+
 	// poll is the bridge's poll thread when the PMD is off (see
 	// pollthread.go): it never spins, and sleeps in epoll_wait on the
 	// ports' descriptors (epfd) rather than in poll(2) on all of them.
@@ -164,6 +168,7 @@ func (m *pmd) run() {
 	idleFrom := time.Now()
 	lastCheck := time.Now()
 	for idle, sweeps := 0, 0; !m.stop.Load(); {
+		m.turns.Add(1) // the watchdog's sign of life
 		// Now and then, even while frames flow elsewhere: ports whose
 		// socket error poll(2) never reports (AF_XDP).
 		if sweeps++; sweeps%256 == 0 && time.Since(lastCheck) > time.Second {
@@ -212,6 +217,12 @@ func (m *pmd) serve(bp *bridgePort) int {
 	if bp.tun != nil {
 		// Before the read: the port decodes options with its map.
 		m.b.syncTLV(bp)
+	}
+	stallHook(bp)
+	if m.stop.Load() {
+		// Stopped, or abandoned by the watchdog while this read was
+		// stuck: the ports belong to another thread now.
+		return 0
 	}
 	n, err := bp.poller.TryReadBatch(l.batch)
 	if err != nil && !errors.Is(err, port.ErrClosed) {

@@ -87,6 +87,9 @@ func (m *pmd) runPoll() {
 		}
 		m.mu.Lock()
 		for _, ev := range evs[:max(n, 0)] {
+			if m.stop.Load() {
+				break // abandoned mid-turn by the watchdog: touch no port
+			}
 			if ev.Fd == int32(m.wakeFd) {
 				// Ports were added or removed.
 				var buf [8]byte
@@ -95,6 +98,9 @@ func (m *pmd) runPoll() {
 				continue
 			}
 			for _, bp := range m.byFd[ev.Fd] {
+				if m.stop.Load() {
+					break
+				}
 				if ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 					if err := bp.poller.PollError(); err != nil {
 						m.logReadError(bp, err)
@@ -107,10 +113,14 @@ func (m *pmd) runPoll() {
 		}
 		m.followUp()
 		m.mu.Unlock()
+		m.turns.Add(1) // the watchdog's sign of life
+		if m.stop.Load() {
+			return
+		}
 		if n <= 0 || time.Since(lastTick) >= pollTick {
 			lastTick = time.Now()
 			m.tick()
-			if lastTick.Sub(lastCheck) >= time.Second {
+			if lastTick.Sub(lastCheck) >= time.Second && !m.stop.Load() {
 				// Rarely: poll reports an AF_PACKET socket's error
 				// itself (EPOLLERR); this is for what it does not.
 				lastCheck = lastTick
@@ -134,6 +144,9 @@ func (m *pmd) followUp() {
 	for round := 0; len(m.cur) > 0 && round < followRounds; round++ {
 		m.next = m.next[:0]
 		for _, bp := range m.cur {
+			if m.stop.Load() {
+				break // abandoned by the watchdog: touch no port
+			}
 			if bp.ready.Ready() && m.serve(bp) > 0 {
 				m.next = m.collect(m.next, bp)
 			}
@@ -168,7 +181,9 @@ func appendOnce(list []*bridgePort, bp *bridgePort) []*bridgePort {
 // port) and the caches' housekeeping; then the epoll set follows
 // descriptors that changed.
 func (m *pmd) tick() {
-	m.sweep()
+	if m.sweep(); m.stop.Load() {
+		return // abandoned by the watchdog during the sweep
+	}
 	m.mu.Lock()
 	m.expireCaches()
 	m.register()

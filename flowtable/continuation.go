@@ -1,5 +1,7 @@
 package flowtable
 
+import "slices"
+
 // Continuations: controller(pause) freezes the packet's translation and
 // NXT_RESUME thaws it (ovs-actions(7) "controller", OVS's "freezing" in
 // ofproto-dpif-xlate.c). As in OVS, the action that pauses sets exit and
@@ -118,14 +120,42 @@ func (x *xlate) finishFreezing(cookie uint64) {
 // the packet paused (then it travels in the continuation), and a pause in
 // the action set itself is finished too.
 func (x *xlate) finish(cookie uint64) {
-	if !x.freezing && !x.exit && len(x.actionSet) > 0 {
-		set := sortActionSet(x.actionSet)
-		x.actionSet = x.actionSet[:0:0]
-		x.execute(set)
-	}
+	x.runActionSet(true)
 	if x.freezing {
 		x.finishFreezing(cookie)
 	}
+}
+
+// runActionSet runs and empties the action set (xlate_action_set) unless
+// the walk paused or exited. A trace shows it under "Executing action
+// set", under the flow whose actions ran last (OVS adds it to the
+// current trace list, which at the top level is still the first
+// table's: top adds that level). Only a trace nests it: depth also
+// decides which lookups deepen the recursion budget (runTable).
+func (x *xlate) runActionSet(top bool) {
+	if x.freezing || x.exit || len(x.actionSet) == 0 {
+		return
+	}
+	set := sortActionSet(x.actionSet)
+	x.actionSet = x.actionSet[:0:0]
+	saved := x.depth
+	if x.tr != nil {
+		x.depth++
+		if top {
+			x.depth++
+		}
+		x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceActionSet, Depth: x.depth})
+	}
+	x.execute(set)
+	x.depth = saved
+}
+
+// traceActionSet shows the action set in a trace after write_actions
+// (verb "is") or before clear_actions ("was"), in execution order, as
+// OVS's xlate_report_action_set.
+func (x *xlate) traceActionSet(verb string) {
+	set := sortActionSet(slices.Clone(x.actionSet))
+	x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceNote, Depth: x.depth, Msg: "action set " + verb, Action: &WriteActions{Actions: set}})
 }
 
 // Resume continues a translation frozen at controller(pause) (OVS

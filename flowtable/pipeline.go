@@ -97,6 +97,9 @@ const (
 	// TraceBranch starts a branch of check_pkt_larger in a trace (Msg
 	// "gt" or "le"; OVS translates both) or, Msg "", ends the second.
 	TraceBranch
+	// TraceActionSet starts the run of the action set (its actions
+	// follow at the same depth).
+	TraceActionSet
 )
 
 // TraceEvent is one step of a packet walk.
@@ -222,6 +225,10 @@ type xlate struct {
 	// ghost: the walk of check_pkt_larger's other branch, for the
 	// counters only (stack.go otherBranch).
 	ghost bool
+	// meterDropped: a meter band dropped the packet (exit set at run
+	// time, not by the translation: a check_pkt_larger branch's drop
+	// ends that branch only).
+	meterDropped bool
 }
 
 var seed = maphash.MakeSeed()
@@ -453,14 +460,9 @@ func (x *xlate) execute(acts []Action) {
 			ev = len(x.tr.Events)
 			x.tr.Events = append(x.tr.Events, TraceEvent{Kind: TraceAction, Depth: x.depth, Action: a, Before: x.pkt.Key})
 		}
-		if c, ok := a.(*CheckPktLarger); ok && !x.ghost && i+1 < len(acts) {
-			if x.dry && x.tr != nil {
-				x.traceBranches(c, acts[i+1:], ev)
-				return
-			}
-			if !x.dry {
-				x.otherBranch(c, acts[i+1:], x.pkt, nil)
-			}
+		if c, ok := a.(*CheckPktLarger); ok && !x.ghost {
+			x.checkPktLargerBranches(c, acts[i+1:], ev)
+			return
 		}
 		x.do(a)
 		if ev >= 0 {
@@ -543,9 +545,15 @@ func (x *xlate) do(a Action) {
 			x.r.wrote(&w)
 		}
 	case *ClearActions:
+		if x.tr != nil {
+			x.traceActionSet("was")
+		}
 		x.actionSet = x.actionSet[:0]
 	case *WriteActions:
 		x.actionSet = mergeActionSet(x.actionSet, a.Actions)
+		if x.tr != nil {
+			x.traceActionSet("is")
+		}
 	case *Meter:
 		// A packet a band drops goes no further: no later action, no
 		// action set. A flow cache cannot replay a meter (yet): the
@@ -564,7 +572,7 @@ func (x *xlate) do(a Action) {
 			x.r.uncacheable("meter")
 		}
 		if !runMeter(x.s, a.ID, x.p.Now().UnixMilli(), len(x.pkt.Frame)) {
-			x.exit = true
+			x.exit, x.meterDropped = true, true
 			x.actionSet = x.actionSet[:0]
 		}
 	case *SetField:

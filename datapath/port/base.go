@@ -74,8 +74,11 @@ type Base struct {
 	ring     Binding
 	busyPoll time.Duration
 	binds    atomic.Uint64 // SetRxFd calls (Binds)
-	rxBusy   bool
-	rxc      RxCounts
+	// watchFd is the receive descriptor for other goroutines (WatchFd);
+	// -1 while unbound.
+	watchFd atomic.Int32
+	rxBusy  bool
+	rxc     RxCounts
 
 	// StatMu guards a kind's kernel counters and its socket as Stats
 	// reads them (Bind runs with it held).
@@ -145,6 +148,7 @@ const reattachInterval = 100 * time.Millisecond
 func (b *Base) Init(kind, name string, readTimeout time.Duration) {
 	b.kind, b.name = kind, name
 	b.WakeFd, b.netnsFd = -1, -1
+	b.watchFd.Store(-1)
 	b.Timeout = -1
 	if readTimeout > 0 {
 		b.Timeout = int(max(1, readTimeout.Milliseconds()))
@@ -174,6 +178,7 @@ func (b *Base) OpenRing(kind, name string, readTimeout, busyPoll time.Duration, 
 
 // unbind frees sockets and frame memory of a ring kind.
 func (b *Base) unbind() error {
+	b.watchFd.Store(-1)
 	return errors.Join(b.ring.CloseSockets(), b.ring.FreeFrames())
 }
 
@@ -399,7 +404,14 @@ func (b *Base) SetRxFd(rxFd int) {
 		{Fd: int32(b.WakeFd), Events: unix.POLLIN},
 	}
 	b.binds.Add(1)
+	b.watchFd.Store(int32(rxFd))
 }
+
+// WatchFd is the receive descriptor as SetRxFd last set it, -1 while the
+// port is unbound or closed: safe to read from any goroutine (the port
+// watchdog polls it), where a kind's PollFd is its reader's own. The
+// number may be stale by the time it is used; poll(2) on it is harmless.
+func (b *Base) WatchFd() int { return int(b.watchFd.Load()) }
 
 // Binds counts the receive descriptors the port has had (SetRxFd): a
 // poll set that keys ports by descriptor registers the port again when it

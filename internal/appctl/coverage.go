@@ -36,6 +36,9 @@ func (a *App) counters() (names []string, vals map[string]uint64) {
 		vals["flowcache_evict"] += st.Evictions
 		vals["flowcache_flush"] += st.Flushes
 		vals["flowcache_uncachable"] += st.Uncachable
+		stalls, reopened := dp.WatchdogStats()
+		vals["datapath_port_stall"] += stalls
+		vals["datapath_port_reopen"] += reopened
 	}
 	cs := a.D.Conntrack().Stats()
 	vals["conntrack_invalid"] = cs.Invalid
@@ -45,7 +48,7 @@ func (a *App) counters() (names []string, vals map[string]uint64) {
 	vals["unixctl_panic"] = a.Server.Panics.Load()
 	names = []string{"flowcache_hit", "flowcache_miss", "flowcache_upcall", "flowcache_install", "flowcache_evict",
 		"flowcache_flush", "flowcache_uncachable", "conntrack_invalid", "conntrack_full", "conntrack_nat_fail",
-		"conntrack_fragment", "unixctl_panic"}
+		"conntrack_fragment", "unixctl_panic", "datapath_port_stall", "datapath_port_reopen"}
 	return names, vals
 }
 

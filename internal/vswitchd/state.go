@@ -305,7 +305,12 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig, no uint32) (uint32, error)
 	if err != nil {
 		return 0, err
 	}
-	got, err := b.dp.AddPortWith(no, p, kind, datapath.PortOptions{NoOffload: cfg.NoOffload})
+	opts := datapath.PortOptions{NoOffload: cfg.NoOffload}
+	if kind == datapath.KindSystem {
+		// The watchdog may replace a stalled port's socket.
+		opts.Reopen = func() (port.Port, error) { return open(cfg) }
+	}
+	got, err := b.dp.AddPortWith(no, p, kind, opts)
 	if err != nil {
 		p.Close()
 		return 0, fmt.Errorf("port %s: %w", cfg.Name, err)

@@ -307,6 +307,8 @@ func noteNode(msg string) (byte, string) {
 		return 'd', "learned port is input port, dropping"
 	case strings.HasPrefix(msg, "ct: "), strings.HasPrefix(msg, "no match"), strings.HasPrefix(msg, "skipping output to input port"):
 		return 0, ""
+	case msg == "drop":
+		return 'a', "drop"
 	case strings.HasPrefix(msg, "over max translation depth"):
 		return 'e', "Resubmit actions recursed over 64 times"
 	}
@@ -406,6 +408,16 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 					dp = append(dp, fmt.Sprintf("meter(%d)", e.Meter.Provider))
 				}
 				keepCt(&cur, &e.After)
+			case *flowtable.StackPop:
+				// OVS reports the popped value (xlate_report_subfield).
+				if f := a.Dst.Field; !f.Wide() {
+					v := f.Uint64(&e.After) >> a.Dst.Ofs
+					if a.Dst.NBits < 64 {
+						v &= 1<<a.Dst.NBits - 1
+					}
+					tn.add('d', fmt.Sprintf("%s is now %s", SubfieldString(a.Dst), hexOrZero(v)))
+				}
+				keepCt(&cur, &e.After)
 			case *flowtable.Resubmit, *flowtable.GotoTable, *flowtable.Group:
 			default:
 				keepCt(&cur, &e.After)
@@ -415,9 +427,20 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 			if tn == nil {
 				tn = root
 			}
+			if wa, ok := e.Action.(*flowtable.WriteActions); ok {
+				// write_actions or clear_actions: the action set.
+				if len(wa.Actions) == 0 {
+					tn.add('d', e.Msg+" empty")
+				} else {
+					tn.add('d', e.Msg+": "+ActionsString(wa.Actions, o))
+				}
+				continue
+			}
 			if kind, text := noteNode(e.Msg); kind != 0 {
 				tn.add(kind, text)
 			}
+		case flowtable.TraceActionSet:
+			lists[d] = parent.add('t', "--. Executing action set:")
 		case flowtable.TraceBranch:
 			// check_pkt_larger: both branches' datapath actions go in
 			// one check_pkt_len, each branch from the same flow.
@@ -434,6 +457,8 @@ func (t *OVSTrace) printPass(b *strings.Builder, ps *tracePass, res *flowtable.R
 				br := branches[len(branches)-1]
 				branches = branches[:len(branches)-1]
 				dp = append(br.outer, fmt.Sprintf("check_pkt_len(size=%d,gt(%s),le(%s))", e.Port, dpList(br.gt), dpList(dp)))
+				// The walk goes on with the flow from before the check.
+				cur, committed = br.cur, br.committed
 			}
 		case flowtable.TraceOutput:
 			if e.Port == flowtable.PortController {
@@ -725,3 +750,11 @@ func (t *OVSTrace) commitSets(committed, cur *flowtable.Key) []string {
 // SplitDatapathActions splits a "Datapath actions:" list at the commas
 // outside parentheses: "ct(commit,zone=1),recirc(0x1),2" has three.
 func SplitDatapathActions(s string) []string { return ofptext.SplitTop(s) }
+
+// hexOrZero prints v as OVS's "%#x" does: 0 without a prefix.
+func hexOrZero(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
+}
