@@ -67,6 +67,7 @@ type subtable struct {
 	words       []uint8  // indexes of the nonzero words of mask
 	maskw       []uint64 // those words of mask
 	buckets     hindex
+	stages      []stageIndex // staged lookup (stages.go)
 	maxPriority int
 	nMax        int // rules at maxPriority: the maximum is searched again only when the last goes
 	n           int
@@ -84,6 +85,7 @@ func newSubtable(mask *Key) *subtable {
 			st.maskw = append(st.maskw, mask.Word(i))
 		}
 	}
+	st.buildStages()
 	return st
 }
 
@@ -161,6 +163,7 @@ func (c *classifier) insert(r *Rule) {
 	copy(b[i+1:], b[i:])
 	b[i] = r
 	st.buckets.set(h, b)
+	st.addStages(r.match.values())
 	st.n++
 	c.n++
 	switch {
@@ -214,6 +217,9 @@ func (c *classifier) clear() {
 	}
 	for _, st := range c.subtables {
 		st.buckets.reset()
+		for i := range st.stages {
+			st.stages[i].hashes.reset()
+		}
 		st.n, st.maxPriority, st.nMax = 0, -1, 0
 	}
 	if c.dormant == 0 {
@@ -244,6 +250,7 @@ func (c *classifier) remove(r *Rule) {
 		}
 	}
 	st.buckets.set(h, b)
+	st.removeStages(r.match.values())
 	st.n--
 	c.n--
 	if st.n == 0 {
@@ -305,20 +312,15 @@ func (c *classifier) resort(st *subtable) {
 }
 
 // lookup returns the highest-priority rule matching k, or nil. If wc is
-// not nil, the masks of the subtables it had to look into are ORed into
-// it: the bits of the key the result depends on.
+// not nil, the bits of the key the result depends on are ORed into it:
+// of each subtable it looked into, the stages it examined (probe).
 func (c *classifier) lookup(k *Key, wc *Key) *Rule {
 	var best *Rule
 	for _, st := range c.subtables {
 		if best != nil && st.maxPriority < int(best.Priority) {
 			break
 		}
-		if wc != nil {
-			for _, w := range st.words {
-				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
-			}
-		}
-		for _, r := range st.buckets.get(st.hash(k)) {
+		for _, r := range st.probe(k, wc) {
 			if st.equal(k, r) {
 				if best == nil || r.Priority > best.Priority ||
 					(r.Priority == best.Priority && r.seq < best.seq) {
