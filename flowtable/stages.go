@@ -1,7 +1,5 @@
 package flowtable
 
-import "math/bits"
-
 // Staged lookup (OVS lib/classifier.c, "staged lookup"): a subtable's mask
 // is split into the stages of a flow, metadata, L2, L3 and L4, and the
 // subtable keeps, for every stage but the last, the hashes of its rules'
@@ -213,13 +211,8 @@ func (h *hcount) add(hash uint64) {
 
 func (h *hcount) grow() {
 	old := h.slots
-	size := 16
-	if len(old) > 0 {
-		size = len(old) * 2
-	}
-	h.slots = make([]hcslot, size)
-	h.shift = uint8(64 - bits.TrailingZeros(uint(size)))
-	h.n = 0
+	size, shift := grownSize(len(old))
+	h.slots, h.shift, h.n = make([]hcslot, size), shift, 0
 	for _, s := range old {
 		if s.n != 0 {
 			h.add(s.hash)
@@ -244,29 +237,12 @@ func (h *hcount) remove(hash uint64) {
 	if !h.has(hash) {
 		return
 	}
-	mask := uint64(len(h.slots) - 1)
 	i := h.find(hash)
 	if h.slots[i].n--; h.slots[i].n > 0 {
 		return
 	}
 	h.n--
-	for {
-		h.slots[i] = hcslot{}
-		j := i
-		for {
-			j = (j + 1) & mask
-			s := h.slots[j]
-			if s.n == 0 {
-				return
-			}
-			home := h.home(s.hash)
-			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-				h.slots[i] = s
-				i = j
-				break
-			}
-		}
-	}
+	backshift(h.slots, i, func(s *hcslot) (uint64, bool) { return h.home(s.hash), s.n != 0 })
 }
 
 func (h *hcount) reset() {
