@@ -68,6 +68,7 @@ type subtable struct {
 	maskw       []uint64 // those words of mask
 	buckets     hindex
 	stages      []stageIndex // staged lookup (stages.go)
+	last        []stageWord  // the words of the last stage
 	maxPriority int
 	nMax        int // rules at maxPriority: the maximum is searched again only when the last goes
 	n           int
@@ -89,25 +90,9 @@ func newSubtable(mask *Key) *subtable {
 	return st
 }
 
-// hash mixes the masked words of k. It is multiplicative: the top bits
-// depend on every input bit, and the hash index uses them.
-func (st *subtable) hash(k *Key) uint64 {
-	h := hashStart
-	for i, w := range st.words {
-		h = hashWord(h, k.Word(int(w))&st.maskw[i])
-	}
-	return h
-}
-
-// hashValues is hash of a rule's sparse match values (already masked,
-// in the order of st.words).
-func hashValues(vals []uint64) uint64 {
-	h := hashStart
-	for _, v := range vals {
-		h = hashWord(h, v)
-	}
-	return h
-}
+// The subtable hash (stages.go) mixes the masked words of k. It is
+// multiplicative: the top bits depend on every input bit, and the hash
+// index uses them.
 
 const hashStart = uint64(0x9e3779b97f4a7c15)
 
@@ -146,7 +131,7 @@ func (c *classifier) insert(r *Rule) {
 		c.dormant--
 		c.subtables = append(c.subtables, st)
 	}
-	h := hashValues(r.match.values())
+	h := st.hashValues(r.match.values())
 	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
@@ -239,7 +224,7 @@ func (c *classifier) remove(r *Rule) {
 	if c.soft && repeatsID(r.conj) {
 		c.repeated--
 	}
-	h := hashValues(r.match.values())
+	h := st.hashValues(r.match.values())
 	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
@@ -362,7 +347,7 @@ func (c *classifier) findSame(r *Rule) *Rule {
 		return nil
 	}
 	vals := r.match.values()
-	for _, x := range st.buckets.get(hashValues(vals)) {
+	for _, x := range st.buckets.get(st.hashValues(vals)) {
 		if x.Priority == r.Priority && slices.Equal(x.match.values(), vals) {
 			return x
 		}

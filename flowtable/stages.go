@@ -87,10 +87,47 @@ func (st *subtable) buildStages() {
 		upto = mergeStageWords(upto, per[s])
 		st.stages = append(st.stages, stageIndex{words: per[s], upto: upto})
 	}
-	// The last stage is the full probe of the buckets.
+	// The last stage is the full probe of the buckets: the bucket hash
+	// chains on from the earlier stages' (hash), so a probe hashes each
+	// word once.
 	if n := len(st.stages); n > 0 {
+		st.last = st.stages[n-1].words
 		st.stages = st.stages[:n-1]
 	}
+}
+
+// hash is the bucket hash of k: the stages' hashes chained, then the last
+// stage's words.
+func (st *subtable) hash(k *Key) uint64 {
+	h := hashStart
+	for si := range st.stages {
+		h = st.hashStage(h, k, st.stages[si].words)
+	}
+	return st.hashStage(h, k, st.last)
+}
+
+func (st *subtable) hashStage(h uint64, k *Key, words []stageWord) uint64 {
+	for _, w := range words {
+		h = hashWord(h, k.Word(int(st.words[w.i]))&w.mask)
+	}
+	return h
+}
+
+// hashValues is hash of a rule's sparse match values (in the order of
+// st.words).
+func (st *subtable) hashValues(vals []uint64) uint64 {
+	h := hashStart
+	for si := range st.stages {
+		h = hashStageValues(h, vals, st.stages[si].words)
+	}
+	return hashStageValues(h, vals, st.last)
+}
+
+func hashStageValues(h uint64, vals []uint64, words []stageWord) uint64 {
+	for _, w := range words {
+		h = hashWord(h, vals[w.i]&w.mask)
+	}
+	return h
 }
 
 // mergeStageWords returns a new list: a with b's masks added.
@@ -117,9 +154,7 @@ func (st *subtable) stageHashes(vals []uint64, fn func(s *stageIndex, h uint64))
 	h := hashStart
 	for si := range st.stages {
 		s := &st.stages[si]
-		for _, w := range s.words {
-			h = hashWord(h, vals[w.i]&w.mask)
-		}
+		h = hashStageValues(h, vals, s.words)
 		fn(s, h)
 	}
 }
@@ -138,9 +173,7 @@ func (st *subtable) probe(k *Key, wc *Key) []*Rule {
 	h := hashStart
 	for si := range st.stages {
 		s := &st.stages[si]
-		for _, w := range s.words {
-			h = hashWord(h, k.Word(int(st.words[w.i]))&w.mask)
-		}
+		h = st.hashStage(h, k, s.words)
 		if !s.hashes.has(h) {
 			if wc != nil {
 				for _, w := range s.upto {
@@ -156,7 +189,7 @@ func (st *subtable) probe(k *Key, wc *Key) []*Rule {
 			wc.SetWord(int(w), wc.Word(int(w))|st.maskw[i])
 		}
 	}
-	return st.buckets.get(st.hash(k))
+	return st.buckets.get(st.hashStage(h, k, st.last))
 }
 
 // hcount is a counted set of 64-bit hashes (open addressing, as hindex):
