@@ -71,6 +71,8 @@ type subtable struct {
 	words       []uint8  // indexes of the nonzero words of mask
 	maskw       []uint64 // those words of mask
 	buckets     hindex
+	stages      []stageIndex // staged lookup (stages.go)
+	last        []stageWord  // the words of the last stage
 	maxPriority int
 	nMax        int // rules at maxPriority: the maximum is searched again only when the last goes
 	n           int
@@ -88,28 +90,13 @@ func newSubtable(mask *Key) *subtable {
 			st.maskw = append(st.maskw, mask.Word(i))
 		}
 	}
+	st.buildStages()
 	return st
 }
 
-// hash mixes the masked words of k. It is multiplicative: the top bits
-// depend on every input bit, and the hash index uses them.
-func (st *subtable) hash(k *Key) uint64 {
-	h := hashStart
-	for i, w := range st.words {
-		h = hashWord(h, k.Word(int(w))&st.maskw[i])
-	}
-	return h
-}
-
-// hashValues is hash of a rule's sparse match values (already masked,
-// in the order of st.words).
-func hashValues(vals []uint64) uint64 {
-	h := hashStart
-	for _, v := range vals {
-		h = hashWord(h, v)
-	}
-	return h
-}
+// The subtable hash (stages.go) mixes the masked words of k. It is
+// multiplicative: the top bits depend on every input bit, and the hash
+// index uses them.
 
 const hashStart = uint64(0x9e3779b97f4a7c15)
 
@@ -148,7 +135,7 @@ func (c *classifier) insert(r *Rule) {
 		c.dormant--
 		c.subtables = append(c.subtables, st)
 	}
-	h := hashValues(r.match.values())
+	h := st.hashValues(r.match.values())
 	b := st.buckets.get(h)
 	// Keep each bucket sorted by priority (descending), then insertion.
 	i := sort.Search(len(b), func(i int) bool { return int(b[i].Priority) < int(r.Priority) })
@@ -165,6 +152,7 @@ func (c *classifier) insert(r *Rule) {
 	copy(b[i+1:], b[i:])
 	b[i] = r
 	st.buckets.set(h, b)
+	st.addStages(r.match.values())
 	st.n++
 	c.n++
 	if r.Flags&FlagSendFlowRem != 0 {
@@ -221,6 +209,9 @@ func (c *classifier) clear() {
 	}
 	for _, st := range c.subtables {
 		st.buckets.reset()
+		for i := range st.stages {
+			st.stages[i].hashes.reset()
+		}
 		st.n, st.maxPriority, st.nMax = 0, -1, 0
 	}
 	if c.dormant == 0 {
@@ -240,7 +231,7 @@ func (c *classifier) remove(r *Rule) {
 	if c.soft && repeatsID(r.conj) {
 		c.repeated--
 	}
-	h := hashValues(r.match.values())
+	h := st.hashValues(r.match.values())
 	b := st.buckets.get(h)
 	for i, x := range b {
 		if x == r {
@@ -251,6 +242,7 @@ func (c *classifier) remove(r *Rule) {
 		}
 	}
 	st.buckets.set(h, b)
+	st.removeStages(r.match.values())
 	st.n--
 	c.n--
 	if r.Flags&FlagSendFlowRem != 0 {
@@ -315,20 +307,15 @@ func (c *classifier) resort(st *subtable) {
 }
 
 // lookup returns the highest-priority rule matching k, or nil. If wc is
-// not nil, the masks of the subtables it had to look into are ORed into
-// it: the bits of the key the result depends on.
+// not nil, the bits of the key the result depends on are ORed into it:
+// of each subtable it looked into, the stages it examined (probe).
 func (c *classifier) lookup(k *Key, wc *Key) *Rule {
 	var best *Rule
 	for _, st := range c.subtables {
 		if best != nil && st.maxPriority < int(best.Priority) {
 			break
 		}
-		if wc != nil {
-			for _, w := range st.words {
-				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
-			}
-		}
-		for _, r := range st.buckets.get(st.hash(k)) {
+		for _, r := range st.probe(k, wc) {
 			if st.equal(k, r) {
 				if best == nil || r.Priority > best.Priority ||
 					(r.Priority == best.Priority && r.seq < best.seq) {
@@ -370,7 +357,7 @@ func (c *classifier) findSame(r *Rule) *Rule {
 		return nil
 	}
 	vals := r.match.values()
-	for _, x := range st.buckets.get(hashValues(vals)) {
+	for _, x := range st.buckets.get(st.hashValues(vals)) {
 		if x.Priority == r.Priority && slices.Equal(x.match.values(), vals) {
 			return x
 		}

@@ -95,12 +95,7 @@ func (t *table) lookup(k *Key, wc *Key) *Rule {
 		if st.maxPriority <= hardPri {
 			break
 		}
-		if wc != nil {
-			for _, w := range st.words {
-				wc.SetWord(int(w), wc.Word(int(w))|st.mask.Word(int(w)))
-			}
-		}
-		b := st.buckets.get(st.hash(k))
+		b := st.probe(k, wc)
 		for i, r := range b {
 			if st.equal(k, r) {
 				buckets = append(buckets, softMatch{st, b[i:]})

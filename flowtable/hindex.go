@@ -64,13 +64,8 @@ func (h *hindex) set(hash uint64, rules []*Rule) {
 
 func (h *hindex) grow() {
 	old := h.slots
-	size := 16
-	if len(old) > 0 {
-		size = len(old) * 2
-	}
-	h.slots = make([]hslot, size)
-	h.shift = uint8(64 - bits.TrailingZeros(uint(size)))
-	h.n = 0
+	size, shift := grownSize(len(old))
+	h.slots, h.shift, h.n = make([]hslot, size), shift, 0
 	for _, s := range old {
 		if s.rules != nil {
 			h.set(s.hash, s.rules)
@@ -96,19 +91,37 @@ func (h *hindex) remove(hash uint64) {
 		i = (i + 1) & mask
 	}
 	h.n--
+	backshift(h.slots, i, func(s *hslot) (uint64, bool) { return h.home(s.hash), s.rules != nil })
+}
+
+// grownSize is the next size of an open-addressing table of size n (16
+// at first, then doubling) and the shift that takes a hash to a slot.
+func grownSize(n int) (int, uint8) {
+	size := 16
+	if n > 0 {
+		size = n * 2
+	}
+	return size, uint8(64 - bits.TrailingZeros(uint(size)))
+}
+
+// backshift empties slot i of an open-addressing table and moves the
+// entries after it back where their probe runs need them (backward-shift
+// deletion, no tombstones). home gives a slot's home, false if it is empty.
+func backshift[S any](slots []S, i uint64, home func(*S) (uint64, bool)) {
+	mask := uint64(len(slots) - 1)
+	var empty S
 	for {
-		h.slots[i] = hslot{}
+		slots[i] = empty
 		j := i
 		for {
 			j = (j + 1) & mask
-			s := h.slots[j]
-			if s.rules == nil {
+			hj, used := home(&slots[j])
+			if !used {
 				return
 			}
-			home := h.home(s.hash)
-			// Move s back into the hole at i if its home is not in (i, j].
-			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-				h.slots[i] = s
+			// Move slot j back into the hole at i if its home is not in (i, j].
+			if (j > i && (hj <= i || hj > j)) || (j < i && hj <= i && hj > j) {
+				slots[i] = slots[j]
 				i = j
 				break
 			}

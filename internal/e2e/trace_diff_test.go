@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,4 +207,55 @@ func TestTraceMatchesOVS(t *testing.T) {
 	start := time.Now()
 	n.appctl(t, "ofproto/trace", "br-int", "tcp,"+frontend+",nw_dst=10.104.65.133,tp_src=56670,tp_dst=80")
 	t.Logf("ovs-appctl ofproto/trace round trip on govs: %v", time.Since(start))
+	traceMegaflowsLikeOVS(t, o, n, mgmt)
+}
+
+// traceMegaflowsLikeOVS (issue 23): with govs bench's extra ingress rule
+// (a table 90 subtable with tp_dst), every segment's megaflow of crr
+// traffic un-wildcards the TCP ports exactly where Open vSwitch's does:
+// the reply direction leaves the client's ephemeral port (tp_dst)
+// wildcarded, so one megaflow serves every connection.
+func traceMegaflowsLikeOVS(t *testing.T, o *ovstest.OVS, n *node, mgmt string) {
+	const rule = "table=90,priority=210,udp,nw_src=10.222.1.48,reg1=0x30,tp_dst=53 actions=load:0x6->NXM_NX_REG6[],resubmit(,105)"
+	if err := o.AddFlow("OpenFlow15", rule); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := ofctl(mgmt, "add-flow", rule); err != nil {
+		t.Fatalf("add-flow %s: %v %s", rule, err, out)
+	}
+	const (
+		front = "tcp,in_port=49,dl_src=be:2c:bf:e4:ec:c5,dl_dst=f2:32:d8:07:e2:a6,nw_src=10.222.1.48,nw_dst=10.222.1.47,nw_ttl=64"
+		back  = "tcp,in_port=48,dl_src=f2:32:d8:07:e2:a6,dl_dst=be:2c:bf:e4:ec:c5,nw_src=10.222.1.47,nw_dst=10.222.1.48,nw_ttl=64"
+	)
+	portsRE := regexp.MustCompile(`\btp_(src|dst)=[^,]*`)
+	for _, args := range [][]string{
+		{"br-int", front + ",tp_src=56670,tp_dst=80"},
+		{"--ct-next", "trk,new", "br-int", front + ",tp_src=56670,tp_dst=80"},
+		{"--ct-next", "trk,est,rpl", "br-int", back + ",tp_src=80,tp_dst=56670"},
+		{"--ct-next", "trk,est", "br-int", front + ",tp_src=56670,tp_dst=80,tcp_flags=rst"},
+	} {
+		ovsOut, err := o.Appctl(append([]string{"ofproto/trace"}, args...)...)
+		if err != nil {
+			t.Errorf("%v: OVS: %v", args, err)
+			continue
+		}
+		govsOut, rc := n.appctl(t, append([]string{"ofproto/trace"}, args...)...)
+		if rc != 0 {
+			t.Errorf("%v: govs rc %d: %s", args, rc, govsOut)
+			continue
+		}
+		ports := func(out string) (s []string) {
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "Megaflow: ") {
+					s = append(s, strings.Join(portsRE.FindAllString(l, -1), ","))
+				}
+			}
+			return s
+		}
+		want, got := ports(ovsOut), ports(govsOut)
+		t.Logf("%v: megaflow ports per segment %q", args[len(args)-1], want)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%v: megaflow ports govs %q, Open vSwitch %q\n--- govs\n%s\n--- Open vSwitch\n%s", args, got, want, govsOut, ovsOut)
+		}
+	}
 }
