@@ -431,8 +431,14 @@ func (c *classifier) clone(batch *changeBatch) *classifier {
 	chunk := make([]*Rule, c.n) // every bucket, carved from one array
 	for i, st := range c.subtables {
 		// The word lists never change after newSubtable: shared.
-		ns := &subtable{mask: st.mask, words: st.words, maskw: st.maskw, maxPriority: st.maxPriority,
-			nMax: st.nMax, n: st.n}
+		ns := &subtable{mask: st.mask, words: st.words, maskw: st.maskw, last: st.last,
+			maxPriority: st.maxPriority, nMax: st.nMax, n: st.n}
+		// The stages' word lists are shared too; their counted hashes
+		// (staged lookup, stages.go) are the rules', copied.
+		ns.stages = make([]stageIndex, len(st.stages))
+		for k, si := range st.stages {
+			ns.stages[k] = stageIndex{words: si.words, upto: si.upto, hashes: si.hashes.clone()}
+		}
 		ns.buckets = hindex{slots: make([]hslot, len(st.buckets.slots)), n: st.buckets.n, shift: st.buckets.shift}
 		for j, sl := range st.buckets.slots {
 			if sl.rules != nil {

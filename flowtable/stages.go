@@ -1,5 +1,7 @@
 package flowtable
 
+import "slices"
+
 // Staged lookup (OVS lib/classifier.c, "staged lookup"): a subtable's mask
 // is split into the stages of a flow, metadata, L2, L3 and L4, and the
 // subtable keeps, for every stage but the last, the hashes of its rules'
@@ -276,6 +278,11 @@ func (h *hcount) remove(hash uint64) {
 	}
 	h.n--
 	backshift(h.slots, i, func(s *hcslot) (uint64, bool) { return h.home(s.hash), s.n != 0 })
+}
+
+// clone returns a copy that shares nothing with h.
+func (h *hcount) clone() hcount {
+	return hcount{slots: slices.Clone(h.slots), n: h.n, shift: h.shift}
 }
 
 func (h *hcount) reset() {
