@@ -315,6 +315,36 @@ func (v *Veth) create(t T, opts VethOptions) {
 		}
 		end.ns.MustExec(t, "ip", "link", "set", end.name, "up")
 	}
+	v.waitUp(t)
+}
+
+// waitUp waits until both ends are operationally up with their qdisc
+// attached. `ip link set up` returns before that: the kernel's linkwatch
+// work sets the operstate and replaces the noop qdisc later, and until
+// then every frame sent on the end is dropped (an ARP request too, retried
+// only a second later). On a loaded machine that work runs late enough to
+// lose a test's first packets.
+func (v *Veth) waitUp(t T) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, end := range []struct {
+		ns   *NS
+		name string
+	}{{v.HostNS, v.Host}, {v.PeerNS, v.Peer}} {
+		for {
+			l, err := LinkShow(end.ns, end.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.OperState == "UP" && l.Qdisc != "noop" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s in %s still %s with qdisc %s 20s after ip link set up", end.name, end.ns, l.OperState, l.Qdisc)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 func linkGone(err error) bool {
@@ -361,6 +391,7 @@ type Link struct {
 	Flags       []string `json:"flags"`
 	MTU         int      `json:"mtu"`
 	OperState   string   `json:"operstate"`
+	Qdisc       string   `json:"qdisc"`
 	Address     string   `json:"address"`
 	Promiscuity int      `json:"promiscuity"`
 	LinkInfo    struct {

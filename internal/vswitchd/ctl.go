@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/govs-project/govs/internal/unixctl"
 )
 
 // CtlSocketName is the control socket's file name in the rundir.
@@ -120,16 +121,13 @@ func (d *Daemon) execute(req Request) (string, error) {
 // ServeCtl answers control requests on <rundir>/govs-vswitchd.ctl until
 // ctx ends: one JSON request and one JSON reply per line.
 func (d *Daemon) ServeCtl(ctx context.Context) error {
-	path := filepath.Join(d.Rundir, CtlSocketName)
-	os.Remove(path)
-	ln, err := net.Listen("unix", path)
+	ln, err := unixctl.Listen(filepath.Join(d.Rundir, CtlSocketName))
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}
 	go func() {
 		<-ctx.Done()
 		ln.Close()
-		os.Remove(path)
 	}()
 	for {
 		c, err := ln.Accept()
