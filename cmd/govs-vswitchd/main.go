@@ -144,6 +144,7 @@ func run(a *args, ready *daemonproc.Notifier) error {
 	}
 	d.SetLimits(a.limits)
 	d.UserspaceTSO = a.tso
+	d.UserspaceTSOFlag = a.tso
 	if a.offload != "" {
 		if err := d.SetOffloadFlag(a.offload); err != nil {
 			return err
@@ -157,6 +158,7 @@ func run(a *args, ready *daemonproc.Notifier) error {
 			return err
 		}
 		d.UserspaceTSO = d.UserspaceTSO || c.UserspaceTSO
+		d.UserspaceTSOFlag = d.UserspaceTSO
 		if c.PMD || c.PMDCPU != nil {
 			d.PMD.Enabled = true
 		}

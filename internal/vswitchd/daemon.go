@@ -52,6 +52,11 @@ type Daemon struct {
 	// checksums from veths with offloads on are forwarded as they are
 	// (segmented in software only for ports that need it).
 	UserspaceTSO bool
+	// UserspaceTSOFlag is --userspace-tso (or the config file's
+	// userspace_tso): TSO stays on whatever other_config says, since
+	// the database only adds userspace-tso-enable, it cannot veto the
+	// command line.
+	UserspaceTSOFlag bool
 	// PMD serves every bridge's system ports from one poll-mode thread
 	// per bridge (datapath.PMDConfig), like OVS's PMD threads.
 	PMD datapath.PMDConfig

@@ -474,7 +474,7 @@ func portFromRows(pr *portRow, ir *ifaceRow) (PortConfig, error) {
 // options for; the others are ignored, as OVS ignores keys it does not
 // know. Both apply to ports and bridges created from then on.
 func (d *Daemon) applyOtherConfig(oc map[string]string) {
-	d.UserspaceTSO = oc["userspace-tso-enable"] == "true"
+	d.UserspaceTSO = d.UserspaceTSOFlag || oc["userspace-tso-enable"] == "true"
 	d.setFlowCacheLimit(oc["flow-limit"])
 	if mask, ok := oc["pmd-cpu-mask"]; ok {
 		m, err := strconv.ParseUint(strings.TrimPrefix(mask, "0x"), 16, 64)

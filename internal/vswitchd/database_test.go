@@ -194,13 +194,17 @@ func TestApplyOtherConfig(t *testing.T) {
 		tso     bool
 		pmd     datapath.PMDConfig
 		initPMD datapath.PMDConfig
+		flag    bool // --userspace-tso
 	}{
-		{map[string]string{"userspace-tso-enable": "true", "pmd-cpu-mask": "0x4"}, true, datapath.PMDConfig{Enabled: true, CPU: 2}, datapath.PMDConfig{}},
-		{map[string]string{"pmd-cpu-mask": "3"}, false, datapath.PMDConfig{Enabled: true, CPU: 0}, datapath.PMDConfig{}},
-		{map[string]string{"pmd-cpu-mask": "zz", "max-revalidator": "200"}, false, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}},
-		{map[string]string{"hw-offload": "false"}, false, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}},
+		{map[string]string{"userspace-tso-enable": "true", "pmd-cpu-mask": "0x4"}, true, datapath.PMDConfig{Enabled: true, CPU: 2}, datapath.PMDConfig{}, false},
+		{map[string]string{"pmd-cpu-mask": "3"}, false, datapath.PMDConfig{Enabled: true, CPU: 0}, datapath.PMDConfig{}, false},
+		{map[string]string{"pmd-cpu-mask": "zz", "max-revalidator": "200"}, false, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}, false},
+		{map[string]string{"hw-offload": "false"}, false, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}, false},
+		// --userspace-tso is not undone by a database without the key.
+		{map[string]string{"hw-offload": "false"}, true, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}, true},
+		{map[string]string{"userspace-tso-enable": "false"}, true, datapath.PMDConfig{CPU: -1}, datapath.PMDConfig{CPU: -1}, true},
 	} {
-		d := &Daemon{Log: zap.NewNop(), PMD: c.initPMD, UserspaceTSO: true}
+		d := &Daemon{Log: zap.NewNop(), PMD: c.initPMD, UserspaceTSO: true, UserspaceTSOFlag: c.flag}
 		d.applyOtherConfig(c.oc)
 		if d.UserspaceTSO != c.tso || d.PMD != c.pmd {
 			t.Errorf("%v: tso %v pmd %+v, want %v %+v", c.oc, d.UserspaceTSO, d.PMD, c.tso, c.pmd)
