@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/govs-project/govs/internal/unixsock"
 	"go.uber.org/zap"
 )
 
@@ -88,17 +89,23 @@ type Listener struct {
 }
 
 // Listen opens a passive target. For unix sockets a stale socket file is
-// removed first, as ovs-vswitchd does.
+// replaced, as ovs-vswitchd does (any other file there is an error), and
+// the file appears only once the socket listens (unixsock.Listen): a
+// client that waits for br-int.mgmt and connects at once is not refused.
 func Listen(t Target) (*Listener, error) {
 	if !t.Passive {
 		return nil, fmt.Errorf("%s is not a passive target", t)
 	}
+	var ln net.Listener
+	var err error
 	if t.Network == "unix" {
-		if fi, err := os.Stat(t.Address); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			os.Remove(t.Address)
+		if fi, serr := os.Stat(t.Address); serr == nil && fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("listening on %s: %s exists and is not a socket", t, t.Address)
 		}
+		ln, err = unixsock.Listen(t.Address)
+	} else {
+		ln, err = net.Listen(t.Network, t.Address)
 	}
-	ln, err := net.Listen(t.Network, t.Address)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", t, err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/govs-project/govs/internal/daemonproc"
 	"github.com/govs-project/govs/internal/metrics"
 	"github.com/govs-project/govs/internal/unixctl"
+	"github.com/govs-project/govs/internal/unixsock"
 	"github.com/govs-project/govs/internal/vswitchd"
 )
 
@@ -182,7 +183,7 @@ func run(a *args, ready *daemonproc.Notifier) error {
 	if ctlPath == "" {
 		ctlPath = unixctl.SocketPath(a.rundir, program, os.Getpid())
 	}
-	ln, err := unixctl.Listen(ctlPath)
+	ln, err := unixsock.Listen(ctlPath)
 	if err != nil {
 		return err
 	}

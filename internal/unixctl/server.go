@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -245,45 +243,6 @@ func (s *Server) ServeConn(c net.Conn) {
 			return
 		}
 	}
-}
-
-// Listen creates the Unix socket at path (an old file there is removed:
-// the caller holds the pidfile lock, so it is stale). The path appears
-// only once the socket listens: a socket's file appears at bind(), before
-// listen(), and a client that waits for the file and connects in between
-// is refused, so the socket is bound under a temporary name in the same
-// directory and renamed. Closing the listener removes path.
-func Listen(path string) (net.Listener, error) {
-	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%d.%d.tmp", os.Getpid(), listenSeq.Add(1)))
-	os.Remove(tmp)
-	os.Remove(path)
-	ln, err := net.Listen("unix", tmp)
-	if err != nil {
-		return nil, fmt.Errorf("unixctl socket %s: %w", path, err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Rename(tmp, path); err != nil {
-		ln.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("unixctl socket %s: %w", path, err)
-	}
-	return &renamedListener{ln, path}, nil
-}
-
-// listenSeq tells apart the temporary names of one process's sockets.
-var listenSeq atomic.Uint64
-
-// renamedListener removes its socket's file, renamed after bind(), when
-// closed.
-type renamedListener struct {
-	net.Listener
-	path string
-}
-
-func (l *renamedListener) Close() error {
-	err := l.Listener.Close()
-	os.Remove(l.path)
-	return err
 }
 
 // Serve accepts connections on ln until ctx ends, then closes ln (which

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/govs-project/govs/internal/unixsock"
 )
 
 func testServer(t *testing.T) (*Server, string) {
@@ -21,7 +21,7 @@ func testServer(t *testing.T) (*Server, string) {
 	s.Register("boom", "", 0, 0, func([]string) (string, error) { panic("kaboom") })
 	s.Register("two", "A B", 2, 2, func(args []string) (string, error) { return "ok", nil })
 	path := filepath.Join(t.TempDir(), "t.ctl")
-	ln, err := Listen(path)
+	ln, err := unixsock.Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,41 +153,5 @@ func TestRealOVSAppctl(t *testing.T) {
 	out, err = exec.Command(appctl, "-t", path, "list-commands").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "The available commands are:\n") || !strings.Contains(string(out), "\n  two                     A B\n") {
 		t.Errorf("list-commands: %v %q", err, out)
-	}
-}
-
-// TestListenPathMeansListening: a client that connects as soon as the
-// socket's file appears is never refused (the file used to appear at
-// bind(), before listen()), and closing the listener removes the file
-// and leaves nothing else in the directory.
-func TestListenPathMeansListening(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "x.ctl")
-	for i := range 200 {
-		dialed := make(chan error, 1)
-		go func() {
-			for {
-				if _, err := os.Stat(path); err == nil {
-					c, err := net.Dial("unix", path)
-					if err == nil {
-						c.Close()
-					}
-					dialed <- err
-					return
-				}
-				runtime.Gosched()
-			}
-		}()
-		ln, err := Listen(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := <-dialed; err != nil {
-			t.Fatalf("round %d: connecting once %s appeared: %v", i, path, err)
-		}
-		ln.Close()
-		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-			t.Fatalf("round %d: after Close the directory holds %v (%v), want nothing", i, ents, err)
-		}
 	}
 }

@@ -15,9 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/govs-project/govs/internal/unixsock"
 	"go.uber.org/zap"
-
-	"github.com/govs-project/govs/internal/unixctl"
 )
 
 // CtlSocketName is the control socket's file name in the rundir.
@@ -121,7 +120,7 @@ func (d *Daemon) execute(req Request) (string, error) {
 // ServeCtl answers control requests on <rundir>/govs-vswitchd.ctl until
 // ctx ends: one JSON request and one JSON reply per line.
 func (d *Daemon) ServeCtl(ctx context.Context) error {
-	ln, err := unixctl.Listen(filepath.Join(d.Rundir, CtlSocketName))
+	ln, err := unixsock.Listen(filepath.Join(d.Rundir, CtlSocketName))
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}
