@@ -103,8 +103,6 @@ type dbSession struct {
 	// locked: the server granted the ovs_vswitchd lock.
 	locked bool
 	devs   map[string]devInfo // by name/ifindex (device)
-	// devsGen is linkNotifications when devs was started.
-	devsGen uint64
 	// written holds, by Interface UUID, the write-only columns as this
 	// session last wrote them (writeOnlyColumns: not monitored).
 	written      map[string]*ifaceRow
@@ -859,22 +857,22 @@ type devInfo struct {
 	status map[string]string
 	speed  int // bit/s; 0 unknown
 	duplex string
+	gen    uint64 // linkLog's generation when read
 }
 
 // device returns the device facts of a kernel interface, read once per
-// interface index and link notification.
+// interface index and link notification that named it.
 func (s *dbSession) device(ifi net.Interface) devInfo {
 	if ifi.Name == "" {
 		return devInfo{}
 	}
-	if gen := linkNotifications.Load(); gen != s.devsGen {
-		s.devs, s.devsGen = nil, gen // a speed may have changed
-	}
 	key := ifi.Name + "/" + strconv.Itoa(ifi.Index)
-	if dev, ok := s.devs[key]; ok {
+	if dev, ok := s.devs[key]; ok && linkLog.fresh(ifi.Name, dev.gen) {
 		return dev
 	}
+	gen := linkLog.current()
 	dev := readDevice(ifi.Name)
+	dev.gen = gen
 	if s.devs == nil {
 		s.devs = map[string]devInfo{}
 	}

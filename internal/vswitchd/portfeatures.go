@@ -169,9 +169,13 @@ func readPortFeatures(fd int, name string) ofproto.PortFeatures {
 // describing ports (port stats, dump-ports-desc) costs no ioctl, and a
 // speed set with ethtool shows when OVS would show it.
 type featureCache struct {
-	mu  sync.Mutex
-	gen uint64 // linkNotifications when m was started
-	m   map[string]ofproto.PortFeatures
+	mu sync.Mutex
+	m  map[string]cachedFeatures
+}
+
+type cachedFeatures struct {
+	f   ofproto.PortFeatures
+	gen uint64 // linkLog's generation when read
 }
 
 var deviceFeatures featureCache
@@ -179,19 +183,19 @@ var deviceFeatures featureCache
 func (c *featureCache) get(name string) ofproto.PortFeatures {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen := linkNotifications.Load(); gen != c.gen || c.m == nil {
-		c.m, c.gen = map[string]ofproto.PortFeatures{}, gen
+	if e, ok := c.m[name]; ok && linkLog.fresh(name, e.gen) {
+		return e.f
 	}
-	if f, ok := c.m[name]; ok {
-		return f
-	}
-	var f ofproto.PortFeatures
+	e := cachedFeatures{gen: linkLog.current()}
 	if fd, err := ifioctl.ControlSocket(); err == nil {
-		f = readPortFeatures(fd, name)
+		e.f = readPortFeatures(fd, name)
 		unix.Close(fd)
 	}
-	c.m[name] = f
-	return f
+	if c.m == nil {
+		c.m = map[string]cachedFeatures{}
+	}
+	c.m[name] = e
+	return e.f
 }
 
 // forget drops name's features (a port opened on it anew).
