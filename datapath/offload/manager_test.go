@@ -78,8 +78,9 @@ type offered struct {
 	hits         []*flowcache.Entry
 }
 
-// TestTCPConnectionEnds: a TCP flow gets its entry at its first
-// established packet; an RST ends the connection's entries in both
+// TestTCPConnectionEnds: a TCP flow gets its entry at its
+// InstallAfter-th established packet, as UDP (a short connection gets
+// none, and its end deletes nothing); an RST ends the connection's entries in both
 // directions at once and keeps them from coming back while it closes;
 // a first FIN deletes only its own direction's entry (the other may
 // stream on, a half-close), the second FIN ends both; a SYN on the tuple
@@ -165,10 +166,19 @@ func TestTCPConnectionEnds(t *testing.T) {
 			entries("after the warm-up connections", 0)
 			send(1, syn)
 			send(2, syn|ack)
-			send(1, ack)
-			entries("after the handshake's ACK", 1)
+			// A short connection: the handshake's ACK, a request, the
+			// ACK of the answer; the answer.
+			for range InstallAfter - 1 {
+				send(1, ack)
+			}
 			send(2, ack)
-			entries("after the server's first established packet", 2)
+			entries("after a short connection's packets", 0)
+			send(1, ack)
+			entries("at the client's InstallAfter-th established packet", 1)
+			for range InstallAfter - 1 {
+				send(2, ack)
+			}
+			entries("at the server's InstallAfter-th established packet", 2)
 			for _, f := range tc.end {
 				flags := byte(fin | ack)
 				if tc.name == "rst" {
@@ -177,17 +187,20 @@ func TestTCPConnectionEnds(t *testing.T) {
 				send(f.in, flags)
 			}
 			entries("after "+tc.name, tc.left)
-			// The established packets again (a keepalive, a late ACK): an
+			// The established packets again (keepalives, late ACKs): an
 			// ended connection gets no entry back.
-			for _, in := range []uint32{1, 2} {
+			offer := func(in uint32) {
 				o := last[in]
-				m.Offer(o.fk, gen, &o.start, &o.final, o.hits, output)
+				for range InstallAfter {
+					m.Offer(o.fk, gen, &o.start, &o.final, o.hits, output)
+				}
 			}
+			offer(1)
+			offer(2)
 			if tc.left == 0 {
 				entries("established packets after the end", 0)
 				send(1, syn)
-				o := last[1]
-				m.Offer(o.fk, gen, &o.start, &o.final, o.hits, output)
+				offer(1)
 				entries("after a new SYN on the tuple", 1)
 			} else {
 				entries("the half-closed direction's ACK", 2)
