@@ -314,6 +314,9 @@ type Manager struct {
 	// in all and by interface.
 	packets, bytes uint64
 	ports          map[uint32]*PortCounters
+	// installs and deletes count the entries written and deleted one by
+	// one (the system calls of the packet path).
+	installs, deletes uint64
 
 	stop chan struct{}
 	done chan struct{}
@@ -603,6 +606,7 @@ func (m *Manager) agePending() {
 // installLocked writes an entry valid in the current generation; in and
 // out are the ports its packets count on (ifindex or PortID).
 func (m *Manager) installLocked(key *offloadFlowKey, d Decision, in, out uint32, conn *conntrack.Entry) {
+	m.installs++
 	if err := m.k.install(key, d.Action, m.base+m.gen, conn); err != nil {
 		m.log.Warn("offload: installing entry failed", zap.Error(err))
 		if e := m.entries[*key]; e != nil {
@@ -737,6 +741,7 @@ func (m *Manager) End(fk FlowKey, start, final *flowtable.Key, hits []*flowcache
 // deleteLocked pushes an entry's last counters and deletes it, in one
 // system call where the kernel can (a connection's end deletes two).
 func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
+	m.deletes++
 	var v offloadFlowAction
 	switch err := m.k.lookupAndDelete(&key, &v); {
 	case err == nil:
@@ -820,6 +825,9 @@ func (m *Manager) PortStats(id uint32) PortCounters {
 type Stats struct {
 	Entries        int
 	Packets, Bytes uint64 // forwarded by the kernel
+	// Installs and Deletes count the entries written and deleted one by
+	// one since the start (not the invalidations' whole-map clears).
+	Installs, Deletes uint64
 }
 
 // Stats pushes the kernel counters and returns the totals.
@@ -829,7 +837,7 @@ func (m *Manager) Stats() Stats {
 	if !m.closed {
 		m.pushLocked()
 	}
-	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes}
+	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes, Installs: m.installs, Deletes: m.deletes}
 }
 
 // String names the manager in logs.
