@@ -548,7 +548,10 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	// A Geneve entry's connection is recorded too: Revalidate removes
 	// the entry, but conntrack adopts the connection, so its next packet
 	// through userspace is still +est.
-	m.installLocked(&key, d, in, countAs, connOf(start, final, hits))
+	// A copy for the install, which hands it to the kernel (it escapes):
+	// key itself stays on the stack of every packet that installs nothing.
+	ik := key
+	m.installLocked(&ik, d, in, countAs, connOf(start, final, hits))
 }
 
 // InstallAfter is the number of established packets of a flow (one
