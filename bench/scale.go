@@ -151,8 +151,8 @@ type cacheStats struct {
 	// switch has one (hasKernel).
 	kernel, kernelEntries float64
 	// kernelInstalls is how many entries the fast path has written.
-	kernelInstalls float64
-	hasKernel      bool
+	kernelInstalls         float64
+	hasKernel, hasInstalls bool
 }
 
 var (
@@ -199,7 +199,11 @@ func (g *govsNode) cacheStats() (cacheStats, error) {
 		if st.kernelEntries, err = number(govsKEnt, rep, 1); err != nil {
 			return st, err
 		}
-		st.kernelInstalls, err = number(govsKInst, rep, 1)
+		// Not from a govs-vswitchd older than the count (an A/B run).
+		if govsKInst.MatchString(rep) {
+			st.hasInstalls = true
+			st.kernelInstalls, err = number(govsKInst, rep, 1)
+		}
 	}
 	return st, err
 }
