@@ -566,7 +566,7 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 // call at all; a stream or a long request/response connection is
 // offloaded from its fifth packet on. Measured with the bench's crr
 // (docs/offload.md "Short connections"): with TCP entries at the first
-// established packet, 8 bpf system calls per connection took 27% of the
+// established packet, 7.7 bpf system calls per connection took 26% of the
 // switch's CPU for 1-2 packets the kernel forwarded. nftables's flowtable
 // documents the same choice: offload a connection once it has counted
 // enough packets.

@@ -13,23 +13,11 @@ import (
 // FIN or RST (Forget) drops its count, and a count not advanced for two
 // seconds (two agings) is forgotten, while one a second keeps it.
 func TestOfferInstallsAfter(t *testing.T) {
-	m, err := NewManager(nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	pkt, start, c := establish(t, "", "output:2", "")
-	fk, kind := KeyOf(5, start)
-	if kind != KeyOffer {
-		t.Fatalf("key kind %d, want KeyOffer", kind)
-	}
-	output := func(uint32, *flowtable.Key) (int, uint32, *Encap, bool) { return 6, 6, nil, true }
-	m.mu.Lock()
-	gen := m.gen
-	m.mu.Unlock()
+	f := newOneFlow(t)
+	m, fk := f.m, f.fk
 	offer := func(n int) {
 		for range n {
-			m.Offer(fk, gen, start, &pkt.Key, c.Hits, output)
+			f.offer(fk)
 		}
 	}
 	entries := func(step string, want int) {
@@ -62,6 +50,41 @@ func TestOfferInstallsAfter(t *testing.T) {
 	m.agePending()
 	offer(1)
 	entries("idle for two agings", 0)
+}
+
+// oneFlow is a Manager and the packet of one established UDP flow
+// (received on ifindex 5, sent out of 6) for the tests of its
+// bookkeeping.
+type oneFlow struct {
+	m            *Manager
+	fk           FlowKey
+	gen          uint64
+	start, final *flowtable.Key
+	hits         []*flowcache.Entry
+}
+
+func newOneFlow(tb testing.TB) *oneFlow {
+	tb.Helper()
+	m, err := NewManager(nil, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	pkt, start, c := establish(tb, "", "output:2", "")
+	fk, kind := KeyOf(5, start)
+	if kind != KeyOffer {
+		tb.Fatalf("key kind %d, want KeyOffer", kind)
+	}
+	m.mu.Lock()
+	gen := m.gen
+	m.mu.Unlock()
+	return &oneFlow{m: m, fk: fk, gen: gen, start: start, final: &pkt.Key, hits: c.Hits}
+}
+
+// offer offers the flow's packet as fk's (the port and addresses may
+// differ from the flow's).
+func (f *oneFlow) offer(fk FlowKey) {
+	f.m.Offer(fk, f.gen, f.start, f.final, f.hits, func(uint32, *flowtable.Key) (int, uint32, *Encap, bool) { return 6, 6, nil, true })
 }
 
 // tcpFrame is an IPv4/TCP frame with flags (no options, no payload).
@@ -221,22 +244,10 @@ func TestTCPConnectionEnds(t *testing.T) {
 // userspace path, with the counts of the last two seconds' connections
 // in the maps.
 func BenchmarkShortConnection(b *testing.B) {
-	m, err := NewManager(nil, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	pkt, start, c := establish(b, "", "output:2", "")
-	client, kind := KeyOf(5, start)
-	if kind != KeyOffer {
-		b.Fatalf("key kind %d, want KeyOffer", kind)
-	}
+	f := newOneFlow(b)
+	m, client := f.m, f.fk
 	server := client
 	server.Ifindex, server.Src, server.Dst = 6, client.Dst, client.Src
-	m.mu.Lock()
-	gen := m.gen
-	m.mu.Unlock()
-	output := func(uint32, *flowtable.Key) (int, uint32, *Encap, bool) { return 6, 6, nil, true }
 	const perSecond = 8000
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -247,11 +258,11 @@ func BenchmarkShortConnection(b *testing.B) {
 		client.SrcPort, server.DstPort = port, port
 		m.Forget(client)
 		m.Forget(server)
-		m.Offer(client, gen, start, &pkt.Key, c.Hits, output)
-		m.Offer(client, gen, start, &pkt.Key, c.Hits, output)
-		m.Offer(server, gen, start, &pkt.Key, c.Hits, output)
-		m.Offer(client, gen, start, &pkt.Key, c.Hits, output)
-		m.End(client, start, &pkt.Key, c.Hits)
+		f.offer(client)
+		f.offer(client)
+		f.offer(server)
+		f.offer(client)
+		m.End(client, f.start, f.final, f.hits)
 	}
 	if st := m.Stats(); st.Installs != 0 {
 		b.Fatalf("%d installs, want none", st.Installs)
@@ -262,21 +273,12 @@ func BenchmarkShortConnection(b *testing.B) {
 // that installs nothing (a flow counted, forgotten, ended) does not
 // allocate; the flow key used to escape to the heap with every packet.
 func TestOfferAllocatesNothing(t *testing.T) {
-	m, err := NewManager(nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	pkt, start, c := establish(t, "", "output:2", "")
-	fk, _ := KeyOf(5, start)
-	m.mu.Lock()
-	gen := m.gen
-	m.mu.Unlock()
-	output := func(uint32, *flowtable.Key) (int, uint32, *Encap, bool) { return 6, 6, nil, true }
+	f := newOneFlow(t)
+	m, fk := f.m, f.fk
 	n := testing.AllocsPerRun(200, func() {
 		m.Forget(fk)
-		m.Offer(fk, gen, start, &pkt.Key, c.Hits, output)
-		m.End(fk, start, &pkt.Key, c.Hits)
+		f.offer(fk)
+		m.End(fk, f.start, f.final, f.hits)
 	})
 	if n != 0 {
 		t.Errorf("%.1f allocations per short flow, want 0", n)
