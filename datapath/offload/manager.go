@@ -306,7 +306,7 @@ type Manager struct {
 	// pending counts the established packets of flows not installed yet
 	// (InstallAfter); pendingOld holds the previous second's counts, so a
 	// count lives one to two seconds without a packet.
-	pending, pendingOld map[countKey]uint8
+	pending, pendingOld map[offloadFlowKey]uint8
 	// byConn pairs the directions of the connections with entries, so
 	// an RST or the second FIN, seen in one direction, ends them all.
 	byConn map[connID]*connState
@@ -335,7 +335,7 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{},
-		pending: map[countKey]uint8{}, pendingOld: map[countKey]uint8{}, byConn: map[connID]*connState{},
+		pending: map[offloadFlowKey]uint8{}, pendingOld: map[offloadFlowKey]uint8{}, byConn: map[connID]*connState{},
 		ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if k.Adopted() {
 		m.adoptPinned()
@@ -497,7 +497,7 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 		// decision is taken then (its rules gathered, its output
 		// resolved), not for each of its first packets.
 		m.mu.Lock()
-		wait := m.entries[key] == nil && !m.closed && !m.adopting && !m.due(&key)
+		wait := m.entries[key] == nil && !m.closed && !m.adopting && !m.due(key)
 		m.mu.Unlock()
 		if wait {
 			return
@@ -580,42 +580,22 @@ const closing = 0xff
 // due counts an established packet of a flow without an entry and
 // reports whether the flow has had InstallAfter of them (its count is
 // then dropped).
-func (m *Manager) due(key *offloadFlowKey) bool {
-	ck := countKeyOf(key)
-	n, ok := m.pending[ck]
+func (m *Manager) due(key offloadFlowKey) bool {
+	n, ok := m.pending[key]
 	if !ok {
-		n = m.pendingOld[ck]
+		n = m.pendingOld[key]
 	}
 	if n == closing {
-		m.pending[ck] = n
+		m.pending[key] = n
 		return false
 	}
 	if n++; n < InstallAfter {
-		m.pending[ck] = n
+		m.pending[key] = n
 		return false
 	}
-	delete(m.pending, ck)
-	delete(m.pendingOld, ck)
+	delete(m.pending, key)
+	delete(m.pendingOld, key)
 	return true
-}
-
-// countKey is what the packet counts of flows without an entry are
-// kept by: the connection's direction (interface, addresses, ports,
-// protocol, tunnel), without the Ethernet addresses, TTL and Geneve
-// options of the kernel's exact match, which do not make another
-// connection. A third of the size of the kernel's key: the maps hold
-// the counts of every connection of the last two seconds (tens of
-// thousands in crr), read or written at every packet of a flow without
-// an entry.
-type countKey struct {
-	ifindex, saddr, daddr, tunSrc, tunDst, vni uint32
-	sport, dport                               uint16
-	proto                                      uint8
-}
-
-func countKeyOf(k *offloadFlowKey) countKey {
-	return countKey{ifindex: k.Ifindex, saddr: k.Saddr, daddr: k.Daddr, tunSrc: k.TunSrc, tunDst: k.TunDst,
-		vni: k.TunVni, sport: k.Sport, dport: k.Dport, proto: k.Proto}
 }
 
 // agePending forgets the counts of flows idle for a second or more.
@@ -705,9 +685,8 @@ func (m *Manager) Forget(fk FlowKey) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ck := countKeyOf(&key)
-	delete(m.pending, ck)
-	delete(m.pendingOld, ck)
+	delete(m.pending, key)
+	delete(m.pendingOld, key)
 	if e := m.entries[key]; e != nil && !m.closed {
 		m.deleteLocked(key, e)
 	}
@@ -732,8 +711,7 @@ func (m *Manager) End(fk FlowKey, start, final *flowtable.Key, hits []*flowcache
 	if m.closed {
 		return
 	}
-	ck := countKeyOf(&key)
-	delete(m.pendingOld, ck)
+	delete(m.pendingOld, key)
 	var cs *connState
 	if known {
 		cs = m.byConn[connID{zone: ce.Zone, orig: ce.Orig}]
@@ -745,21 +723,21 @@ func (m *Manager) End(fk FlowKey, start, final *flowtable.Key, hits []*flowcache
 		if rst || cs == nil && known {
 			// Nothing installed for the connection (a short one), or an
 			// RST: this direction stays in userspace while it closes.
-			m.pending[ck] = closing
+			m.pending[key] = closing
 		} else {
-			delete(m.pending, ck)
+			delete(m.pending, key)
 		}
 		if e := m.entries[key]; e != nil {
 			m.deleteLocked(key, e)
 		}
 		return
 	}
-	m.pending[ck] = closing
+	m.pending[key] = closing
 	for _, k := range slices.Clone(cs.keys) {
 		if e := m.entries[k]; e != nil {
 			m.deleteLocked(k, e)
 		}
-		m.pending[countKeyOf(&k)] = closing
+		m.pending[k] = closing
 	}
 }
 
