@@ -493,6 +493,11 @@ func measureCRR(ctx context.Context, e *env, t *topology) (map[string]float64, e
 			// with an RST): 0 unless entries outlive their connection.
 			m["crr_kernel_entries"] = cb.kernelEntries
 		}
+		if cb.hasInstalls {
+			// Entries written per connection: each costs system calls
+			// on the packet path (two to write, one or two to delete).
+			m["crr_kernel_installs_per_conn"] = (cb.kernelInstalls - ca.kernelInstalls) / float64(res.Count)
+		}
 	}
 	switchCost(m, "crr", t, a, b)
 	if len(t.switchPIDs) > 0 {

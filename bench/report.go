@@ -96,6 +96,7 @@ var metricInfo = []struct {
 	{"crr_hit_rate", "Megaflow hit rate", "fraction"},
 	{"crr_lookups_per_conn", "Cache lookups per conn", "count"},
 	{"crr_kernel_entries", "Kernel entries after the conns", "count"},
+	{"crr_kernel_installs_per_conn", "Kernel installs per conn", "count"},
 }
 
 // metricScale converts the stored unit into the table's (pps -> kpps).

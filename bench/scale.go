@@ -150,7 +150,9 @@ type cacheStats struct {
 	// kernel is what a kernel fast path forwarded (packets), when the
 	// switch has one (hasKernel).
 	kernel, kernelEntries float64
-	hasKernel             bool
+	// kernelInstalls is how many entries the fast path has written.
+	kernelInstalls         float64
+	hasKernel, hasInstalls bool
 }
 
 var (
@@ -159,6 +161,7 @@ var (
 	govsMisses  = regexp.MustCompile(`misses: (\d+)`)
 	govsKernel  = regexp.MustCompile(`kernel hits: (\d+) packets`)
 	govsKEnt    = regexp.MustCompile(`kernel entries: (\d+)`)
+	govsKInst   = regexp.MustCompile(`kernel installs: (\d+)`)
 	ovsLookups  = regexp.MustCompile(`lookups: hit:(\d+) missed:(\d+)`)
 	ovsFlows    = regexp.MustCompile(`flows: (\d+)`)
 )
@@ -193,7 +196,14 @@ func (g *govsNode) cacheStats() (cacheStats, error) {
 		if st.kernel, err = number(govsKernel, rep, 1); err != nil {
 			return st, err
 		}
-		st.kernelEntries, err = number(govsKEnt, rep, 1)
+		if st.kernelEntries, err = number(govsKEnt, rep, 1); err != nil {
+			return st, err
+		}
+		// Not from a govs-vswitchd older than the count (an A/B run).
+		if govsKInst.MatchString(rep) {
+			st.hasInstalls = true
+			st.kernelInstalls, err = number(govsKInst, rep, 1)
+		}
 	}
 	return st, err
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/conntrack"
 	"github.com/govs-project/govs/datapath/flowcache"
@@ -315,6 +314,9 @@ type Manager struct {
 	// in all and by interface.
 	packets, bytes uint64
 	ports          map[uint32]*PortCounters
+	// installs and deletes count the entries written and deleted one by
+	// one (the system calls of the packet path).
+	installs, deletes uint64
 
 	stop chan struct{}
 	done chan struct{}
@@ -546,25 +548,28 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	// A Geneve entry's connection is recorded too: Revalidate removes
 	// the entry, but conntrack adopts the connection, so its next packet
 	// through userspace is still +est.
-	m.installLocked(&key, d, in, countAs, connOf(start, final, hits))
+	// A copy for the install, which hands it to the kernel (it escapes):
+	// key itself stays on the stack of every packet that installs nothing.
+	ik := key
+	m.installLocked(&ik, d, in, countAs, connOf(start, final, hits))
 }
 
 // InstallAfter is the number of established packets of a flow (one
 // direction) userspace forwards before the kernel takes the flow over.
-// An entry costs system calls to write, to read its counters and to
-// delete (a few microseconds), more than the packets of a flow that ends
-// right after its handshake save: a short TCP connection (the handshake's
-// ACK, a request and its answer, then FIN or RST; 3 established packets
-// from the client) or a DNS answer. nftables's flowtable documents the
-// same choice: offload a connection once it has counted enough packets.
-//
-// TCP is the exception: its end is seen (FIN or RST go through
-// userspace), where both directions' entries are deleted at once, so an
-// entry costs two system calls to write (entry and connection record)
-// and two to delete, and is never read by the once-a-second push. That
-// pays back from the first established packet: the entry written at the
-// client's handshake ACK carries its request and the ACK of the answer,
-// the server's carries the answer.
+// An entry costs system calls on the poll thread, before the batch that
+// got it installed is sent: two to write (entry and, pinned, connection
+// record) and two to delete, 2-3 µs each on the bench VM, more than the
+// packets of a flow that ends right after its handshake save. A short TCP
+// connection (the handshake's ACK, a request and its answer, then FIN or
+// RST: at most 3 established packets from the client, 1-2 from the
+// server) or a DNS answer never reaches the count, and costs no system
+// call at all; a stream or a long request/response connection is
+// offloaded from its fifth packet on. Measured with the bench's crr
+// (docs/offload.md "Short connections"): with TCP entries at the first
+// established packet, 7.7 bpf system calls per connection took 26% of the
+// switch's CPU for 1-2 packets the kernel forwarded. nftables's flowtable
+// documents the same choice: offload a connection once it has counted
+// enough packets.
 const InstallAfter = 4
 
 // closing marks, in pending, a flow whose connection sent a FIN or RST:
@@ -573,8 +578,8 @@ const InstallAfter = 4
 const closing = 0xff
 
 // due counts an established packet of a flow without an entry and
-// reports whether the flow has had enough of them (its count is then
-// dropped): InstallAfter, or one for TCP.
+// reports whether the flow has had InstallAfter of them (its count is
+// then dropped).
 func (m *Manager) due(key offloadFlowKey) bool {
 	n, ok := m.pending[key]
 	if !ok {
@@ -584,11 +589,7 @@ func (m *Manager) due(key offloadFlowKey) bool {
 		m.pending[key] = n
 		return false
 	}
-	after := uint8(InstallAfter)
-	if key.Proto == unix.IPPROTO_TCP {
-		after = 1
-	}
-	if n++; n < after {
+	if n++; n < InstallAfter {
 		m.pending[key] = n
 		return false
 	}
@@ -608,6 +609,7 @@ func (m *Manager) agePending() {
 // installLocked writes an entry valid in the current generation; in and
 // out are the ports its packets count on (ifindex or PortID).
 func (m *Manager) installLocked(key *offloadFlowKey, d Decision, in, out uint32, conn *conntrack.Entry) {
+	m.installs++
 	if err := m.k.install(key, d.Action, m.base+m.gen, conn); err != nil {
 		m.log.Warn("offload: installing entry failed", zap.Error(err))
 		if e := m.entries[*key]; e != nil {
@@ -742,6 +744,7 @@ func (m *Manager) End(fk FlowKey, start, final *flowtable.Key, hits []*flowcache
 // deleteLocked pushes an entry's last counters and deletes it, in one
 // system call where the kernel can (a connection's end deletes two).
 func (m *Manager) deleteLocked(key offloadFlowKey, e *installed) {
+	m.deletes++
 	var v offloadFlowAction
 	switch err := m.k.lookupAndDelete(&key, &v); {
 	case err == nil:
@@ -825,6 +828,9 @@ func (m *Manager) PortStats(id uint32) PortCounters {
 type Stats struct {
 	Entries        int
 	Packets, Bytes uint64 // forwarded by the kernel
+	// Installs and Deletes count the entries written and deleted one by
+	// one since the start (not the invalidations' whole-map clears).
+	Installs, Deletes uint64
 }
 
 // Stats pushes the kernel counters and returns the totals.
@@ -834,7 +840,7 @@ func (m *Manager) Stats() Stats {
 	if !m.closed {
 		m.pushLocked()
 	}
-	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes}
+	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes, Installs: m.installs, Deletes: m.deletes}
 }
 
 // String names the manager in logs.
