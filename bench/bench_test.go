@@ -183,6 +183,10 @@ func TestCancelCleansUp(t *testing.T) {
 		t.Fatal("the benchmark harness needs root")
 	}
 	before := benchNamespaces(t)
+	trafgensBefore := map[string]bool{}
+	for _, pid := range benchTrafgens(t, nil) {
+		trafgensBefore[strings.Fields(pid)[0]] = true
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var log bytes.Buffer
 	go func() {
@@ -204,9 +208,34 @@ func TestCancelCleansUp(t *testing.T) {
 	if after := benchNamespaces(t); len(after) > len(before) {
 		t.Errorf("namespaces left behind: before %q, after %q", before, after)
 	}
-	if out, err := exec.Command("pgrep", "-f", "trafgen --dev gba").Output(); err == nil {
-		t.Errorf("trafgen still running: %s", out)
+	if left := benchTrafgens(t, trafgensBefore); len(left) > 0 {
+		t.Errorf("trafgen still running: %v", left)
 	}
+}
+
+// benchTrafgens lists the trafgen processes not in skip that this
+// process's harness runs may have started: those in one of its
+// namespaces, or in a namespace no longer named (deleted under a
+// survivor). Other harness runs on the machine run trafgen in their own
+// named namespaces.
+func benchTrafgens(t *testing.T, skip map[string]bool) []string {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "trafgen --dev gba").Output()
+	mine := fmt.Sprintf("%s%d-", nsPrefix, os.Getpid())
+	var left []string
+	for _, pid := range strings.Fields(string(out)) {
+		if skip[pid] {
+			continue
+		}
+		ns, err := exec.Command("ip", "netns", "identify", pid).Output()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if name := strings.TrimSpace(string(ns)); name == "" || strings.HasPrefix(name, mine) {
+			left = append(left, pid+" (netns "+name+")")
+		}
+	}
+	return left
 }
 
 var logMu = make(chan struct{}, 1)
