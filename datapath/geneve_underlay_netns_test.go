@@ -2,12 +2,16 @@ package datapath
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -43,13 +47,13 @@ func TestNetnsKernelPathGeneveSharedUnderlay(t *testing.T) {
 	})
 	n := nodes[1]
 	pin := filepath.Join(dir, "links", n.underlay)
-	if !xdpAttached(t, n.node, n.underlay) {
-		t.Fatalf("no XDP program on %s with two Geneve ports", n.underlay)
+	if !tcxAttached(t, n.node, n.underlay) {
+		t.Fatalf("no TCX program on %s with two Geneve ports", n.underlay)
 	}
 	if err := n.b.DelPort(3); err != nil {
 		t.Fatal(err)
 	}
-	if !xdpAttached(t, n.node, n.underlay) {
+	if !tcxAttached(t, n.node, n.underlay) {
 		t.Errorf("deleting the Geneve port that attached the program detached it from %s, which port 1 still uses", n.underlay)
 	}
 	if _, err := os.Stat(pin); err != nil {
@@ -75,20 +79,40 @@ func TestNetnsKernelPathGeneveSharedUnderlay(t *testing.T) {
 	}
 	// The kernel frees the link (and detaches the program) soon after
 	// its last reference goes.
-	for end := time.Now().Add(2 * time.Second); xdpAttached(t, n.node, n.underlay); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(2 * time.Second); tcxAttached(t, n.node, n.underlay); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Errorf("%s keeps its XDP program after the last Geneve port was deleted", n.underlay)
+			t.Errorf("%s keeps its TCX program after the last Geneve port was deleted", n.underlay)
 			break
 		}
 	}
 }
 
-// xdpAttached tells whether dev in ns has an XDP program.
-func xdpAttached(t *testing.T, ns *netnstest.NS, dev string) bool {
+// tcxAttached tells whether dev in ns has a program at TCX ingress (the
+// underlay's decapsulation; XDP there would be the old attach mode).
+func tcxAttached(t *testing.T, ns *netnstest.NS, dev string) bool {
 	t.Helper()
+	var n int
+	err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil {
+			return err
+		}
+		r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		n = len(r.Programs)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("query TCX programs of %s: %v", dev, err)
+	}
 	out, err := netnstest.Run("ip", "-n", ns.Name, "link", "show", "dev", dev)
 	if err != nil {
 		t.Fatalf("ip link show %s: %v: %s", dev, err, out)
 	}
-	return strings.Contains(out, "xdp")
+	if strings.Contains(out, "xdp") {
+		t.Errorf("%s has an XDP program: %s", dev, out)
+	}
+	return n > 0
 }
