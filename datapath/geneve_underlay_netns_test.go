@@ -2,16 +2,12 @@ package datapath
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/govs-project/govs/datapath/geneve"
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -91,21 +87,9 @@ func TestNetnsKernelPathGeneveSharedUnderlay(t *testing.T) {
 // underlay's decapsulation; XDP there would be the old attach mode).
 func tcxAttached(t *testing.T, ns *netnstest.NS, dev string) bool {
 	t.Helper()
-	var n int
-	err := ns.Do(func() error {
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			return err
-		}
-		r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXIngress})
-		if err != nil {
-			return err
-		}
-		n = len(r.Programs)
-		return nil
-	})
+	ids, err := netnstest.TCXIngress(ns, dev)
 	if err != nil {
-		t.Fatalf("query TCX programs of %s: %v", dev, err)
+		t.Fatal(err)
 	}
 	out, err := netnstest.Run("ip", "-n", ns.Name, "link", "show", "dev", dev)
 	if err != nil {
@@ -114,5 +98,5 @@ func tcxAttached(t *testing.T, ns *netnstest.NS, dev string) bool {
 	if strings.Contains(out, "xdp") {
 		t.Errorf("%s has an XDP program: %s", dev, out)
 	}
-	return n > 0
+	return len(ids) > 0
 }
