@@ -619,9 +619,10 @@ static __always_inline int skb_encap(struct __sk_buff *skb, struct flow_action *
 // (ACT_DECAP) loses its outer IPv4, UDP and Geneve headers and inner
 // Ethernet header with bpf_skb_adjust_room, gets the inner Ethernet
 // header back, the entry's writes, and goes to the output (a veth's pod
-// end directly, bpf_redirect_peer). The skb stays as it came: a segment
-// the sender's GSO cut keeps its payload in page fragments, which generic
-// XDP copies into one linear buffer first. -1: not decapsulated here
+// end directly, bpf_redirect_peer). The skb stays as it came (generic
+// XDP copies every non-linear skb, as a segment the sender's GSO cut is,
+// or one with little headroom) and reaches the pod in the same pass.
+// -1: not decapsulated here
 // (not a Geneve datagram, no entry, its keepalive, or an entry that
 // encapsulates again, tunnel to tunnel: userspace): the frame goes on as
 // before, to the UDP stack and govs's tunnel socket. The checks are the
