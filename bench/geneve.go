@@ -125,7 +125,7 @@ func setupGovsGeneve(e *env, cs *cleanupStack, offloads bool) (*topology, error)
 }
 
 // setupGovsGeneveEBPF is setupGovsGeneve with --offload=ebpf on both
-// nodes: the XDP program encapsulates and decapsulates established
+// nodes: the program encapsulates (XDP, pod ports) and decapsulates (TCX, underlay) established
 // connections (docs/offload.md).
 func setupGovsGeneveEBPF(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return setupGovsGeneveWith(e, cs, offloads, "--offload=ebpf")

@@ -112,9 +112,9 @@ var Scenarios = []Scenario{
 	{Name: "govs-antrea-scale", Description: "govs-vswitchd, a generated Antrea v1.15 node at scale (bench/antreagen: 1,000 pods, 2,000 policies, 500 Services, 100 remote nodes; ~119k flows, 500 groups)", Userspace: true, setup: setupGovsWith(scalePipeline, govsMode{})},
 	{Name: "ovs-geneve", Description: "two Open vSwitch userspace (netdev) nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupOVSGeneve},
 	{Name: "govs-geneve", Description: "two govs-vswitchd nodes, seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneve},
-	{Name: "govs-geneve-ebpf", Description: "two govs-vswitchd --offload=ebpf nodes (established connections encapsulated and decapsulated by the XDP program), seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneveEBPF},
+	{Name: "govs-geneve-ebpf", Description: "two govs-vswitchd --offload=ebpf nodes (established connections encapsulated by the XDP program on the pod ports, decapsulated by the TCX program on the underlay), seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, setup: setupGovsGeneveEBPF},
 	{Name: "govs-geneve-tso", Description: "two govs-vswitchd --userspace-tso nodes (the pods keep their offloads; the underlay veth's are off, as a NIC without tunnel offloads), seed worker 1 and 2 pipelines, frontend->backend2 through Geneve", Userspace: true, TSO: true, setup: setupGovsGeneveTSO(false)},
-	{Name: "govs-geneve-ebpf-tso", Description: "govs-geneve-tso with --offload=ebpf (the TCX program on the pod ports encapsulates established connections' super-segments whole; the underlay's XDP program decapsulates)", Userspace: true, TSO: true, setup: setupGovsGeneveTSO(true)},
+	{Name: "govs-geneve-ebpf-tso", Description: "govs-geneve-tso with --offload=ebpf (the TCX program on the pod ports encapsulates established connections' super-segments whole; the underlay's TCX program decapsulates)", Userspace: true, TSO: true, setup: setupGovsGeneveTSO(true)},
 }
 
 // ScenarioByName returns the named scenario.

@@ -43,13 +43,13 @@ func TestNetnsKernelPathGeneveSharedUnderlay(t *testing.T) {
 	})
 	n := nodes[1]
 	pin := filepath.Join(dir, "links", n.underlay)
-	if !xdpAttached(t, n.node, n.underlay) {
-		t.Fatalf("no XDP program on %s with two Geneve ports", n.underlay)
+	if !tcxAttached(t, n.node, n.underlay) {
+		t.Fatalf("no TCX program on %s with two Geneve ports", n.underlay)
 	}
 	if err := n.b.DelPort(3); err != nil {
 		t.Fatal(err)
 	}
-	if !xdpAttached(t, n.node, n.underlay) {
+	if !tcxAttached(t, n.node, n.underlay) {
 		t.Errorf("deleting the Geneve port that attached the program detached it from %s, which port 1 still uses", n.underlay)
 	}
 	if _, err := os.Stat(pin); err != nil {
@@ -75,20 +75,28 @@ func TestNetnsKernelPathGeneveSharedUnderlay(t *testing.T) {
 	}
 	// The kernel frees the link (and detaches the program) soon after
 	// its last reference goes.
-	for end := time.Now().Add(2 * time.Second); xdpAttached(t, n.node, n.underlay); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(2 * time.Second); tcxAttached(t, n.node, n.underlay); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Errorf("%s keeps its XDP program after the last Geneve port was deleted", n.underlay)
+			t.Errorf("%s keeps its TCX program after the last Geneve port was deleted", n.underlay)
 			break
 		}
 	}
 }
 
-// xdpAttached tells whether dev in ns has an XDP program.
-func xdpAttached(t *testing.T, ns *netnstest.NS, dev string) bool {
+// tcxAttached tells whether dev in ns has a program at TCX ingress (the
+// underlay's decapsulation; XDP there would be the old attach mode).
+func tcxAttached(t *testing.T, ns *netnstest.NS, dev string) bool {
 	t.Helper()
+	ids, err := netnstest.TCXIngress(ns, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := netnstest.Run("ip", "-n", ns.Name, "link", "show", "dev", dev)
 	if err != nil {
 		t.Fatalf("ip link show %s: %v: %s", dev, err, out)
 	}
-	return strings.Contains(out, "xdp")
+	if strings.Contains(out, "xdp") {
+		t.Errorf("%s has an XDP program: %s", dev, out)
+	}
+	return len(ids) > 0
 }

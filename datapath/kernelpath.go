@@ -21,8 +21,9 @@ import (
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
 // system port (a TCX one with the tap filter on ports with offload
-// metadata) forwards what the megaflow cache decided for established
-// connections; the port loops install its entries.
+// metadata, and a TCX one on a Geneve underlay) forwards what the megaflow
+// cache decided for established connections; the port loops install its
+// entries.
 
 // EnableOffload makes m the bridge's kernel fast path for the system ports
 // added from then on, and has every pipeline change invalidate its entries
@@ -82,8 +83,8 @@ func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
 // port would, so it needs what fixes them: local_ip (the outer source,
 // on an interface of this namespace: the underlay), csum=false (it does
 // not checksum whole datagrams) and the IANA port. Decapsulation needs
-// the program on that interface too; where it cannot go there (another
-// XDP program owns it), received datagrams stay in userspace.
+// the program on that interface too (TCX ingress); where it cannot go
+// there, received datagrams stay in userspace.
 func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	o := g.Outer()
 	var why error
@@ -147,7 +148,7 @@ func (b *Bridge) attachUnderlay(ifi *net.Interface) (io.Closer, error) {
 	defer b.underlaysMu.Unlock()
 	u := b.underlays[ifi.Index]
 	if u == nil {
-		x, err := b.offload.Attach(ifi.Index, ifi.Name)
+		x, err := b.offload.AttachUnderlay(ifi.Index, ifi.Name)
 		if err != nil {
 			return nil, err
 		}

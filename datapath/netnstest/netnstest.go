@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -621,4 +623,28 @@ func MountBPFFS(t T) string {
 		os.Remove(dir)
 	})
 	return dir
+}
+
+// TCXIngress returns the ids of the programs attached at TCX ingress of
+// ifname in ns (the kernel fast path's tc path), first to run first.
+func TCXIngress(ns *NS, ifname string) ([]ebpf.ProgramID, error) {
+	var ids []ebpf.ProgramID
+	err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		for _, p := range r.Programs {
+			ids = append(ids, p.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("TCX ingress programs of %s: %w", ifname, err)
+	}
+	return ids, nil
 }

@@ -421,6 +421,12 @@ func (m *Manager) AttachTC(ifindex int, name string) (io.Closer, error) {
 	return m.k.AttachTC(ifindex, name)
 }
 
+// AttachUnderlay attaches the program to a Geneve underlay interface
+// (Kernel.AttachUnderlay).
+func (m *Manager) AttachUnderlay(ifindex int, name string) (io.Closer, error) {
+	return m.k.AttachUnderlay(ifindex, name)
+}
+
 // TapFilter is the socket filter (fd) of the ports on the tc path.
 func (m *Manager) TapFilter() int { return m.k.TapFilter() }
 

@@ -208,6 +208,20 @@ func (k *Kernel) AttachTC(ifindex int, name string) (io.Closer, error) {
 	return k.attach(ifindex, name, true)
 }
 
+// AttachUnderlay attaches the program to a Geneve underlay interface
+// (name: the interface's, its link's pin) at TCX ingress, where it
+// decapsulates the datagrams of entries with ActDecap (skb_decap in
+// bpf/offload.c); the others go on to the kernel's UDP stack and the
+// tunnel port's socket. No tap filter: govs has no tap on the underlay.
+// TCX rather than generic XDP: the skb is kept as it came (generic XDP
+// copies every non-linear skb or one with little headroom, as the
+// datagrams the sending node's GSO cut from a super-segment are) and the
+// pod gets it in the same pass (bpf_redirect_peer), which measured 0.69x
+// the CPU per TCP segment (docs/offload.md, "Decapsulation on tc").
+func (k *Kernel) AttachUnderlay(ifindex int, name string) (io.Closer, error) {
+	return k.attach(ifindex, name, true)
+}
+
 // TapFilter is the socket filter program (its fd) of ports on the tc
 // path: SO_ATTACH_BPF it to the port's AF_PACKET socket before bind.
 func (k *Kernel) TapFilter() int { return k.objs.GovsTapFilter.FD() }

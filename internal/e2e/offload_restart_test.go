@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -276,25 +274,14 @@ func kernelProg(t *testing.T, ns, dev string, tc bool) string {
 	if !tc {
 		return xdpProg(t, ns, dev)
 	}
-	var id string
-	err := (&netnstest.NS{Name: ns}).Do(func() error {
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			return err
-		}
-		r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXIngress})
-		if err != nil {
-			return err
-		}
-		if len(r.Programs) > 0 {
-			id = strconv.Itoa(int(r.Programs[0].ID))
-		}
-		return nil
-	})
+	ids, err := netnstest.TCXIngress(&netnstest.NS{Name: ns}, dev)
 	if err != nil {
-		t.Fatalf("TCX programs of %s: %v", dev, err)
+		t.Fatal(err)
 	}
-	return id
+	if len(ids) == 0 {
+		return ""
+	}
+	return strconv.Itoa(int(ids[0]))
 }
 
 func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error, tc bool) {

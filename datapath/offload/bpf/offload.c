@@ -191,7 +191,9 @@ static __always_inline int parse(struct ethhdr *eth, void *end, struct flow_key 
 // outer checksum or lengths, an outer UDP checksum it must verify), or
 // govs's tunnel port would (version, payload type, options beyond
 // TUN_OPTS_MAX). Then the datagram goes up the kernel's stack as usual.
-static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, struct flow_key *k)
+// The headers are read up to end; len is the whole frame's length (the
+// tc program reads the headers into a buffer).
+static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, __u32 len, struct flow_key *k)
 {
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *uh = (void *)(ip + 1);
@@ -199,8 +201,8 @@ static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, struct 
 	if ((void *)(gh + GENEVE_HDR_LEN) > end || ip->protocol != IPPROTO_UDP ||
 	    uh->dest != bpf_htons(GENEVE_PORT) || uh->check != 0)
 		return 0;
-	if (ip_csum(ip) != 0 || bpf_ntohs(ip->tot_len) != end - (void *)ip ||
-	    bpf_ntohs(uh->len) != end - (void *)uh)
+	if (ip_csum(ip) != 0 || bpf_ntohs(ip->tot_len) != len - sizeof(*eth) ||
+	    bpf_ntohs(uh->len) != len - sizeof(*eth) - sizeof(*ip))
 		return 0; // the kernel drops a bad header, trims padding
 	if ((gh[0] >> 6) != 0 || gh[2] != (GENEVE_PROTO_TEB >> 8) || gh[3] != (GENEVE_PROTO_TEB & 0xff))
 		return 0;
@@ -359,7 +361,7 @@ int govs_offload(struct xdp_md *ctx)
 	if (!parse(eth, end, &k))
 		return XDP_PASS;
 	if (k.proto == IPPROTO_UDP && k.dport == bpf_htons(GENEVE_PORT)) {
-		off = parse_geneve(eth, end, &k);
+		off = parse_geneve(eth, end, end - data, &k);
 		if (!off)
 			return XDP_PASS;
 		if (data + off > end)
@@ -450,19 +452,20 @@ struct {
 #define TC_HDR_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct tcphdr))
 #define UDP_HDR_END (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
-// skb_key fills k from the skb's headers (a socket filter has no direct
-// packet access; the tc program reads the same way) and *l4_len with the
-// TCP or UDP header's length; 0: not forwarded.
-static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __u32 *l4_len)
+// skb_key_at fills k from the headers of the frame at off in the skb (a
+// socket filter has no direct packet access; the tc program reads the
+// same way) and *l4_len with the TCP or UDP header's length; 0: not
+// forwarded.
+static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct flow_key *k, __u32 *l4_len)
 {
 	// Two bytes in, so that the IPv4 and TCP headers are 4-byte aligned
 	// on the stack as the verifier wants.
 	__u64 raw[(TC_HDR_LEN + 2 + 7) / 8] = {};
 	__u8 *buf = (__u8 *)raw + 2;
 	__u32 n = TC_HDR_LEN;
-	if (skb->len < TC_HDR_LEN)
+	if (skb->len < off + TC_HDR_LEN)
 		n = UDP_HDR_END;
-	if (skb->len < n || bpf_skb_load_bytes(skb, 0, buf, n))
+	if (skb->len < off + n || bpf_skb_load_bytes(skb, off, buf, n))
 		return 0;
 	if (!parse((struct ethhdr *)buf, buf + n, k))
 		return 0;
@@ -471,6 +474,12 @@ static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __
 		*l4_len = ((struct tcphdr *)(buf + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
 	k->ifindex = skb->ifindex;
 	return 1;
+}
+
+// skb_key is skb_key_at for the frame itself.
+static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __u32 *l4_len)
+{
+	return skb_key_at(skb, 0, k, l4_len);
 }
 
 // encap_fits tells whether the tc program can put the frame in Geneve
@@ -605,6 +614,68 @@ static __always_inline int skb_encap(struct __sk_buff *skb, struct flow_action *
 	       !bpf_skb_store_bytes(skb, OUTER_LEN + hdr_len, inner_eth, ETH_HLEN, 0);
 }
 
+// skb_decap is the tc path's decapsulation, on a Geneve underlay
+// (Kernel.AttachUnderlay): a datagram whose inner frame has an entry
+// (ACT_DECAP) loses its outer IPv4, UDP and Geneve headers and inner
+// Ethernet header with bpf_skb_adjust_room, gets the inner Ethernet
+// header back, the entry's writes, and goes to the output (a veth's pod
+// end directly, bpf_redirect_peer). The skb stays as it came (generic
+// XDP copies every non-linear skb, as a segment the sender's GSO cut is,
+// or one with little headroom) and reaches the pod in the same pass.
+// -1: not decapsulated here
+// (not a Geneve datagram, no entry, its keepalive, or an entry that
+// encapsulates again, tunnel to tunnel: userspace): the frame goes on as
+// before, to the UDP stack and govs's tunnel socket. The checks are the
+// XDP path's (parse_geneve, parse).
+static __always_inline int skb_decap(struct __sk_buff *skb)
+{
+	// Outer Ethernet, IPv4, UDP and Geneve with options, two bytes in as
+	// in skb_key_at.
+	__u64 raw[(OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX + 2 + 7) / 8] = {};
+	__u8 *buf = (__u8 *)raw + 2;
+	__u32 n = OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX;
+	struct flow_key k = {};
+	if (skb->gso_size)
+		return -1; // a super-datagram (a veth keeping offloads): userspace, as with XDP
+	if (skb->len < n) {
+		n = OUTER_LEN + GENEVE_HDR_LEN;
+		if (skb->len < n)
+			return -1;
+	}
+	if (bpf_skb_load_bytes(skb, 0, buf, n))
+		return -1;
+	struct ethhdr *eth = (void *)buf;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *uh = (void *)(ip + 1);
+	if (eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 || ip->protocol != IPPROTO_UDP ||
+	    uh->dest != bpf_htons(GENEVE_PORT) || (ip->frag_off & bpf_htons(0x3fff)))
+		return -1;
+	__u32 off = parse_geneve(eth, buf + n, skb->len, &k);
+	__u32 l4_len = 0;
+	if (!off || off > OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX || !skb_key_at(skb, off, &k, &l4_len))
+		return -1;
+	k.ifindex = skb->ifindex;
+	__u64 now = bpf_ktime_get_ns();
+	struct flow_action *a = take(&k, now);
+	if (!a || !(a->flags & ACT_DECAP) || (a->flags & ACT_ENCAP))
+		return -1;
+	__u8 inner_eth[ETH_HLEN];
+	if (bpf_skb_load_bytes(skb, off, inner_eth, ETH_HLEN))
+		return -1;
+	__u32 inner_len = skb->len - off;
+	// Removes what follows the outer Ethernet header up to the inner
+	// IPv4 header: the outer Ethernet header takes the inner one's place.
+	if (bpf_skb_adjust_room(skb, -(__s32)off, BPF_ADJ_ROOM_MAC, 0))
+		return -1;
+	// From here on the packet has changed: it is forwarded or lost.
+	if (bpf_skb_store_bytes(skb, 0, inner_eth, ETH_HLEN, 0) || !skb_rewrite(skb, &k, a))
+		return TC_ACT_SHOT;
+	count(a, inner_len, now);
+	if (a->flags & ACT_PEER)
+		return bpf_redirect_peer(a->out_ifindex, 0);
+	return bpf_redirect(a->out_ifindex, 0);
+}
+
 SEC("tc")
 int govs_offload_tc(struct __sk_buff *skb)
 {
@@ -617,8 +688,13 @@ int govs_offload_tc(struct __sk_buff *skb)
 	if (verdict && v->ifindex == skb->ifindex && v->len == skb->len) {
 		v->followed++;
 	} else {
+		// No govs filter saw this frame: a Geneve underlay's (no tap of
+		// govs there), or a port's while no govs process runs.
+		int r = skb_decap(skb);
+		if (r >= 0)
+			return r;
 		v->alone++;
-		verdict = decide(skb, v); // no govs filter saw this frame
+		verdict = decide(skb, v);
 	}
 	if (verdict != VERDICT_FWD)
 		return TC_ACT_OK;
