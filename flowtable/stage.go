@@ -427,12 +427,16 @@ func (t *table) clone(batch *changeBatch) *table {
 
 func (c *classifier) clone(batch *changeBatch) *classifier {
 	n := &classifier{byMask: make(map[Key]*subtable, len(c.subtables)), n: c.n, soft: c.soft,
-		repeated: c.repeated, flowRem: c.flowRem, batch: batch, subtables: make([]*subtable, len(c.subtables))}
+		repeated: c.repeated, flowRem: c.flowRem, batch: batch, subtables: make([]*subtable, len(c.subtables)),
+		prefix: c.prefix}
+	for j := range c.tries {
+		n.tries[j] = c.tries[j].clone()
+	}
 	chunk := make([]*Rule, c.n) // every bucket, carved from one array
 	for i, st := range c.subtables {
 		// The word lists never change after newSubtable: shared.
 		ns := &subtable{mask: st.mask, words: st.words, maskw: st.maskw, last: st.last,
-			maxPriority: st.maxPriority, nMax: st.nMax, n: st.n}
+			stageIDs: st.stageIDs, prefixes: st.prefixes, maxPriority: st.maxPriority, nMax: st.nMax, n: st.n}
 		// The stages' word lists are shared too; their counted hashes
 		// (staged lookup, stages.go) are the rules', copied.
 		ns.stages = make([]stageIndex, len(st.stages))

@@ -87,6 +87,7 @@ func (st *subtable) buildStages() {
 			continue
 		}
 		upto = mergeStageWords(upto, per[s])
+		st.stageIDs[len(st.stages)] = uint8(s)
 		st.stages = append(st.stages, stageIndex{words: per[s], upto: upto})
 	}
 	// The last stage is the full probe of the buckets: the bucket hash
@@ -170,28 +171,48 @@ func (st *subtable) removeStages(vals []uint64) {
 }
 
 // probe returns the bucket of st that k's masked value hashes to (nil if
-// a stage rejects k), ORing into wc the bits it examined.
-func (st *subtable) probe(k *Key, wc *Key) []*Rule {
+// a stage rejects k), ORing into wc the bits it examined. Before each
+// stage that holds a tracked prefix field, the prefix tries (prefix.go)
+// may show that no rule of st can match: then only the stages before it
+// and the leading bits of the field the trie walk read go into wc.
+func (st *subtable) probe(k *Key, wc *Key, tc *trieCtx) []*Rule {
 	h := hashStart
 	for si := range st.stages {
 		s := &st.stages[si]
+		if st.prefixes.at&(1<<si) != 0 && wc != nil && st.skipByPrefix(si, tc, wc) {
+			st.maskBefore(si, wc)
+			return nil
+		}
 		h = st.hashStage(h, k, s.words)
 		if !s.hashes.has(h) {
 			if wc != nil {
-				for _, w := range s.upto {
-					i := int(st.words[w.i])
-					wc.SetWord(i, wc.Word(i)|w.mask)
-				}
+				st.maskBefore(si+1, wc)
 			}
 			return nil
 		}
 	}
 	if wc != nil {
+		n := len(st.stages)
+		if st.prefixes.at&(1<<n) != 0 && st.skipByPrefix(n, tc, wc) {
+			st.maskBefore(n, wc)
+			return nil
+		}
 		for i, w := range st.words {
 			wc.SetWord(int(w), wc.Word(int(w))|st.maskw[i])
 		}
 	}
 	return st.buckets.get(st.hashStage(h, k, st.last))
+}
+
+// maskBefore ORs into wc the subtable's mask through the stages before n.
+func (st *subtable) maskBefore(n int, wc *Key) {
+	if n == 0 {
+		return
+	}
+	for _, w := range st.stages[n-1].upto {
+		i := int(st.words[w.i])
+		wc.SetWord(i, wc.Word(i)|w.mask)
+	}
 }
 
 // hcount is a counted set of 64-bit hashes (open addressing, as hindex):
