@@ -282,6 +282,9 @@ func (t *prefixTrie) remove(v *prefixValue, plen uint) {
 // equals v's first l bits, and returns how many leading bits of v the
 // walk depended on.
 func (t *prefixTrie) lookup(v *prefixValue, nBits uint, plens *[2]uint64) uint {
+	if nBits <= 32 {
+		return t.lookup32(v[0], nBits, plens)
+	}
 	prev, i := int32(0), t.root
 	ofs := uint(0)
 	for i != 0 {
@@ -299,12 +302,43 @@ func (t *prefixTrie) lookup(v *prefixValue, nBits uint, plens *[2]uint64) uint {
 		}
 		prev, i = i, nd.edges[v.bitAt(ofs)]
 	}
-	// A branch that does not exist: the bit that chose it counts, unless
-	// the last node had no branches at all.
+	return t.missing(prev, ofs)
+}
+
+// missing is the answer of a walk that ends at a branch that does not
+// exist: the bit that chose it counts, unless the last node had no
+// branches at all.
+func (t *prefixTrie) missing(prev int32, ofs uint) uint {
 	if prev == 0 || t.nodes[prev].edges == [2]int32{} {
 		return ofs
 	}
 	return ofs + 1
+}
+
+// lookup32 is lookup for fields of one word (IPv4 addresses): the same
+// walk with plain shifts.
+func (t *prefixTrie) lookup32(v uint32, nBits uint, plens *[2]uint64) uint {
+	prev, i := int32(0), t.root
+	ofs := uint(0)
+	for i != 0 {
+		nd := &t.nodes[i]
+		n := uint(nd.nBits)
+		if n != 0 {
+			x := (nd.prefix ^ v<<ofs) & ^(^uint32(0) >> n)
+			if x != 0 {
+				return ofs + uint(bits.LeadingZeros32(x)) + 1
+			}
+			ofs += n
+			if nd.nRules > 0 {
+				plens[0] |= 1 << (ofs - 1)
+			}
+		}
+		if ofs >= nBits {
+			return nBits
+		}
+		prev, i = i, nd.edges[(v>>(31-ofs))&1]
+	}
+	return t.missing(prev, ofs)
 }
 
 func (t *prefixTrie) reset() { *t = prefixTrie{} }
