@@ -212,6 +212,8 @@ type xlate struct {
 	// actions frozen so far and the last UnrollXlate among them.
 	freezing bool
 	pause    *Controller
+	// tries is the trie context of the current table lookup (prefix.go).
+	tries trieCtx
 	frozen   []Action
 	unroll   *UnrollXlate
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
@@ -366,7 +368,7 @@ func (x *xlate) lookup(id uint8) *Rule {
 	if t == nil {
 		return nil
 	}
-	return t.lookup(&x.pkt.Key, x.mask())
+	return t.lookupTries(&x.pkt.Key, x.mask(), &x.tries)
 }
 
 // enter takes one step of the packet's recursion budget for a table

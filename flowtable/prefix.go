@@ -65,6 +65,10 @@ func CheckPrefixFields(names []string) ([]*Field, error) {
 type prefixValue [4]uint32
 
 func keyPrefixValue(k *Key, f *Field) (v prefixValue) {
+	if f.Size == 4 {
+		v[0] = binary.BigEndian.Uint32(k[f.Off:])
+		return v
+	}
 	for i := 0; i < f.Size/4; i++ {
 		v[i] = binary.BigEndian.Uint32(k[f.Off+4*i:])
 	}
@@ -116,10 +120,17 @@ type prefixTrie struct {
 
 type trieNode struct {
 	prefix uint32 // the node's bits, left-aligned
-	nBits  uint8  // 0..32 (0 only at a branch made above the root)
-	nRules uint32 // rules whose prefix ends here
-	edges  [2]int32
+	// info is the rules whose prefix ends here (<<8) and the node's
+	// number of bits, 0..32 (0 only at a branch made above the root):
+	// 16 bytes a node.
+	info  uint32
+	edges [2]int32
 }
+
+func (nd *trieNode) nBits() uint      { return uint(nd.info & 0xff) }
+func (nd *trieNode) nRules() uint32   { return nd.info >> 8 }
+func (nd *trieNode) setBits(n uint)   { nd.info = nd.info&^0xff | uint32(n) }
+func (nd *trieNode) addRules(d int32) { nd.info += uint32(d) << 8 }
 
 func (t *prefixTrie) node(i int32) *trieNode { return &t.nodes[i] }
 
@@ -146,19 +157,19 @@ func (t *prefixTrie) release(i int32) {
 // nRules rules, and returns its first node.
 func (t *prefixTrie) branch(v *prefixValue, ofs, plen uint, nRules uint32) int32 {
 	n := min(plen-ofs, 32)
-	node := trieNode{prefix: v.bitsAt(ofs, n), nBits: uint8(n)}
+	node := trieNode{prefix: v.bitsAt(ofs, n), info: uint32(n)}
 	if ofs+n < plen {
 		next := t.branch(v, ofs+n, plen, nRules)
 		node.edges[v.bitAt(ofs+n)] = next
 	} else {
-		node.nRules = nRules
+		node.info |= nRules << 8
 	}
 	return t.alloc(node)
 }
 
 // equalBits is how many of node's bits v has from ofs on, at most plen-ofs.
 func equalBits(nd *trieNode, v *prefixValue, ofs, plen uint) uint {
-	n := min(uint(nd.nBits), plen-ofs)
+	n := min(nd.nBits(), plen-ofs)
 	if n == 0 {
 		return 0
 	}
@@ -198,16 +209,16 @@ func (t *prefixTrie) insert(v *prefixValue, plen uint) {
 		nd := t.node(i)
 		eq := equalBits(nd, v, ofs, plen)
 		ofs += eq
-		if eq < uint(nd.nBits) {
+		if eq < nd.nBits() {
 			// Mismatch or the prefix ends inside the node: a new node
 			// above it takes the equal bits.
 			old := int(nd.prefix>>(31-eq)) & 1
-			parent := trieNode{prefix: nd.prefix & ^(^uint32(0) >> eq), nBits: uint8(eq)}
+			parent := trieNode{prefix: nd.prefix & ^(^uint32(0) >> eq), info: uint32(eq)}
 			if ofs == plen {
-				parent.nRules = 1
+				parent.addRules(1)
 			}
 			nd.prefix <<= eq
-			nd.nBits -= uint8(eq)
+			nd.setBits(nd.nBits() - eq)
 			parent.edges[old] = i
 			p := t.alloc(parent)
 			if ofs < plen {
@@ -218,7 +229,7 @@ func (t *prefixTrie) insert(v *prefixValue, plen uint) {
 			return
 		}
 		if ofs == plen {
-			nd.nRules++
+			nd.addRules(1)
 			return
 		}
 		e = edgeRef{i, v.bitAt(ofs)}
@@ -237,7 +248,7 @@ func (t *prefixTrie) remove(v *prefixValue, plen uint) {
 		}
 		nd := t.node(i)
 		eq := equalBits(nd, v, ofs, plen)
-		if eq < uint(nd.nBits) {
+		if eq < nd.nBits() {
 			return
 		}
 		ofs += eq
@@ -246,11 +257,11 @@ func (t *prefixTrie) remove(v *prefixValue, plen uint) {
 			path[depth] = edgeRef{i, v.bitAt(ofs)}
 			continue
 		}
-		if nd.nRules == 0 {
+		if nd.nRules() == 0 {
 			return
 		}
-		nd.nRules--
-		for nd.nRules == 0 {
+		nd.addRules(-1)
+		for nd.nRules() == 0 {
 			e0, e1 := nd.edges[0], nd.edges[1]
 			if e0 != 0 && e1 != 0 {
 				return // a branch point stays
@@ -258,11 +269,11 @@ func (t *prefixTrie) remove(v *prefixValue, plen uint) {
 			next := e0 | e1
 			if next != 0 {
 				nx := t.node(next)
-				if int(nd.nBits)+int(nx.nBits) > 32 {
+				if nd.nBits()+nx.nBits() > 32 {
 					return
 				}
-				nx.prefix = nd.prefix | nx.prefix>>nd.nBits
-				nx.nBits += nd.nBits
+				nx.prefix = nd.prefix | nx.prefix>>nd.nBits()
+				nx.setBits(nx.nBits() + nd.nBits())
 			}
 			t.set(path[depth], next)
 			t.release(i)
@@ -291,10 +302,10 @@ func (t *prefixTrie) lookup(v *prefixValue, nBits uint, plens *[2]uint64) uint {
 		nd := &t.nodes[i]
 		eq := equalBits(nd, v, ofs, nBits)
 		ofs += eq
-		if eq < uint(nd.nBits) {
+		if eq < nd.nBits() {
 			return ofs + 1 // includes the first bit that differs
 		}
-		if nd.nRules > 0 {
+		if nd.nRules() > 0 {
 			plens[(ofs-1)/64] |= 1 << ((ofs - 1) % 64)
 		}
 		if ofs >= nBits {
@@ -318,30 +329,35 @@ func (t *prefixTrie) missing(prev int32, ofs uint) uint {
 // lookup32 is lookup for fields of one word (IPv4 addresses): the same
 // walk with plain shifts.
 func (t *prefixTrie) lookup32(v uint32, nBits uint, plens *[2]uint64) uint {
+	nodes := t.nodes
 	prev, i := int32(0), t.root
 	ofs := uint(0)
+	var found uint64
 	for i != 0 {
-		nd := &t.nodes[i]
-		n := uint(nd.nBits)
-		if n != 0 {
-			x := (nd.prefix ^ v<<ofs) & ^(^uint32(0) >> n)
-			if x != 0 {
-				return ofs + uint(bits.LeadingZeros32(x)) + 1
-			}
-			ofs += n
-			if nd.nRules > 0 {
-				plens[0] |= 1 << (ofs - 1)
-			}
+		nd := &nodes[i]
+		n := uint(nd.info & 0xff)
+		if x := (nd.prefix ^ v<<ofs) & ^(^uint32(0) >> n); x != 0 {
+			plens[0] |= found
+			return ofs + uint(bits.LeadingZeros32(x)) + 1
+		}
+		ofs += n
+		if nd.info > 0xff { // rules end here (never at a 0-bit node)
+			found |= 1 << ((ofs - 1) & 63)
 		}
 		if ofs >= nBits {
+			plens[0] |= found
 			return nBits
 		}
 		prev, i = i, nd.edges[(v>>(31-ofs))&1]
 	}
+	plens[0] |= found
 	return t.missing(prev, ofs)
 }
 
 func (t *prefixTrie) reset() { *t = prefixTrie{} }
+
+// empty reports whether no rule is in the trie.
+func (t *prefixTrie) empty() bool { return t.root == 0 }
 
 func (t *prefixTrie) clone() prefixTrie {
 	return prefixTrie{nodes: append([]trieNode(nil), t.nodes...), root: t.root, free: t.free}
@@ -350,9 +366,35 @@ func (t *prefixTrie) clone() prefixTrie {
 // prefixFields are the fields a table tracks, shared by its classifiers.
 type prefixFields struct {
 	fields []*Field
+	// at are the fields' places, for lookups: byte offset, size, bits
+	// and the ethertype the field needs (0: none).
+	at [maxPrefixFields]prefixAt
 }
 
-var defaultPrefixFields = &prefixFields{fields: DefaultPrefixFields}
+type prefixAt struct {
+	off       uint16
+	size      uint8
+	bits      uint8
+	ethType   uint16
+	ethTypeOK bool // ethType is a prerequisite
+}
+
+func newPrefixFields(fs []*Field) *prefixFields {
+	pf := &prefixFields{fields: fs}
+	for j, f := range fs {
+		a := prefixAt{off: uint16(f.Off), size: uint8(f.Size), bits: uint8(f.Bits)}
+		switch f.Prereq {
+		case PrereqIPv4:
+			a.ethType, a.ethTypeOK = 0x0800, true
+		case PrereqIPv6:
+			a.ethType, a.ethTypeOK = 0x86dd, true
+		}
+		pf.at[j] = a
+	}
+	return pf
+}
+
+var defaultPrefixFields = newPrefixFields(DefaultPrefixFields)
 
 // subtablePrefixes is what a subtable needs of the tries: for each tracked
 // field, its prefix length in the mask (0: not a prefix, not tracked) and
@@ -444,30 +486,42 @@ type trieCtx struct {
 
 func (tc *trieCtx) walk(j int) {
 	tc.done |= 1 << j
-	f := tc.hard.prefix.fields[j]
-	if !prefixPrereqOK(tc.k, f) {
+	a := &tc.hard.prefix.at[j]
+	if a.ethTypeOK && tc.k.u16(offEthType) != a.ethType {
 		// Another protocol shares the field's bytes: every length may
 		// match, nothing is skipped.
 		tc.plens[j] = [2]uint64{^uint64(0), ^uint64(0)}
 		tc.maskbits[j] = 0
 		return
 	}
-	v := keyPrefixValue(tc.k, f)
-	n := tc.hard.tries[j].lookup(&v, uint(f.Bits), &tc.plens[j])
-	if tc.soft != nil && tc.soft.tries[j].root != 0 {
-		n = max(n, tc.soft.tries[j].lookup(&v, uint(f.Bits), &tc.plens[j]))
+	tc.plens[j] = [2]uint64{}
+	hard, soft := &tc.hard.tries[j], (*prefixTrie)(nil)
+	if tc.soft != nil && !tc.soft.tries[j].empty() {
+		soft = &tc.soft.tries[j]
+	}
+	n := uint(0)
+	if a.size == 4 { // IPv4 addresses: one word
+		v := tc.k.u32(int(a.off))
+		if !hard.empty() {
+			n = hard.lookup32(v, uint(a.bits), &tc.plens[j])
+		}
+		if soft != nil {
+			n = max(n, soft.lookup32(v, uint(a.bits), &tc.plens[j]))
+		}
+		tc.maskbits[j] = uint8(n)
+		return
+	}
+	var v prefixValue
+	for i := 0; i < int(a.size)/4; i++ {
+		v[i] = tc.k.u32(int(a.off) + 4*i)
+	}
+	if !hard.empty() {
+		n = hard.lookup(&v, uint(a.bits), &tc.plens[j])
+	}
+	if soft != nil {
+		n = max(n, soft.lookup(&v, uint(a.bits), &tc.plens[j]))
 	}
 	tc.maskbits[j] = uint8(n)
-}
-
-func prefixPrereqOK(k *Key, f *Field) bool {
-	switch f.Prereq {
-	case PrereqIPv4:
-		return k.EthType() == 0x0800
-	case PrereqIPv6:
-		return k.EthType() == 0x86dd
-	}
-	return true
 }
 
 // skipByPrefix reports whether the tries show that no rule of st can
@@ -475,25 +529,31 @@ func prefixPrereqOK(k *Key, f *Field) bool {
 // gets the leading bits of the field the trie walk depended on; a skip
 // never un-wildcards more of the field than the subtable's own prefix,
 // or the bits are in wc already.
-func (st *subtable) skipByPrefix(si int, tc *trieCtx, wc *Key) bool {
+//
+// With walk false, it decides only from tries walked already (for another
+// subtable of the table), and says no when it would need a walk first.
+func (st *subtable) skipByPrefix(si int, tc *trieCtx, wc *Key, walk bool) bool {
 	for j, p := range st.prefixes.plen {
 		if p == 0 || int(st.prefixes.stage[j]) != si {
 			continue
 		}
 		if tc.done&(1<<j) == 0 {
+			if !walk {
+				return false
+			}
 			tc.walk(j)
 		}
 		if tc.plens[j][(p-1)/64]&(1<<((p-1)%64)) != 0 {
 			continue // a rule of that length may match
 		}
-		f, mb := tc.hard.prefix.fields[j], int(tc.maskbits[j])
+		a, mb := &tc.hard.prefix.at[j], int(tc.maskbits[j])
 		if mb <= int(p) {
-			setPrefixBits(wc, f, mb)
-		} else if !hasPrefixBits(wc, f, mb) {
+			setPrefixBits(wc, a, mb)
+		} else if !hasPrefixBits(wc, a, mb) {
 			continue
 		}
 		// The walk read the field only for packets of its protocol.
-		if f.Prereq != PrereqNone {
+		if a.ethTypeOK {
 			wc.setU16(offEthType, 0xffff)
 		}
 		return true
@@ -501,15 +561,19 @@ func (st *subtable) skipByPrefix(si int, tc *trieCtx, wc *Key) bool {
 	return false
 }
 
-func setPrefixBits(wc *Key, f *Field, n int) {
-	b := wc[f.Off : f.Off+f.Size]
+func setPrefixBits(wc *Key, a *prefixAt, n int) {
+	if a.size == 4 {
+		wc.setU32(int(a.off), wc.u32(int(a.off))|^(^uint32(0)>>n))
+		return
+	}
+	b := wc[a.off : int(a.off)+int(a.size)]
 	for i := 0; n > 0; i, n = i+1, n-8 {
 		b[i] |= ^byte(0xff >> min(n, 8))
 	}
 }
 
-func hasPrefixBits(wc *Key, f *Field, n int) bool {
-	b := wc[f.Off : f.Off+f.Size]
+func hasPrefixBits(wc *Key, a *prefixAt, n int) bool {
+	b := wc[a.off : int(a.off)+int(a.size)]
 	for i := 0; n > 0; i, n = i+1, n-8 {
 		m := ^byte(0xff >> min(n, 8))
 		if b[i]&m != m {

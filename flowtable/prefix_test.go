@@ -187,7 +187,7 @@ func TestPrefixMegaflowsExact(t *testing.T) {
 		tb, rules = newTable(nil), nil
 		v6 = round%3 == 2
 		if v6 {
-			pf := &prefixFields{fields: []*Field{FieldIPv6Dst, FieldIPv6Src}}
+			pf := newPrefixFields([]*Field{FieldIPv6Dst, FieldIPv6Src})
 			tb.hard.setPrefixFields(pf)
 			tb.soft.setPrefixFields(pf)
 		}
