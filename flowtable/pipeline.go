@@ -213,9 +213,9 @@ type xlate struct {
 	freezing bool
 	pause    *Controller
 	// tries is the trie context of the current table lookup (prefix.go).
-	tries trieCtx
-	frozen   []Action
-	unroll   *UnrollXlate
+	tries  trieCtx
+	frozen []Action
+	unroll *UnrollXlate
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
 	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
 	conntracked bool
