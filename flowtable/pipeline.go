@@ -208,14 +208,13 @@ type xlate struct {
 	traceCT  Conntrack
 	stack    []stackEntry
 	counters *TableCounters
+	tries    trieCtx // the current table lookup's (prefix.go)
 	// Freezing at controller(pause) (continuation.go): the pause, the
 	// actions frozen so far and the last UnrollXlate among them.
 	freezing bool
 	pause    *Controller
-	// tries is the trie context of the current table lookup (prefix.go).
-	tries  trieCtx
-	frozen []Action
-	unroll *UnrollXlate
+	frozen   []Action
+	unroll   *UnrollXlate
 	// conntracked: the walk is inside a ct(table=N) recirculation, or
 	// resumed one (OVS ctx->conntracked), so a pause keeps the ct state.
 	conntracked bool

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // Prefix tracking (OVS lib/classifier.c "prefix tries", Flow_Table
@@ -581,4 +582,64 @@ func hasPrefixBits(wc *Key, a *prefixAt, n int) bool {
 		}
 	}
 	return true
+}
+
+// SetPrefixFields sets the fields table id tracks (Flow_Table prefixes):
+// nil is the default (DefaultPrefixFields), an empty list none. The
+// table's tries are rebuilt on a copy that replaces it, so walks never
+// see them change, and cached megaflows are dropped (Generation).
+func (p *Pipeline) SetPrefixFields(id uint8, fields []*Field) error {
+	if int(id) >= NumTables {
+		return ErrBadTable
+	}
+	if len(fields) > maxPrefixFields {
+		return fmt.Errorf("table %d: %d prefix fields, at most %d", id, len(fields), maxPrefixFields)
+	}
+	for _, f := range fields {
+		if !prefixFieldOK(f) {
+			return fmt.Errorf("table %d: %s cannot be a prefix field", id, f.Name)
+		}
+	}
+	pf := defaultPrefixFields
+	if fields != nil {
+		pf = newPrefixFields(slices.Clone(fields))
+	}
+	defer p.unlockWrite(p.lockWrite())
+	if old := p.prefixFor(id); slices.Equal(old.fields, pf.fields) && (old == defaultPrefixFields) == (pf == defaultPrefixFields) {
+		return nil
+	}
+	p.prefixes[id].Store(pf)
+	cur := p.cur()
+	t := cur.tables[id]
+	if t == nil {
+		return nil
+	}
+	nt := t.clone(cur.batch)
+	nt.setPrefixFields(pf)
+	cur.tables[id] = nt
+	p.w.detached = append(p.w.detached, idTable{id, t})
+	p.w.log = append(p.w.log, sideOp{put: nt, table: id, clone: true})
+	p.bumpLocked()
+	return nil
+}
+
+// PrefixFields returns the fields table id tracks.
+func (p *Pipeline) PrefixFields(id uint8) []*Field {
+	return slices.Clone(p.prefixFor(id).fields)
+}
+
+func (p *Pipeline) prefixFor(id uint8) *prefixFields {
+	if pf := p.prefixes[id].Load(); pf != nil {
+		return pf
+	}
+	return defaultPrefixFields
+}
+
+func (t *table) setPrefixFields(pf *prefixFields) {
+	if t.hard.prefix != pf {
+		t.hard.setPrefixFields(pf)
+	}
+	if t.soft.prefix != pf {
+		t.soft.setPrefixFields(pf)
+	}
 }

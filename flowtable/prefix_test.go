@@ -184,13 +184,12 @@ func TestPrefixMegaflowsExact(t *testing.T) {
 		rules = append(rules, rl)
 	}
 	newRound := func(round int) {
-		tb, rules = newTable(nil), nil
 		v6 = round%3 == 2
+		pf := defaultPrefixFields
 		if v6 {
-			pf := newPrefixFields([]*Field{FieldIPv6Dst, FieldIPv6Src})
-			tb.hard.setPrefixFields(pf)
-			tb.soft.setPrefixFields(pf)
+			pf = newPrefixFields([]*Field{FieldIPv6Dst, FieldIPv6Src})
 		}
+		tb, rules = newTable(nil, pf), nil
 		for i := range 1 + r.IntN(60) {
 			addRule(uint64(i + 1))
 		}

@@ -312,13 +312,15 @@ func (p *Pipeline) spareTable(id uint8) *table {
 	sp := &p.spares
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	pf := p.prefixFor(id)
 	for i, t := range sp.tables[id] {
 		if t != nil {
 			sp.tables[id][i] = nil
+			t.setPrefixFields(pf) // empty: no tries to rebuild
 			return t
 		}
 	}
-	return newTable(nil)
+	return newTable(nil, pf)
 }
 
 // keepSpareLocked keeps t, table id replaced by a stage's (p.mu held, t
