@@ -37,28 +37,28 @@ func prefixFieldOK(f *Field) bool {
 	return false
 }
 
-// CheckPrefixFields validates a Flow_Table prefixes list (field names,
-// or "none"), as ovs-vswitchd's bridge_configure_tables; nil names mean
-// the default.
-func CheckPrefixFields(names []string) ([]*Field, error) {
-	if len(names) == 0 {
-		return DefaultPrefixFields, nil
-	}
-	var fs []*Field
+// ParsePrefixFields reads a Flow_Table prefixes column as ovs-vswitchd's
+// bridge_configure_tables does: "none" tracks nothing, a name OVS does
+// not take is skipped with a warning, and a column with no field it takes
+// (or an empty one) means the default (nil).
+func ParsePrefixFields(names []string) (fields []*Field, warnings []string) {
 	for _, n := range names {
 		if n == "none" {
-			return nil, nil
+			return []*Field{}, warnings
 		}
 		f := FieldByName(n)
-		if f == nil || !prefixFieldOK(f) {
-			return nil, fmt.Errorf("'prefixes' with incompatible field: %s", n)
+		switch {
+		case f == nil:
+			warnings = append(warnings, "'prefixes' with unknown field: "+n)
+		case !prefixFieldOK(f):
+			warnings = append(warnings, "'prefixes' with incompatible field: "+n)
+		case len(fields) == maxPrefixFields:
+			warnings = append(warnings, "'prefixes' with too many fields, field not used: "+n)
+		default:
+			fields = append(fields, f)
 		}
-		if len(fs) == maxPrefixFields {
-			return nil, fmt.Errorf("'prefixes' with too many fields, field not used: %s", n)
-		}
-		fs = append(fs, f)
 	}
-	return fs, nil
+	return fields, warnings
 }
 
 // prefixValue is a field's value as big-endian 32-bit words, the first

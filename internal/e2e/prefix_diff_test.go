@@ -121,3 +121,73 @@ func TestPrefixTrackingLikeOVS(t *testing.T) {
 		t.Errorf("Open vSwitch made %d megaflows for %d packets: the traffic does not show prefix tracking", len(ovsFlows), packets)
 	}
 }
+
+// TestOVSDBPrefixesLikeOVS: a Flow_Table's prefixes column, set and
+// changed with ovs-vsctl on the running bridge, changes the megaflows of
+// that table in govs as in Open vSwitch 3.1: ip_src only (nw_dst
+// un-wildcarded whole), none, and back to the default when the bridge's
+// flow_tables is cleared.
+func TestOVSDBPrefixesLikeOVS(t *testing.T) {
+	results := map[string]string{}
+	for _, sw := range []string{"govs", "ovs"} {
+		r := newOVSDBRig(t)
+		ctl := filepath.Join(r.dir, "ovs-vswitchd.ctl")
+		if sw == "govs" {
+			ctl = "ovs-vswitchd" // its pidfile names its control socket
+			r.startGovs()
+		} else {
+			r.startOVS()
+		}
+		r.vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev", "fail_mode=secure",
+			"--", "--id=@ft", "create", "Flow_Table", "prefixes=ip_src", "--", "set", "bridge", "br0", "flow_tables:1=@ft")
+		target := "unix:" + filepath.Join(r.dir, "br0.mgmt")
+		for _, f := range prefixFlows() {
+			if out, err := ofctl(target, "add-flow", f); err != nil {
+				t.Fatalf("%s: add-flow %s: %v %s", sw, f, err, out)
+			}
+		}
+		addrRE := regexp.MustCompile(`\bnw_(src|dst)=[^,]*`)
+		var log []string
+		trace := func(phase string) {
+			for _, pkt := range []string{
+				"udp,in_port=LOCAL,nw_src=192.168.8.7,nw_dst=10.10.0.77,udp_src=1,udp_dst=53",
+				"udp,in_port=LOCAL,nw_src=172.20.1.1,nw_dst=10.10.3.9,udp_src=1,udp_dst=53",
+				"udp,in_port=LOCAL,nw_src=100.64.9.9,nw_dst=10.100.0.1,udp_src=1,udp_dst=53",
+				"udp,in_port=LOCAL,nw_src=10.10.0.9,nw_dst=10.10.77.1,udp_src=1,udp_dst=53",
+			} {
+				out, err := r.tool("ovs-appctl", "-t", ctl, "ofproto/trace", "br0", pkt)
+				if err != nil {
+					t.Fatalf("%s: %v", sw, err)
+				}
+				mf := ""
+				for _, l := range strings.Split(out, "\n") {
+					if m, ok := strings.CutPrefix(l, "Megaflow: "); ok {
+						mf = strings.Join(addrRE.FindAllString(m, -1), ",")
+					}
+				}
+				log = append(log, phase+": "+pkt+": "+mf)
+			}
+		}
+		trace("ip_src")
+		r.vsctl("set", "Flow_Table", strings.TrimSpace(r.vsctl("get", "bridge", "br0", "flow_tables:1")), "prefixes=none")
+		trace("none")
+		r.vsctl("clear", "bridge", "br0", "flow_tables")
+		trace("default")
+		results[sw] = strings.Join(log, "\n")
+	}
+	if results["govs"] != results["ovs"] {
+		t.Errorf("megaflow addresses differ\n--- govs\n%s\n--- Open vSwitch\n%s", results["govs"], results["ovs"])
+	}
+	// The column must matter: each setting gives other masks (ip_src
+	// only: nw_dst whole; none: nw_src whole too; default: both narrow).
+	for _, want := range []string{
+		"ip_src: udp,in_port=LOCAL,nw_src=172.20.1.1,nw_dst=10.10.3.9,udp_src=1,udp_dst=53: nw_src=172.16.0.0/12,nw_dst=10.10.3.9",
+		"none: udp,in_port=LOCAL,nw_src=172.20.1.1,nw_dst=10.10.3.9,udp_src=1,udp_dst=53: nw_src=172.20.1.1,nw_dst=10.10.3.9",
+		"default: udp,in_port=LOCAL,nw_src=172.20.1.1,nw_dst=10.10.3.9,udp_src=1,udp_dst=53: nw_src=172.16.0.0/12,nw_dst=10.10.3.0/24",
+	} {
+		if !strings.Contains(results["govs"], want) {
+			t.Errorf("govs has no line %q", want)
+		}
+	}
+	t.Logf("both:\n%s", results["govs"])
+}
