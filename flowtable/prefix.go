@@ -425,22 +425,27 @@ func (st *subtable) setPrefixes(pf *prefixFields) {
 	}
 }
 
-// rulePrefixValue is the value of f in a rule of st (vals in st.words order).
-func (st *subtable) rulePrefixValue(vals []uint64, f *Field) (v prefixValue) {
-	var k Key
+// rulePrefixValue is the value of the field at a in a rule of st (vals
+// in st.words order).
+func (st *subtable) rulePrefixValue(vals []uint64, a *prefixAt) (v prefixValue) {
+	var buf [24]byte // the key words the field spans (at most 16 bytes)
+	base, end := int(a.off)&^7, int(a.off)+int(a.size)
 	for i, w := range st.words {
-		if int(w)*8 < f.Off+f.Size && int(w)*8+8 > f.Off {
-			k.SetWord(int(w), vals[i])
+		if off := int(w) * 8; off >= base && off < end {
+			binary.NativeEndian.PutUint64(buf[off-base:], vals[i])
 		}
 	}
-	return keyPrefixValue(&k, f)
+	for i := 0; i < int(a.size)/4; i++ {
+		v[i] = binary.BigEndian.Uint32(buf[int(a.off)-base+4*i:])
+	}
+	return v
 }
 
 // addPrefixes and removePrefixes keep the tries in step with the rules.
 func (c *classifier) addPrefixes(st *subtable, vals []uint64) {
 	for j, p := range st.prefixes.plen {
 		if p != 0 {
-			v := st.rulePrefixValue(vals, c.prefix.fields[j])
+			v := st.rulePrefixValue(vals, &c.prefix.at[j])
 			c.tries[j].insert(&v, uint(p))
 		}
 	}
@@ -449,7 +454,7 @@ func (c *classifier) addPrefixes(st *subtable, vals []uint64) {
 func (c *classifier) removePrefixes(st *subtable, vals []uint64) {
 	for j, p := range st.prefixes.plen {
 		if p != 0 {
-			v := st.rulePrefixValue(vals, c.prefix.fields[j])
+			v := st.rulePrefixValue(vals, &c.prefix.at[j])
 			c.tries[j].remove(&v, uint(p))
 		}
 	}
@@ -530,18 +535,12 @@ func (tc *trieCtx) walk(j int) {
 // gets the leading bits of the field the trie walk depended on; a skip
 // never un-wildcards more of the field than the subtable's own prefix,
 // or the bits are in wc already.
-//
-// With walk false, it decides only from tries walked already (for another
-// subtable of the table), and says no when it would need a walk first.
-func (st *subtable) skipByPrefix(si int, tc *trieCtx, wc *Key, walk bool) bool {
+func (st *subtable) skipByPrefix(si int, tc *trieCtx, wc *Key) bool {
 	for j, p := range st.prefixes.plen {
 		if p == 0 || int(st.prefixes.stage[j]) != si {
 			continue
 		}
 		if tc.done&(1<<j) == 0 {
-			if !walk {
-				return false
-			}
 			tc.walk(j)
 		}
 		if tc.plens[j][(p-1)/64]&(1<<((p-1)%64)) != 0 {

@@ -179,17 +179,11 @@ func (st *subtable) removeStages(vals []uint64) {
 // and the leading bits of the field the trie walk read go into wc. The
 // tries are asked here only when the stage rejects k: a stage that passes
 // has a rule with that prefix, so the tries would not have skipped it.
-// Same masks, and no trie walk for the subtables that match. A trie
-// walked already for another subtable of the table is asked first, as in
-// OVS, which saves hashing the stage.
+// Same masks, and no trie walk for the subtables that match.
 func (st *subtable) probe(k *Key, wc *Key, tc *trieCtx) []*Rule {
 	h := hashStart
 	for si := range st.stages {
 		s := &st.stages[si]
-		if st.prefixes.at&(1<<si) != 0 && tc.done != 0 && wc != nil && st.skipByPrefix(si, tc, wc, false) {
-			st.maskBefore(si, wc)
-			return nil
-		}
 		h = st.hashStage(h, k, s.words)
 		if !s.hashes.has(h) {
 			if wc != nil {
@@ -199,10 +193,6 @@ func (st *subtable) probe(k *Key, wc *Key, tc *trieCtx) []*Rule {
 		}
 	}
 	n := len(st.stages)
-	if st.prefixes.at&(1<<n) != 0 && tc.done != 0 && wc != nil && st.skipByPrefix(n, tc, wc, false) {
-		st.maskBefore(n, wc)
-		return nil
-	}
 	b := st.buckets.get(st.hashStage(h, k, st.last))
 	if wc != nil {
 		if b == nil {
@@ -220,7 +210,7 @@ func (st *subtable) probe(k *Key, wc *Key, tc *trieCtx) []*Rule {
 // through si, or, if the tries skip the subtable there, the stages before
 // si and the trie's bits.
 func (st *subtable) reject(si int, tc *trieCtx, wc *Key) {
-	if st.prefixes.at&(1<<si) != 0 && !st.covered(si, wc) && st.skipByPrefix(si, tc, wc, true) {
+	if st.prefixes.at&(1<<si) != 0 && !st.covered(si, wc) && st.skipByPrefix(si, tc, wc) {
 		st.maskBefore(si, wc)
 		return
 	}
