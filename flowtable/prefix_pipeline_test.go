@@ -3,6 +3,7 @@ package flowtable_test
 import (
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,5 +98,37 @@ table=0,priority=0 actions=output:9
 	wg.Wait()
 	if err := p.SetPrefixFields(0, []*flowtable.Field{flowtable.FieldTCPDst}); err == nil {
 		t.Error("tp_dst accepted as a prefix field")
+	}
+}
+
+// TestParsePrefixFields: a Flow_Table prefixes column read as
+// ovs-vswitchd's bridge_configure_tables reads it.
+func TestParsePrefixFields(t *testing.T) {
+	for _, tc := range []struct {
+		names    []string
+		want     string // field names; "default" for nil
+		warnings int
+	}{
+		{nil, "default", 0},
+		{[]string{"none"}, "", 0},
+		{[]string{"ip_src", "none"}, "", 0},
+		{[]string{"nw_dst", "ipv6_src"}, "ip_dst,ipv6_src", 0},
+		{[]string{"tun_src", "tun_ipv6_dst", "tun_id"}, "tun_src,tun_ipv6_dst,tun_id", 0},
+		{[]string{"tp_dst", "ip_src"}, "ip_src", 1},
+		{[]string{"nosuch"}, "default", 1},
+		{[]string{"ip_src", "ip_dst", "ipv6_src", "ipv6_dst"}, "ip_src,ip_dst,ipv6_src", 1},
+	} {
+		fields, warnings := flowtable.ParsePrefixFields(tc.names)
+		got := "default"
+		if fields != nil {
+			var names []string
+			for _, f := range fields {
+				names = append(names, f.Name)
+			}
+			got = strings.Join(names, ",")
+		}
+		if got != tc.want || len(warnings) != tc.warnings {
+			t.Errorf("%q: fields %q, warnings %q; want %q and %d warnings", tc.names, got, warnings, tc.want, tc.warnings)
+		}
 	}
 }
