@@ -259,3 +259,37 @@ func TestPrefixMegaflowsExact(t *testing.T) {
 	}
 	t.Logf("%d of %d masks with part of nw_dst", narrowed, n)
 }
+
+// TestStagedTableTakesPrefixFields: a bundle staged before its table's
+// prefix fields change is committed with the new fields on both sides.
+func TestStagedTableTakesPrefixFields(t *testing.T) {
+	p := NewPipeline()
+	var ops []FlowOp
+	for i, plen := range []int{32, 24, 16} {
+		f := &Flow{Table: 3, Priority: uint16(10 + i), Actions: []Action{out(uint32(i + 1))}}
+		f.Match.SetUint64(FieldEthType, 0x0800)
+		m := uint64(^uint32(0) << (32 - plen))
+		f.Match.SetMaskedUint64(FieldIPv4Dst, 0x0a0a0005&m, m)
+		ops = append(ops, FlowOp{Kind: OpAdd, Flow: f})
+	}
+	staged, st := stageOps(p, ops)
+	if err := p.SetPrefixFields(3, []*Field{FieldIPv4Src}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ApplyStaged(staged, st); err != nil {
+		t.Fatal(err)
+	}
+	p.catchUp()
+	for side := range p.sides {
+		tb := p.sides[side].tables[3]
+		if tb == nil || tb.hard.n != 3 {
+			t.Fatalf("side %d: table 3 not committed", side)
+		}
+		if got := tb.hard.prefix.fields; len(got) != 1 || got[0] != FieldIPv4Src {
+			t.Errorf("side %d: table 3 tracks %v, want ip_src", side, got)
+		}
+		if !tb.hard.tries[0].empty() {
+			t.Errorf("side %d: the ip_src trie holds nw_dst prefixes", side)
+		}
+	}
+}

@@ -247,6 +247,9 @@ func (p *Pipeline) putStageLocked(st *Stage, undo *[]undoStep) bool {
 			if tb == nil {
 				continue
 			}
+			// Built before a change of the table's prefix fields: its
+			// tries are rebuilt (no walk sees it yet).
+			tb.setPrefixFields(p.prefixFor(uint8(id)))
 			for _, c := range []*classifier{tb.hard, tb.soft} {
 				c.batch = cur.batch
 				if c.dormant > 0 {
