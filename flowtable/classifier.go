@@ -37,6 +37,10 @@ type classifier struct {
 	// The batch drops the subtables still empty at its end (sweep).
 	batch   *changeBatch
 	dormant int // empty subtables kept in byMask
+	// prefix are the fields the table tracks; tries their prefixes in
+	// this classifier's rules (prefix.go).
+	prefix *prefixFields
+	tries  [maxPrefixFields]prefixTrie
 }
 
 // changeBatch is a batch of classifier changes in progress.
@@ -71,18 +75,20 @@ type subtable struct {
 	words       []uint8  // indexes of the nonzero words of mask
 	maskw       []uint64 // those words of mask
 	buckets     hindex
-	stages      []stageIndex // staged lookup (stages.go)
-	last        []stageWord  // the words of the last stage
+	stages      []stageIndex   // staged lookup (stages.go)
+	last        []stageWord    // the words of the last stage
+	stageIDs    [nStages]uint8 // the stage (0 metadata .. 3 L4) of stages[i], then of last
+	prefixes    subtablePrefixes
 	maxPriority int
 	nMax        int // rules at maxPriority: the maximum is searched again only when the last goes
 	n           int
 }
 
 func newClassifier() *classifier {
-	return &classifier{byMask: map[Key]*subtable{}}
+	return &classifier{byMask: map[Key]*subtable{}, prefix: defaultPrefixFields}
 }
 
-func newSubtable(mask *Key) *subtable {
+func newSubtable(mask *Key, pf *prefixFields) *subtable {
 	st := &subtable{mask: *mask, maxPriority: -1}
 	for i := 0; i < KeyWords; i++ {
 		if mask.Word(i) != 0 {
@@ -91,6 +97,7 @@ func newSubtable(mask *Key) *subtable {
 		}
 	}
 	st.buildStages()
+	st.setPrefixes(pf)
 	return st
 }
 
@@ -128,7 +135,7 @@ func (c *classifier) insert(r *Rule) {
 	st := c.subtableFor(&mask)
 	switch {
 	case st == nil:
-		st = newSubtable(&mask)
+		st = newSubtable(&mask, c.prefix)
 		c.byMask[mask] = st
 		c.subtables = append(c.subtables, st)
 	case st.n == 0: // emptied earlier in the batch: back in use
@@ -153,6 +160,9 @@ func (c *classifier) insert(r *Rule) {
 	b[i] = r
 	st.buckets.set(h, b)
 	st.addStages(r.match.values())
+	if st.prefixes.at != 0 {
+		c.addPrefixes(st, r.match.values())
+	}
 	st.n++
 	c.n++
 	if r.Flags&FlagSendFlowRem != 0 {
@@ -203,8 +213,11 @@ func (c *classifier) clear() {
 		})
 	}
 	c.n, c.repeated, c.flowRem = 0, 0, 0
+	for j := range c.tries {
+		c.tries[j].reset()
+	}
 	if c.batch == nil || !c.batch.on {
-		*c = classifier{byMask: map[Key]*subtable{}, soft: c.soft, batch: c.batch}
+		*c = classifier{byMask: map[Key]*subtable{}, soft: c.soft, batch: c.batch, prefix: c.prefix}
 		return
 	}
 	for _, st := range c.subtables {
@@ -243,6 +256,9 @@ func (c *classifier) remove(r *Rule) {
 	}
 	st.buckets.set(h, b)
 	st.removeStages(r.match.values())
+	if st.prefixes.at != 0 {
+		c.removePrefixes(st, r.match.values())
+	}
 	st.n--
 	c.n--
 	if r.Flags&FlagSendFlowRem != 0 {
@@ -310,12 +326,18 @@ func (c *classifier) resort(st *subtable) {
 // not nil, the bits of the key the result depends on are ORed into it:
 // of each subtable it looked into, the stages it examined (probe).
 func (c *classifier) lookup(k *Key, wc *Key) *Rule {
+	tc := trieCtx{k: k, hard: c}
+	return c.lookupTries(k, wc, &tc)
+}
+
+// lookupTries is lookup with the table's trie context.
+func (c *classifier) lookupTries(k *Key, wc *Key, tc *trieCtx) *Rule {
 	var best *Rule
 	for _, st := range c.subtables {
 		if best != nil && st.maxPriority < int(best.Priority) {
 			break
 		}
-		for _, r := range st.probe(k, wc) {
+		for _, r := range st.probe(k, wc, tc) {
 			if st.equal(k, r) {
 				if best == nil || r.Priority > best.Priority ||
 					(r.Priority == best.Priority && r.seq < best.seq) {

@@ -81,7 +81,16 @@ const maxConjCandidates = 64
 // lookup finds the best rule of the table for k with conjunctive match
 // semantics, ORing into wc the masks it depended on.
 func (t *table) lookup(k *Key, wc *Key) *Rule {
-	hard := t.hard.lookup(k, wc)
+	var tc trieCtx
+	return t.lookupTries(k, wc, &tc)
+}
+
+// lookupTries is lookup with a trie context of the caller's (a walk keeps
+// one: set up per lookup, its trie results are written before they are
+// read).
+func (t *table) lookupTries(k *Key, wc *Key, tc *trieCtx) *Rule {
+	tc.k, tc.hard, tc.soft, tc.done = k, t.hard, t.soft, 0
+	hard := t.hard.lookupTries(k, wc, tc)
 	if t.soft.n == 0 {
 		return hard
 	}
@@ -95,7 +104,7 @@ func (t *table) lookup(k *Key, wc *Key) *Rule {
 		if st.maxPriority <= hardPri {
 			break
 		}
-		b := st.probe(k, wc)
+		b := st.probe(k, wc, tc)
 		for i, r := range b {
 			if st.equal(k, r) {
 				buckets = append(buckets, softMatch{st, b[i:]})
@@ -154,7 +163,7 @@ func (t *table) lookup(k *Key, wc *Key) *Rule {
 		}
 		saved := k.ConjID()
 		k.SetConjID(c.id)
-		r := t.hard.lookup(k, wc)
+		r := t.hard.lookupTries(k, wc, tc)
 		k.SetConjID(saved)
 		if r != nil {
 			return r

@@ -82,7 +82,7 @@ func TestConjunctionMatchesBruteForce(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("clauses=%d/conjs=%d/priorities=%d/repeat=%v", tc.clauses, tc.conjs, tc.priorities, tc.repeat), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.clauses), uint64(tc.conjs)))
-			tb := newTable(nil)
+			tb := newTable(nil, defaultPrefixFields)
 			var hard, soft []*Rule
 			seq := uint64(0)
 			// Each conjunction has 2 or 3 clauses and its own priority.

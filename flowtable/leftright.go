@@ -34,12 +34,13 @@ type side struct {
 	groups map[uint32]*GroupEntry
 	meters map[uint32]*MeterEntry
 	batch  *changeBatch // the pipeline's, for the classifiers (classifier.go)
+	p      *Pipeline    // for the tables' prefix fields
 }
 
 func (s *side) table(id uint8) *table {
 	t := s.tables[id]
 	if t == nil {
-		t = newTable(s.batch)
+		t = newTable(s.batch, s.p.prefixFor(id))
 		s.tables[id] = t
 	}
 	return t

@@ -208,6 +208,7 @@ type xlate struct {
 	traceCT  Conntrack
 	stack    []stackEntry
 	counters *TableCounters
+	tries    trieCtx // the current table lookup's (prefix.go)
 	// Freezing at controller(pause) (continuation.go): the pause, the
 	// actions frozen so far and the last UnrollXlate among them.
 	freezing bool
@@ -366,7 +367,7 @@ func (x *xlate) lookup(id uint8) *Rule {
 	if t == nil {
 		return nil
 	}
-	return t.lookup(&x.pkt.Key, x.mask())
+	return t.lookupTries(&x.pkt.Key, x.mask(), &x.tries)
 }
 
 // enter takes one step of the packet's recursion budget for a table

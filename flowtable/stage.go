@@ -247,6 +247,9 @@ func (p *Pipeline) putStageLocked(st *Stage, undo *[]undoStep) bool {
 			if tb == nil {
 				continue
 			}
+			// Built before a change of the table's prefix fields: its
+			// tries are rebuilt (no walk sees it yet).
+			tb.setPrefixFields(p.prefixFor(uint8(id)))
 			for _, c := range []*classifier{tb.hard, tb.soft} {
 				c.batch = cur.batch
 				if c.dormant > 0 {
@@ -312,13 +315,15 @@ func (p *Pipeline) spareTable(id uint8) *table {
 	sp := &p.spares
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	pf := p.prefixFor(id)
 	for i, t := range sp.tables[id] {
 		if t != nil {
 			sp.tables[id][i] = nil
+			t.setPrefixFields(pf) // empty: no tries to rebuild
 			return t
 		}
 	}
-	return newTable(nil)
+	return newTable(nil, pf)
 }
 
 // keepSpareLocked keeps t, table id replaced by a stage's (p.mu held, t
@@ -427,12 +432,16 @@ func (t *table) clone(batch *changeBatch) *table {
 
 func (c *classifier) clone(batch *changeBatch) *classifier {
 	n := &classifier{byMask: make(map[Key]*subtable, len(c.subtables)), n: c.n, soft: c.soft,
-		repeated: c.repeated, flowRem: c.flowRem, batch: batch, subtables: make([]*subtable, len(c.subtables))}
+		repeated: c.repeated, flowRem: c.flowRem, batch: batch, subtables: make([]*subtable, len(c.subtables)),
+		prefix: c.prefix}
+	for j := range c.tries {
+		n.tries[j] = c.tries[j].clone()
+	}
 	chunk := make([]*Rule, c.n) // every bucket, carved from one array
 	for i, st := range c.subtables {
 		// The word lists never change after newSubtable: shared.
 		ns := &subtable{mask: st.mask, words: st.words, maskw: st.maskw, last: st.last,
-			maxPriority: st.maxPriority, nMax: st.nMax, n: st.n}
+			stageIDs: st.stageIDs, prefixes: st.prefixes, maxPriority: st.maxPriority, nMax: st.nMax, n: st.n}
 		// The stages' word lists are shared too; their counted hashes
 		// (staged lookup, stages.go) are the rules', copied.
 		ns.stages = make([]stageIndex, len(st.stages))

@@ -87,6 +87,7 @@ func (st *subtable) buildStages() {
 			continue
 		}
 		upto = mergeStageWords(upto, per[s])
+		st.stageIDs[len(st.stages)] = uint8(s)
 		st.stages = append(st.stages, stageIndex{words: per[s], upto: upto})
 	}
 	// The last stage is the full probe of the buckets: the bucket hash
@@ -171,27 +172,86 @@ func (st *subtable) removeStages(vals []uint64) {
 
 // probe returns the bucket of st that k's masked value hashes to (nil if
 // a stage rejects k), ORing into wc the bits it examined.
-func (st *subtable) probe(k *Key, wc *Key) []*Rule {
+//
+// With prefix tracking (prefix.go), OVS asks the tries before hashing a
+// stage that holds a tracked field, and skips the subtable when no rule's
+// prefix of the subtable's length matches: then only the stages before
+// and the leading bits of the field the trie walk read go into wc. The
+// tries are asked here only when the stage rejects k: a stage that passes
+// has a rule with that prefix, so the tries would not have skipped it.
+// Same masks, and no trie walk for the subtables that match.
+func (st *subtable) probe(k *Key, wc *Key, tc *trieCtx) []*Rule {
 	h := hashStart
 	for si := range st.stages {
 		s := &st.stages[si]
 		h = st.hashStage(h, k, s.words)
 		if !s.hashes.has(h) {
 			if wc != nil {
-				for _, w := range s.upto {
-					i := int(st.words[w.i])
-					wc.SetWord(i, wc.Word(i)|w.mask)
-				}
+				st.reject(si, tc, wc)
 			}
 			return nil
 		}
 	}
+	n := len(st.stages)
+	b := st.buckets.get(st.hashStage(h, k, st.last))
 	if wc != nil {
+		if b == nil {
+			st.reject(n, tc, wc)
+			return nil
+		}
 		for i, w := range st.words {
 			wc.SetWord(int(w), wc.Word(int(w))|st.maskw[i])
 		}
 	}
-	return st.buckets.get(st.hashStage(h, k, st.last))
+	return b
+}
+
+// reject ORs into wc what a rejection at stage si depends on: the stages
+// through si, or, if the tries skip the subtable there, the stages before
+// si and the trie's bits.
+func (st *subtable) reject(si int, tc *trieCtx, wc *Key) {
+	if st.prefixes.at&(1<<si) != 0 && !st.covered(si, wc) && st.skipByPrefix(si, tc, wc) {
+		st.maskBefore(si, wc)
+		return
+	}
+	if si == len(st.stages) {
+		for i, w := range st.words {
+			wc.SetWord(int(w), wc.Word(int(w))|st.maskw[i])
+		}
+		return
+	}
+	st.maskBefore(si+1, wc)
+}
+
+// covered reports whether wc holds the subtable's mask through stage si
+// already (a table before looked at those bits): then a skip by the tries
+// could not narrow wc, and the trie walk is not worth it.
+func (st *subtable) covered(si int, wc *Key) bool {
+	if si == len(st.stages) {
+		for i, w := range st.words {
+			if wc.Word(int(w))&st.maskw[i] != st.maskw[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for _, w := range st.stages[si].upto {
+		if wc.Word(int(st.words[w.i]))&w.mask != w.mask {
+			return false
+		}
+	}
+	return true
+}
+
+// maskBefore ORs into wc the subtable's mask through the stages before n.
+func (st *subtable) maskBefore(n int, wc *Key) {
+	if n == 0 {
+		return
+	}
+	for _, w := range st.stages[n-1].upto {
+		i := int(st.words[w.i])
+		wc.SetWord(i, wc.Word(i)|w.mask)
+	}
 }
 
 // hcount is a counted set of 64-bit hashes (open addressing, as hindex):

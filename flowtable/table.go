@@ -27,8 +27,9 @@ type table struct {
 	hard, soft *classifier
 }
 
-func newTable(batch *changeBatch) *table {
+func newTable(batch *changeBatch, pf *prefixFields) *table {
 	t := &table{hard: newClassifier(), soft: newClassifier()}
+	t.hard.prefix, t.soft.prefix = pf, pf
 	t.hard.batch, t.soft.batch = batch, batch
 	t.soft.soft = true
 	return t
@@ -103,6 +104,9 @@ type Pipeline struct {
 	countersMu     sync.Mutex
 	counters       []*TableCounters
 	sharedCounters TableCounters
+	// prefixes are the tables' tracked fields (nil: the default), as
+	// Flow_Table prefixes (prefix.go).
+	prefixes [NumTables]atomic.Pointer[prefixFields]
 }
 
 // PortLister lists the bridge's ports, for flooding.
@@ -118,6 +122,7 @@ func NewPipeline() *Pipeline {
 	groups := map[uint32]*GroupEntry{}
 	p.sides[0].groups, p.sides[1].groups = groups, groups
 	p.sides[0].batch, p.sides[1].batch = &p.batch, &p.batch
+	p.sides[0].p, p.sides[1].p = p, p
 	return p
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/govs-project/govs/flowtable"
 )
 
 // Config is the daemon configuration file.
@@ -38,6 +40,10 @@ type BridgeConfig struct {
 	// FlowLimits are limits of single tables (OVS's Flow_Table
 	// flow_limit), in place of the daemon's --flow-limit there.
 	FlowLimits map[uint8]int `yaml:"flow_limits"`
+	// Prefixes are the fields of single tables' prefix tracking (OVS's
+	// Flow_Table prefixes): field names, or "none"; a table not named
+	// tracks ip_dst,ip_src.
+	Prefixes map[uint8][]string `yaml:"prefixes"`
 	// HWAddr (other_config:hwaddr) and DefaultMAC (from the Bridge row's
 	// UUID) feed OVS's choice of the LOCAL port's MAC and of the datapath
 	// id (pickLocalMAC); DefaultMAC is nil outside the OVSDB, where the
@@ -113,6 +119,11 @@ func (b *BridgeConfig) Validate() error {
 	for table, n := range b.FlowLimits {
 		if n < 0 {
 			return fmt.Errorf("bridge %s: flow_limits: table %d: %d is negative", b.Name, table, n)
+		}
+	}
+	for table, names := range b.Prefixes {
+		if _, warnings := flowtable.ParsePrefixFields(names); len(warnings) > 0 {
+			return fmt.Errorf("bridge %s: prefixes: table %d: %s", b.Name, table, warnings[0])
 		}
 	}
 	seen := map[string]bool{}

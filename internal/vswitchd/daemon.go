@@ -395,6 +395,7 @@ func (d *Daemon) startBridge(cfg BridgeConfig) (*bridge, error) {
 	d.mu.Unlock()
 	p.Conntrack = ctadapter.Wrap(d.tracker)
 	log := d.Log.With(zap.String("bridge", cfg.Name))
+	applyPrefixes(p, nil, cfg.Prefixes, log)
 	dp := datapath.NewBridge(cfg.Name, dpid, p, log)
 	dp.PMD = d.PMD
 	dp.PortThreads = d.PortThreads
@@ -525,6 +526,7 @@ func (d *Daemon) updateBridge(b *bridge, cfg BridgeConfig) error {
 		b.dp.Pipeline().SetLimits(d.bridgeLimitsLocked(cfg))
 		d.mu.Unlock()
 	}
+	applyPrefixes(b.dp.Pipeline(), b.cfg.Prefixes, cfg.Prefixes, d.Log.With(zap.String("bridge", cfg.Name)))
 	if slices.Equal(b.cfg.Controllers, cfg.Controllers) && slices.Equal(b.cfg.Listeners, cfg.Listeners) &&
 		slices.Equal(b.cfg.Protocols, cfg.Protocols) {
 		b.cfg = cfg

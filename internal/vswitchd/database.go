@@ -355,6 +355,7 @@ func (s *dbSession) desiredState(sn snapshot) (State, map[string]error) {
 		}
 		bc.HWAddr, bc.DefaultMAC = br.OtherConfig["hwaddr"], defaultBridgeMAC(br.UUID)
 		bc.FlowLimits = flowLimits(br.FlowTables, sn.flowTables)
+		bc.Prefixes = tablePrefixes(br.FlowTables, sn.flowTables)
 		for _, cid := range br.Controller {
 			if c := sn.controllers[cid]; c != nil {
 				if strings.HasPrefix(c.Target, "p") {
@@ -419,6 +420,24 @@ func flowLimits(tables map[int]string, rows map[string]*flowTableRow) map[uint8]
 		l[uint8(table)] = *ft.FlowLimit
 	}
 	return l
+}
+
+// tablePrefixes are the prefixes columns of a bridge's Flow_Table rows,
+// by table (nil when none has one); names OVS would not take are left for
+// the bridge to warn about (applyPrefixes).
+func tablePrefixes(tables map[int]string, rows map[string]*flowTableRow) map[uint8][]string {
+	var m map[uint8][]string
+	for table, id := range tables {
+		ft := rows[id]
+		if ft == nil || len(ft.Prefixes) == 0 || table < 0 || table > 254 {
+			continue
+		}
+		if m == nil {
+			m = map[uint8][]string{}
+		}
+		m[uint8(table)] = slices.Clone(ft.Prefixes)
+	}
+	return m
 }
 
 // portFromRows makes the wanted port of a Port row and its Interface.

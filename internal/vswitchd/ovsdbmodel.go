@@ -49,8 +49,9 @@ type bridgeRow struct {
 
 // flowTableRow is a Flow_Table row (a bridge's flow_tables value).
 type flowTableRow struct {
-	UUID      string `ovsdb:"_uuid"`
-	FlowLimit *int   `ovsdb:"flow_limit"`
+	UUID      string   `ovsdb:"_uuid"`
+	FlowLimit *int     `ovsdb:"flow_limit"`
+	Prefixes  []string `ovsdb:"prefixes"`
 }
 
 // portRow is a Port row.
