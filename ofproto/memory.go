@@ -42,6 +42,10 @@ func reclaimMemory() {
 		for {
 			reclaimAgain.Store(false)
 			debug.FreeOSMemory()
+			// A big bundle's commit leaves the staging pace to this
+			// collection (bundleControl): the heap is its live size now,
+			// so the normal pace starts no collection of its own.
+			releaseStagingGC()
 			MemoryReclaims.Add(1)
 			time.Sleep(reclaimInterval)
 			if !reclaimAgain.Load() {
@@ -60,9 +64,10 @@ func reclaimMemory() {
 // collector's cycles (about eight for a 118k-flow bundle, each scanning
 // the grown heap) cost switch CPU while the client waits. So the
 // collector runs less often (stagingGCPercent) until the bundle is
-// committed or discarded, or no add came for stagingGCIdle (a client
-// gone without closing). The RSS a load leaves is what the reclaim after
-// it (above) gives back, as before.
+// committed (for a big one, until the reclaim's collection after the
+// commit) or discarded, or no add came for stagingGCIdle (a client gone
+// without closing). The RSS a load leaves is what the reclaim after it
+// (above) gives back, as before.
 const (
 	stagingGCPercent = 400
 	stagingGCAfter   = 4096 // adds in one bundle
