@@ -15,7 +15,8 @@ func gcPercent() int {
 
 // TestStagingGCPace: while a big bundle is staged the collector runs at
 // stagingGCPercent; the commit (or discard) puts the previous pace back,
-// and so does a bundle whose adds stop without either.
+// for a big bundle the reclaim's collection after the commit does, and so
+// does a bundle whose adds stop without either.
 func TestStagingGCPace(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	holdStagingGC()
@@ -34,6 +35,20 @@ func TestStagingGCPace(t *testing.T) {
 			t.Fatalf("%v after the last add: GC percent %d, want 100", stagingGCIdle+5*time.Second, gcPercent())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// A big bundle's commit leaves the pace to the reclaim's collection,
+	// which restores it at once (well before stagingGCIdle).
+	for reclaimPending.Load() { // an earlier reclaim's interval
+		time.Sleep(10 * time.Millisecond)
+	}
+	holdStagingGC()
+	n := MemoryReclaims.Load()
+	reclaimMemory()
+	for MemoryReclaims.Load() == n {
+		time.Sleep(time.Millisecond)
+	}
+	if got := gcPercent(); got != 100 {
+		t.Fatalf("after the reclaim's collection: GC percent %d, want 100", got)
 	}
 	debug.SetGCPercent(1000) // already sparser: left alone
 	holdStagingGC()
