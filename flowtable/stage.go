@@ -140,13 +140,21 @@ func (s *Stage) add(i int, r *Rule) {
 	}
 	twin := s.twins[r.Table]
 	// As addLocked: an add replaces the flow of the same match and
-	// priority and takes over its counters.
-	old := t.hard.findSame(r)
-	if old == nil {
-		old = t.soft.findSame(r)
+	// priority and takes over its counters. That flow is in r's
+	// classifier (insertReplacing takes it out) or, with other actions,
+	// in the other one.
+	c, other := t.hard, t.soft
+	if r.IsConjunctive() {
+		c, other = t.soft, t.hard
+	}
+	old := other.findSame(r)
+	if old != nil {
+		other.remove(old)
+	}
+	if o := c.insertReplacing(r); o != nil {
+		old = o
 	}
 	if old != nil {
-		t.cls(old).remove(old)
 		if twin != nil {
 			twin.cls(old).remove(old)
 		}
@@ -156,7 +164,6 @@ func (s *Stage) add(i int, r *Rule) {
 		}
 		old.seq = replacedSeq
 	}
-	t.cls(r).insert(r)
 	if twin != nil {
 		twin.cls(r).insert(r)
 	}
