@@ -50,7 +50,7 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 			// that here would start a collection of the whole grown heap
 			// at once, beside the commit, and the reclaim would run
 			// another right after it.
-			c.reclaim = true
+			reclaimAfterCommit()
 		case n >= stagingGCAfter:
 			releaseStagingGC()
 		}

@@ -60,3 +60,23 @@ func TestStagingGCPace(t *testing.T) {
 		t.Errorf("with GOGC=1000: GC percent %d after", got)
 	}
 }
+
+// TestReclaimAfterCommitWaits: the reclaim after a big bundle's commit
+// leaves the client its moment first (reclaimCommitDelay), then runs.
+func TestReclaimAfterCommitWaits(t *testing.T) {
+	for reclaimPending.Load() { // an earlier reclaim's interval
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := MemoryReclaims.Load()
+	start := time.Now()
+	reclaimAfterCommit()
+	for MemoryReclaims.Load() == n {
+		if time.Since(start) > reclaimCommitDelay+5*time.Second {
+			t.Fatal("no reclaim after the commit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if d := time.Since(start); d < reclaimCommitDelay {
+		t.Errorf("reclaimed %v after the commit, want at least %v", d, reclaimCommitDelay)
+	}
+}
