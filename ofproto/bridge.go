@@ -91,6 +91,7 @@ type Bridge struct {
 	// flow command: 254 tables' ~700 KB took 5-6 ms and 6 MB of garbage
 	// to build each time.
 	tableFeaturesWire map[uint8][][]byte
+	tableNamesGen     uint64 // counts the sets of tableNames
 	// roleMu serializes role changes across connections.
 	roleMu sync.Mutex
 	// lastLimitLog rate-limits the "limit reached" log line (unix ns).

@@ -170,6 +170,7 @@ func (b *Bridge) tableFeatures(c *Conn, h wire.Header, m *wire.Multipart) error 
 			b.tableNames[set[i].TableID] = set[i].NameString()
 		}
 		b.tableFeaturesWire = nil
+		b.tableNamesGen++
 		b.mu.Unlock()
 	}
 	msgs, err := b.tableFeaturesReplies(c.Version())
@@ -185,26 +186,32 @@ func (b *Bridge) tableFeatures(c *Conn, h wire.Header, m *wire.Multipart) error 
 }
 
 // tableFeaturesReplies returns the encoded table features replies for
-// version, built once per version and set of table names.
+// version, built once per version and set of table names (outside the
+// bridge's lock, which asynchronous messages take).
 func (b *Bridge) tableFeaturesReplies(version uint8) ([][]byte, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if msgs := b.tableFeaturesWire[version]; msgs != nil {
+	msgs, names, gen := b.tableFeaturesWire[version], b.tableNames, b.tableNamesGen
+	b.mu.Unlock()
+	if msgs != nil {
 		return msgs, nil
 	}
-	reps, err := wire.TableFeaturesReplies(version, wire.DefaultTablesFeatures(b.tableNames, version), 0)
+	reps, err := wire.TableFeaturesReplies(version, wire.DefaultTablesFeatures(names, version), 0)
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([][]byte, len(reps))
+	msgs = make([][]byte, len(reps))
 	for i, rep := range reps {
 		if msgs[i], err = wire.EncodeMessage(nil, version, 0, rep); err != nil {
 			return nil, err
 		}
 	}
-	if b.tableFeaturesWire == nil {
-		b.tableFeaturesWire = map[uint8][][]byte{}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tableNamesGen == gen { // else the names changed meanwhile
+		if b.tableFeaturesWire == nil {
+			b.tableFeaturesWire = map[uint8][][]byte{}
+		}
+		b.tableFeaturesWire[version] = msgs
 	}
-	b.tableFeaturesWire[version] = msgs
 	return msgs, nil
 }
