@@ -45,11 +45,11 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 		err := b.commitBundle(c, bd)
 		switch n := len(bd.mods); {
 		case n >= reclaimFlows:
-			// The bundle's translations are garbage now. The collection
-			// that returns them also restores the collector's pace: doing
-			// that here would start a collection of the whole grown heap
-			// at once, beside the commit, and the reclaim would run
-			// another right after it.
+			// The bundle's translations are garbage now: the reclaim a
+			// moment after the reply returns them. Its collection also
+			// restores the collector's pace; doing that here would start
+			// a collection of the whole grown heap at once, beside the
+			// commit, and the reclaim would run another one after it.
 			reclaimAfterCommit()
 		case n >= stagingGCAfter:
 			releaseStagingGC()
