@@ -121,6 +121,34 @@ func (st *subtable) equal(k *Key, r *Rule) bool {
 }
 
 func (c *classifier) insert(r *Rule) {
+	mask := r.match.mask()
+	c.insertMasked(r, &mask, c.subtableFor(&mask))
+}
+
+// insertReplacing inserts r in place of the rule of c with r's match and
+// priority, if there is one, and returns that rule (else nil). It is
+// findSame and insert with one mask and subtable look-up for a new flow,
+// the common case of a bundle's adds (Stage).
+func (c *classifier) insertReplacing(r *Rule) *Rule {
+	mask := r.match.mask()
+	st := c.subtableFor(&mask)
+	if st != nil && st.n > 0 {
+		vals := r.match.values()
+		for _, x := range st.buckets.get(st.hashValues(vals)) {
+			if x.Priority == r.Priority && slices.Equal(x.match.values(), vals) {
+				c.remove(x)
+				c.insert(r)
+				return x
+			}
+		}
+	}
+	c.insertMasked(r, &mask, st)
+	return nil
+}
+
+// insertMasked inserts r, whose mask is mask, into st, the subtable of
+// that mask (nil if c has none yet).
+func (c *classifier) insertMasked(r *Rule, mask *Key, st *subtable) {
 	if c.soft {
 		if r.conj == nil {
 			// Set once, before any walk can see the rule: the other
@@ -131,12 +159,10 @@ func (c *classifier) insert(r *Rule) {
 			c.repeated++
 		}
 	}
-	mask := r.match.mask()
-	st := c.subtableFor(&mask)
 	switch {
 	case st == nil:
-		st = newSubtable(&mask, c.prefix)
-		c.byMask[mask] = st
+		st = newSubtable(mask, c.prefix)
+		c.byMask[*mask] = st
 		c.subtables = append(c.subtables, st)
 	case st.n == 0: // emptied earlier in the batch: back in use
 		c.dormant--

@@ -131,6 +131,18 @@ func TestStagedCommitEqualsSequential(t *testing.T) {
 		add(sflow(2, 1, 0, 0, &Group{ID: 2})),
 		add(&Flow{Table: 2, Priority: 9, IdleTimeout: 60, Actions: []Action{out(16)}}),
 	}
+	// across replaces flows of the same match and priority between a
+	// table's conjunctive and other flows, both ways, and the same flow
+	// twice in a row.
+	across := []FlowOp{
+		add(sflow(1, 10, 3, 0, out(31))),
+		add(sflow(1, 10, 3, 0, &Conjunction{ID: 7, Clause: 1, NClauses: 2})), // replaces a plain flow
+		add(sflow(1, 10, 0, 2, &Conjunction{ID: 7, Clause: 2, NClauses: 2})),
+		add(&Flow{Table: 1, Priority: 10, Match: conjMatch(7), Actions: []Action{out(14)}}),
+		add(sflow(1, 10, 0, 2, out(32))), // replaces a conjunctive flow
+		add(sflow(1, 10, 0, 2, out(33))),
+		add(sflow(1, 10, 3, 0, out(34))),
+	}
 	cat := func(parts ...[]FlowOp) []FlowOp { return slices.Concat(parts...) }
 	badGroup := add(sflow(0, 40, 5, 0, &Group{ID: 77}))
 	limited := func(p *Pipeline) { p.Limits.MaxFlowsPerTable = 3 }
@@ -144,6 +156,7 @@ func TestStagedCommitEqualsSequential(t *testing.T) {
 		wantPut   bool
 	}{
 		{name: "empty tables", bundle: cat([]FlowOp{groupAdd(2, 102)}, pipeline), wantErr: -1, wantPut: true},
+		{name: "replaced across conjunctive and other flows", bundle: across, wantErr: -1, wantPut: true},
 		{name: "group add among the adds", bundle: cat(pipeline[:9], []FlowOp{groupAdd(2, 102)}, pipeline[9:]), wantErr: -1, wantPut: true},
 		{name: "group add after the add naming it", bundle: cat(pipeline, []FlowOp{groupAdd(2, 102)}), wantErr: 9},
 		{name: "delete all first", setup: setup, bundle: cat([]FlowOp{deleteAll(), {Kind: OpGroupDelete, GroupID: GroupAllID}, groupAdd(2, 102)}, pipeline),

@@ -169,19 +169,49 @@ func (b *Bridge) tableFeatures(c *Conn, h wire.Header, m *wire.Multipart) error 
 		for i := range set {
 			b.tableNames[set[i].TableID] = set[i].NameString()
 		}
+		b.tableFeaturesWire = nil
+		b.tableNamesGen++
 		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	names := b.tableNames
-	b.mu.Unlock()
-	reps, err := wire.TableFeaturesReplies(c.Version(), wire.DefaultTablesFeatures(names, c.Version()), 0)
+	msgs, err := b.tableFeaturesReplies(c.Version())
 	if err != nil {
 		return err
 	}
-	for _, rep := range reps {
-		if err := c.SendNoFlush(h.Xid, rep); err != nil {
+	for _, msg := range msgs {
+		if err := c.sendEncoded(h.Xid, msg); err != nil {
 			return err
 		}
 	}
 	return c.Flush()
+}
+
+// tableFeaturesReplies returns the encoded table features replies for
+// version, built once per version and set of table names (outside the
+// bridge's lock, which asynchronous messages take).
+func (b *Bridge) tableFeaturesReplies(version uint8) ([][]byte, error) {
+	b.mu.Lock()
+	msgs, names, gen := b.tableFeaturesWire[version], b.tableNames, b.tableNamesGen
+	b.mu.Unlock()
+	if msgs != nil {
+		return msgs, nil
+	}
+	reps, err := wire.TableFeaturesReplies(version, wire.DefaultTablesFeatures(names, version), 0)
+	if err != nil {
+		return nil, err
+	}
+	msgs = make([][]byte, len(reps))
+	for i, rep := range reps {
+		if msgs[i], err = wire.EncodeMessage(nil, version, 0, rep); err != nil {
+			return nil, err
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tableNamesGen == gen { // else the names changed meanwhile
+		if b.tableFeaturesWire == nil {
+			b.tableFeaturesWire = map[uint8][][]byte{}
+		}
+		b.tableFeaturesWire[version] = msgs
+	}
+	return msgs, nil
 }

@@ -42,13 +42,18 @@ func (b *Bridge) bundleControl(c *Conn, h wire.Header, m *wire.BundleControl) er
 			return ofpErr(c, wire.OFPBFC_BAD_ID, "no bundle %d", m.BundleID)
 		}
 		delete(c.State.Bundles, m.BundleID)
-		if len(bd.mods) >= reclaimFlows {
-			c.reclaim = true // the bundle's translations are garbage now
-		}
-		if len(bd.mods) >= stagingGCAfter {
+		err := b.commitBundle(c, bd)
+		switch n := len(bd.mods); {
+		case n >= reclaimFlows:
+			// The bundle's translations are garbage now: the reclaim a
+			// moment after the reply returns them. Its collection also
+			// restores the collector's pace; doing that here would start
+			// a collection of the whole grown heap at once, beside the
+			// commit, and the reclaim would run another one after it.
+			reclaimAfterCommit()
+		case n >= stagingGCAfter:
 			releaseStagingGC()
 		}
-		err := b.commitBundle(c, bd)
 		c.recycle(bd)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ package ofproto
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -235,6 +236,17 @@ func (c *Conn) Flush() error {
 	default:
 		return nil
 	}
+}
+
+// sendEncoded queues msg, an encoded message of the connection's version
+// (a reply kept encoded), with the given xid. msg itself is not kept.
+func (c *Conn) sendEncoded(xid uint32, msg []byte) error {
+	b := append(c.out.buffer(), msg...)
+	binary.BigEndian.PutUint32(b[4:8], xid)
+	if err := c.enqueue(b, kindReply); err != nil {
+		return fmt.Errorf("sending to %s: %w", c.RemoteAddr(), err)
+	}
+	return nil
 }
 
 // sendPacketIn queues a packet-in, dropped if the queue holds its limit.

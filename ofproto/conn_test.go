@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -321,6 +322,72 @@ func TestConnRepliesInOrderPastSocketBuffer(t *testing.T) {
 		}
 		if h.Type != wire.OFPT_ECHO_REPLY || h.Xid != uint32(i) || !bytes.Equal(body, bytes.Repeat([]byte{byte(i)}, 30000+i)) {
 			t.Fatalf("reply %d: type %d xid %d, %d bytes of data", i, h.Type, h.Xid, len(body))
+		}
+	}
+}
+
+// TestTableFeaturesKeptEncoded: the table features replies, kept encoded
+// between requests (ovs-ofctl asks before every flow command), carry each
+// request's xid and the connection's version, and follow a set of the
+// table names.
+func TestTableFeaturesKeptEncoded(t *testing.T) {
+	p := flowtable.NewPipeline()
+	b := ofproto.NewBridge(&fakeDP{p}, nil)
+	names := func(c *oftest.Client, version uint8, xid uint32) []string {
+		t.Helper()
+		body, _ := (&wire.Multipart{Type: wire.OFPMP_TABLE_FEATURES}).EncodeBody(version, nil)
+		c.Send(wire.OFPT_MULTIPART_REQUEST, xid, body)
+		var out []string
+		for {
+			h, body, err := c.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Xid != xid || h.Version != version || h.Type != wire.OFPT_MULTIPART_REPLY {
+				t.Fatalf("reply xid %#x version %d type %d, want xid %#x version %d", h.Xid, h.Version, h.Type, xid, version)
+			}
+			m, err := wire.DecodeMessage(h, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := m.(*wire.Multipart)
+			for i := range rep.TableFeatures {
+				out = append(out, rep.TableFeatures[i].NameString())
+			}
+			if rep.Flags&wire.OFPMPF_REPLY_MORE == 0 {
+				return out
+			}
+		}
+	}
+	c15, c13 := connectTo(t, b, wire.OFP15), connectTo(t, b, wire.OFP13)
+	first := names(c15, wire.OFP15, 1)
+	if len(first) != wire.DefaultNumTables || first[0] != "" {
+		t.Fatalf("%d tables, table 0 named %q", len(first), first[0])
+	}
+	if again := names(c15, wire.OFP15, 2); !slices.Equal(again, first) {
+		t.Errorf("second reply differs")
+	}
+	if v13 := names(c13, wire.OFP13, 3); !slices.Equal(v13, first) {
+		t.Errorf("OpenFlow 1.3 reply differs")
+	}
+	set := wire.DefaultTableFeatures(0, "Classifier", wire.OFP15)
+	body, _ := (&wire.Multipart{Type: wire.OFPMP_TABLE_FEATURES, TableFeatures: []wire.TableFeatures{set}}).EncodeBody(wire.OFP15, nil)
+	c15.Send(wire.OFPT_MULTIPART_REQUEST, 4, body)
+	for {
+		_, body, err := c15.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (uint16(body[2])<<8|uint16(body[3]))&wire.OFPMPF_REPLY_MORE == 0 {
+			break
+		}
+	}
+	for _, tc := range []struct {
+		c *oftest.Client
+		v uint8
+	}{{c15, wire.OFP15}, {c13, wire.OFP13}} {
+		if got := names(tc.c, tc.v, 5); got[0] != "Classifier" {
+			t.Errorf("version %d after the set: table 0 named %q", tc.v, got[0])
 		}
 	}
 }

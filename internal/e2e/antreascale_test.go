@@ -78,6 +78,10 @@ type memorySwitch struct {
 }
 
 // bothSwitches starts govs-vswitchd and Open vSwitch, each with br-int.
+// Open vSwitch runs at niceness 0, govs-vswitchd at its default, -10
+// (ovs-ctl's for ovs-vswitchd). With Open vSwitch at -10 too, its CPU
+// for BenchmarkAntreaScaleBundleLoad's load doubled (0.8 -> 1.6 s) and
+// its load time grew with it, so the comparison stays as it was.
 func bothSwitches(b *testing.B) []memorySwitch {
 	n := startNode(b)
 	n.mustRun("add-br", "br-int")
