@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -155,6 +156,32 @@ func readLinkNotification(f *os.File, buf []byte, deadline time.Time, c *linkCha
 	return nil
 }
 
+// ifName is the IFLA_IFNAME attribute of an ifinfomsg and its
+// attributes (syscall.ParseNetlinkRouteAttr panics on some short ones).
+func ifName(b []byte) (string, bool) {
+	if len(b) < unix.SizeofIfInfomsg {
+		return "", false
+	}
+	b = b[unix.SizeofIfInfomsg:]
+	for len(b) >= unix.SizeofRtAttr {
+		n := int(binary.NativeEndian.Uint16(b[0:2]))
+		typ := binary.NativeEndian.Uint16(b[2:4])
+		if n < unix.SizeofRtAttr || n > len(b) {
+			return "", false
+		}
+		if typ == unix.IFLA_IFNAME {
+			name := string(bytes.TrimRight(b[unix.SizeofRtAttr:n], "\x00"))
+			return name, name != ""
+		}
+		n = (n + unix.NLA_ALIGNTO - 1) &^ (unix.NLA_ALIGNTO - 1)
+		if n > len(b) {
+			break
+		}
+		b = b[n:]
+	}
+	return "", false
+}
+
 // add takes the interface names of RTM_NEWLINK and RTM_DELLINK messages
 // (IFLA_IFNAME); a message it cannot read marks every interface changed.
 func (c *linkChanges) add(b []byte) {
@@ -168,14 +195,8 @@ func (c *linkChanges) add(b []byte) {
 		if m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK {
 			continue
 		}
-		attrs, err := syscall.ParseNetlinkRouteAttr(m)
-		name := ""
-		for _, a := range attrs {
-			if a.Attr.Type == unix.IFLA_IFNAME {
-				name = string(bytes.TrimRight(a.Value, "\x00"))
-			}
-		}
-		if err != nil || name == "" {
+		name, ok := ifName(m.Data)
+		if !ok {
 			c.all = true
 			continue
 		}

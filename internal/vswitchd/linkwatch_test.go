@@ -88,3 +88,19 @@ func TestLinkChangeLogFresh(t *testing.T) {
 		t.Fatalf("past the bound: fresh(zzz) %v, %d names kept; want false and none", l.fresh("zzz", g2), len(l.byName))
 	}
 }
+
+// FuzzLinkChanges: any datagram read from the link notification socket
+// names interfaces or marks all changed, never a panic; a name comes only
+// from an RTM_NEWLINK or RTM_DELLINK message.
+func FuzzLinkChanges(f *testing.F) {
+	f.Add(linkMsg(unix.RTM_NEWLINK, 3, "eth0"))
+	f.Add(append(linkMsg(unix.RTM_DELLINK, 9, "pod1-a1b2c3"), linkMsg(unix.RTM_NEWADDR, 1, "lo")...))
+	f.Add(linkMsg(unix.RTM_NEWLINK, 3, "eth0")[:20])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c linkChanges
+		c.add(b)
+		if len(c.names) > 0 && len(b) < unix.SizeofNlMsghdr+unix.SizeofIfInfomsg {
+			t.Fatalf("%d bytes named %v", len(b), c.names)
+		}
+	})
+}
