@@ -40,7 +40,18 @@ const (
 	// ActPeer: the output is a veth; the tc program delivers to its pod
 	// end with bpf_redirect_peer (set by the Kernel at install).
 	ActPeer uint32 = 32
+	// VLAN (Action.VlanTPID, VlanTCI): push a tag on an untagged frame,
+	// pop the frame's tag, both (replace the tag), or set the TCI of the
+	// frame's tag.
+	ActPushVLAN uint32 = 64
+	ActPopVLAN  uint32 = 128
+	ActSetVLAN  uint32 = 256
+
+	actVLAN = ActPushVLAN | ActPopVLAN | ActSetVLAN
 )
+
+// vlanLen is a VLAN header's length.
+const vlanLen = 4
 
 // Geneve as the program speaks it (bpf/offload.c): the IANA port only, at
 // most TunOptionsMax option bytes matched or sent.
@@ -51,7 +62,7 @@ const (
 )
 
 // FlowKey is the exact match of a kernel entry: ingress interface, Ethernet
-// addresses and the IPv4 5-tuple with the TTL.
+// addresses, VLAN tag and the IPv4 5-tuple with the TTL.
 type FlowKey struct {
 	Ifindex        uint32
 	EthSrc, EthDst [6]byte
@@ -60,6 +71,9 @@ type FlowKey struct {
 	SrcPort        uint16
 	DstPort        uint16
 	TTL            uint8
+	// VlanTCI is the key's vlan_tci: the outer tag's TCI with
+	// flowtable.VlanCFI set, 0 for an untagged frame.
+	VlanTCI uint16
 	// Tun is the outer part of a Geneve datagram's key (Ethernet and
 	// 5-tuple above are then its inner frame's, Ifindex the underlay
 	// interface); zero for every other packet.
@@ -113,6 +127,21 @@ type Action struct {
 	NatSrcPort, NatDstPort uint16
 	// With ActEncap (OutIfindex is then the underlay interface).
 	Encap *Encap
+	// With ActPushVLAN: the tag's TPID; with ActPushVLAN or ActSetVLAN,
+	// its TCI (as in the frame).
+	VlanTPID, VlanTCI uint16
+}
+
+// txDelta is how many bytes longer the frames of an entry with action
+// flags leave than they came (a VLAN tag pushed or popped).
+func txDelta(flags uint32) int64 {
+	switch flags & (ActPushVLAN | ActPopVLAN) {
+	case ActPushVLAN:
+		return vlanLen
+	case ActPopVLAN:
+		return -vlanLen
+	}
+	return 0
 }
 
 // Counters are an entry's kernel statistics.
@@ -329,6 +358,7 @@ func (fk *FlowKey) kernel() (offloadFlowKey, error) {
 		Proto:  fk.Proto,
 		Ttl:    fk.TTL,
 		TunSrc: nativeU32(fk.Tun.Src), TunDst: nativeU32(fk.Tun.Dst),
+		VlanTci:   fk.VlanTCI,
 		TunVni:    nativeU32([4]byte{byte(fk.Tun.VNI >> 16), byte(fk.Tun.VNI >> 8), byte(fk.Tun.VNI), 0}),
 		TunFlags:  fk.Tun.Flags,
 		TunOptLen: fk.Tun.OptLen,
@@ -369,7 +399,8 @@ func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
 func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntrack.Entry) error {
 	// last_pass = now: the packet that got the entry installed went through
 	// userspace, the next keepalive is due in a second.
-	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags &^ ActPeer, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
+	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags &^ ActPeer, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow(),
+		VlanTpid: nativeU16(a.VlanTPID), VlanTci: nativeU16(a.VlanTCI)}
 	if veth, _ := k.veth.Load(a.OutIfindex); veth == true && a.Flags&ActEncap == 0 {
 		v.Flags |= ActPeer
 	}

@@ -24,6 +24,15 @@
 #define ACT_ENCAP 8   // put the frame in Geneve (outer headers from encap_*)
 #define ACT_DECAP 16  // the key is a Geneve datagram's: forward its inner frame
 #define ACT_PEER 32   // tc path: the output is a veth, bpf_redirect_peer to its pod end
+// VLAN: the frame enters with at most one tag (the key's vlan_tci) and
+// leaves with the one the entry says. ACT_POP_VLAN|ACT_PUSH_VLAN replaces
+// the tag (TPID and TCI); ACT_SET_VLAN writes the TCI of the tag it has.
+#define ACT_PUSH_VLAN 64 // add the tag vlan_tpid/vlan_tci
+#define ACT_POP_VLAN 128 // remove the tag
+#define ACT_SET_VLAN 256 // rewrite the tag's TCI to vlan_tci
+
+#define VLAN_HLEN 4
+#define VLAN_CFI 0x1000 // in a key's vlan_tci: the frame is tagged (as govs's key)
 
 // Geneve (RFC 8926) as govs's tunnel port speaks it.
 #define GENEVE_PORT 6081
@@ -35,8 +44,8 @@
 #define OUTER_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
 // flow_key is the exact match: the ingress interface, the Ethernet
-// addresses and the IPv4 5-tuple with the TTL (dec_ttl makes the TTL part
-// of a megaflow). For a Geneve datagram (ACT_DECAP entries) these are the
+// addresses, the VLAN tag and the IPv4 5-tuple with the TTL (dec_ttl
+// makes the TTL part of a megaflow). For a Geneve datagram (ACT_DECAP entries) these are the
 // inner frame's, ifindex is the underlay interface, and the tun_* fields
 // hold the outer addresses and the whole Geneve header; they are zero for
 // every other packet.
@@ -50,7 +59,7 @@ struct flow_key {
 	__u8 eth_src[6];
 	__u8 proto;
 	__u8 ttl;
-	__u16 pad;
+	__u16 vlan_tci;    // host order, the TCI | VLAN_CFI of a tagged frame; 0 untagged
 	__u32 tun_src;     // outer IPv4 addresses, network order
 	__u32 tun_dst;
 	__u32 tun_vni;     // Geneve bytes 4-7 (VNI, reserved) as on the wire
@@ -65,7 +74,8 @@ struct flow_action {
 	__u32 flags;
 	__u8 eth_dst[6];
 	__u8 eth_src[6];
-	__u32 pad;
+	__u16 vlan_tpid; // network order, with ACT_PUSH_VLAN
+	__u16 vlan_tci;  // network order, with ACT_PUSH_VLAN or ACT_SET_VLAN
 	__u32 nat_saddr; // network order, with ACT_NAT
 	__u32 nat_daddr;
 	__u16 nat_sport; // network order
@@ -151,14 +161,30 @@ static __always_inline __u16 ip_csum(struct iphdr *ip)
 	return (__u16)~csum_fold(s);
 }
 
-// parse fills k's inner part from the frame at eth: false for what the
-// program never forwards (not IPv4 TCP/UDP, IPv4 options, fragments, a
-// TCP SYN, FIN or RST: the conntrack state machine sees these).
-static __always_inline int parse(struct ethhdr *eth, void *end, struct flow_key *k)
+// parse fills k's inner part from the frame at eth and returns the offset
+// of its IPv4 header (behind one VLAN tag, 802.1Q or 802.1ad, when
+// tag_ok: govs's key holds one; the tc path has the kernel's untagging
+// done and reads the tag from the skb), 0 for what the program never
+// forwards (not IPv4 TCP/UDP, IPv4 options, fragments, a TCP SYN, FIN or
+// RST: the conntrack state machine sees these).
+static __always_inline __u32 parse(struct ethhdr *eth, void *end, struct flow_key *k, int tag_ok)
 {
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return 0;
-	struct iphdr *ip = (void *)(eth + 1);
+	__u32 l3 = sizeof(*eth);
+	__u16 proto = eth->h_proto;
+	k->vlan_tci = 0;
+	if (tag_ok && (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))) {
+		__be16 *tag = (void *)(eth + 1);
+		if ((void *)(tag + 2) > end)
+			return 0;
+		k->vlan_tci = bpf_ntohs(tag[0]) | VLAN_CFI;
+		proto = tag[1];
+		l3 += VLAN_HLEN;
+	}
+	if (proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = (void *)eth + l3;
 	if ((void *)(ip + 1) > end || ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
 		return 0;
 	if (ip->protocol == IPPROTO_TCP) {
@@ -182,7 +208,7 @@ static __always_inline int parse(struct ethhdr *eth, void *end, struct flow_key 
 	k->ttl = ip->ttl;
 	__builtin_memcpy(k->eth_dst, eth->h_dest, 6);
 	__builtin_memcpy(k->eth_src, eth->h_source, 6);
-	return 1;
+	return l3;
 }
 
 // parse_geneve fills k's tunnel part from a Geneve datagram and returns
@@ -226,10 +252,14 @@ static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, struct 
 }
 
 // rewrite applies the entry's writes to the frame at eth, which parse
-// accepted (the bounds are checked again for the verifier).
-static __always_inline int rewrite(struct ethhdr *eth, void *end, struct flow_action *a)
+// accepted with its IPv4 header at l3 (the bounds are checked again for
+// the verifier). The VLAN tag's changes come after (vlan_xdp), so the
+// offsets here are the frame's as received.
+static __always_inline int rewrite(struct ethhdr *eth, void *end, struct flow_action *a, __u32 l3)
 {
-	struct iphdr *ip = (void *)(eth + 1);
+	if (l3 != sizeof(*eth) && l3 != sizeof(*eth) + VLAN_HLEN)
+		return 0;
+	struct iphdr *ip = (void *)eth + l3;
 	if ((void *)(ip + 1) > end)
 		return 0;
 	if (a->flags & ACT_DEC_TTL) {
@@ -317,6 +347,53 @@ static __always_inline int encap(void *data, void *end, struct flow_action *a, _
 	return 1;
 }
 
+// vlan_xdp applies the entry's VLAN change to the frame at the context's
+// data (rewritten already), whose IPv4 header is at l3: a pop moves the
+// Ethernet addresses over the tag, a push opens room in front of them.
+// The L3 and L4 headers and their checksums do not change. Returns 0 when
+// the frame could not be changed (it is then lost: the caller aborts).
+static __always_inline int vlan_xdp(struct xdp_md *ctx, struct flow_action *a, __u32 l3)
+{
+	__u32 ops = a->flags & (ACT_PUSH_VLAN | ACT_POP_VLAN | ACT_SET_VLAN);
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 macs[2 * ETH_ALEN]; // copied through the stack: the moves overlap
+	if (!ops)
+		return 1;
+	if (ops & (ACT_POP_VLAN | ACT_SET_VLAN)) {
+		// Tagged as the key says: the tag is in place.
+		__be16 *tag = data + 2 * ETH_ALEN;
+		if (l3 != sizeof(struct ethhdr) + VLAN_HLEN || (void *)(tag + 3) > end)
+			return 0;
+		if (ops == ACT_SET_VLAN) {
+			tag[1] = a->vlan_tci;
+			return 1;
+		}
+		if (ops & ACT_PUSH_VLAN) { // a replaced tag
+			tag[0] = a->vlan_tpid;
+			tag[1] = a->vlan_tci;
+			return 1;
+		}
+		__builtin_memcpy(macs, data, 2 * ETH_ALEN);
+		__builtin_memcpy(data + VLAN_HLEN, macs, 2 * ETH_ALEN);
+		return !bpf_xdp_adjust_head(ctx, VLAN_HLEN);
+	}
+	if (l3 != sizeof(struct ethhdr)) // untagged, as the key says
+		return 0;
+	if (bpf_xdp_adjust_head(ctx, -VLAN_HLEN))
+		return 0;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	__be16 *tag = data + 2 * ETH_ALEN;
+	if ((void *)(tag + 3) > end)
+		return 0;
+	__builtin_memcpy(macs, data + VLAN_HLEN, 2 * ETH_ALEN);
+	__builtin_memcpy(data, macs, 2 * ETH_ALEN);
+	tag[0] = a->vlan_tpid;
+	tag[1] = a->vlan_tci;
+	return 1;
+}
+
 // take returns the entry whose action the kernel applies to the packet
 // with key k now, or NULL when the packet goes on to userspace: no entry,
 // a stale generation, the entry's keepalive due (one packet a second
@@ -356,15 +433,17 @@ int govs_offload(struct xdp_md *ctx)
 	struct flow_key k = {};
 	__u32 off = 0; // of the inner frame in a Geneve datagram
 
-	if (!parse(eth, end, &k))
+	__u32 l3 = parse(eth, end, &k, 1);
+	if (!l3)
 		return XDP_PASS;
-	if (k.proto == IPPROTO_UDP && k.dport == bpf_htons(GENEVE_PORT)) {
+	if (k.proto == IPPROTO_UDP && k.dport == bpf_htons(GENEVE_PORT) && !k.vlan_tci) {
 		off = parse_geneve(eth, end, &k);
 		if (!off)
 			return XDP_PASS;
 		if (data + off > end)
 			return XDP_PASS;
-		if (!parse(data + off, end, &k)) // the inner fields replace the outer ones
+		l3 = parse(data + off, end, &k, 1); // the inner fields replace the outer ones
+		if (!l3)
 			return XDP_PASS;
 	}
 	k.ifindex = ctx->ingress_ifindex;
@@ -395,9 +474,12 @@ int govs_offload(struct xdp_md *ctx)
 	end = (void *)(long)ctx->data_end;
 	if (off > OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX || data + off > end)
 		return XDP_ABORTED;
-	if (!rewrite(data + off, end, a))
+	if (!rewrite(data + off, end, a, l3))
 		return XDP_ABORTED;
 	if ((a->flags & ACT_ENCAP) && !encap(data, end, a, inner_len))
+		return XDP_ABORTED;
+	// Not with tunnels (userspace keeps those): the frame is at data.
+	if (!off && !vlan_xdp(ctx, a, l3))
 		return XDP_ABORTED;
 	count(a, inner_len, now);
 	return bpf_redirect(out, 0);
@@ -464,8 +546,12 @@ static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __
 		n = UDP_HDR_END;
 	if (skb->len < n || bpf_skb_load_bytes(skb, 0, buf, n))
 		return 0;
-	if (!parse((struct ethhdr *)buf, buf + n, k))
+	// The kernel took the outer tag out of the frame before the taps
+	// (skb_vlan_untag): a tag still in it is a second one.
+	if (!parse((struct ethhdr *)buf, buf + n, k, 0))
 		return 0;
+	if (skb->vlan_present)
+		k->vlan_tci = (__u16)skb->vlan_tci | VLAN_CFI;
 	*l4_len = sizeof(struct udphdr);
 	if (k->proto == IPPROTO_TCP)
 		*l4_len = ((struct tcphdr *)(buf + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
@@ -508,7 +594,8 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 		return VERDICT_PASS;
 	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
 		return VERDICT_PASS;
-	count(a, skb->len, now);
+	// Counted as the port saw it, with its tag (the skb holds it aside).
+	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
 	__builtin_memcpy(&v->act, a, sizeof(v->act));
 	return VERDICT_FWD;
 }
@@ -571,6 +658,26 @@ static __always_inline int skb_rewrite(struct __sk_buff *skb, struct flow_key *k
 	return 1;
 }
 
+// skb_vlan applies the entry's VLAN change. The tc path's skb holds its
+// tag aside (hardware-accelerated form, vlan_tci): popping and pushing
+// it moves no data, so the L3/L4 offsets and checksums skb_rewrite used
+// stay valid, and the output device or the kernel puts the tag in the
+// frame (validate_xmit_vlan) where it must.
+static __always_inline int skb_vlan(struct __sk_buff *skb, struct flow_action *a)
+{
+	__u32 ops = a->flags & (ACT_PUSH_VLAN | ACT_POP_VLAN | ACT_SET_VLAN);
+	if (!ops)
+		return 1;
+	__be16 proto = a->vlan_tpid;
+	if (ops == ACT_SET_VLAN)
+		proto = skb->vlan_proto; // the tag's own, kept
+	if (bpf_skb_vlan_pop(skb))
+		return 0;
+	if (ops == ACT_POP_VLAN)
+		return 1;
+	return !bpf_skb_vlan_push(skb, proto, bpf_ntohs(a->vlan_tci));
+}
+
 // skb_encap puts the (rewritten) frame in Geneve with the outer headers
 // the XDP path writes (encap). bpf_skb_adjust_room opens the room after
 // the Ethernet header and marks the skb as a UDP tunnel with an
@@ -622,7 +729,7 @@ int govs_offload_tc(struct __sk_buff *skb)
 	}
 	if (verdict != VERDICT_FWD)
 		return TC_ACT_OK;
-	if (!skb_rewrite(skb, &v->key, &v->act))
+	if (!skb_rewrite(skb, &v->key, &v->act) || !skb_vlan(skb, &v->act))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
 	if (v->act.flags & ACT_ENCAP) {
 		if (!skb_encap(skb, &v->act))
