@@ -469,24 +469,50 @@ table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src
 table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,output:1
 `, kpMACA, kpMACB)
 
+// kpDNATVLANFlows is kpDNATFlows with B on VLAN vlanB (no ARP flows:
+// the setup's neighbours are static).
+func kpDNATVLANFlows(vlanB uint16) string {
+	return fmt.Sprintf(`table=0,priority=10,ip,actions=ct(table=1,zone=1,nat)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,in_port=1,nw_dst=10.210.0.100,actions=ct(commit,zone=1,nat(dst=10.210.0.2:7101)),push_vlan:0x8100,mod_vlan_vid:%[3]d,output:2
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%[1]s,mod_dl_dst:%[2]s,dec_ttl,push_vlan:0x8100,mod_vlan_vid:%[3]d,output:2
+table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,dl_vlan=%[3]d,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,pop_vlan,output:1
+`, kpMACA, kpMACB, vlanB)
+}
+
 // TestNetnsKernelPathDNAT: UDP and TCP to a Service address deliver the
 // same with the kernel path on and off; with it on the kernel forwarded
 // most packets, rewriting addresses, ports and checksums both ways (the
 // pods' veths verify checksums: their offloads are off, so a wrong one
 // is a lost datagram or a stalled stream), and the OpenFlow counters see
 // every established datagram once.
-func TestNetnsKernelPathDNAT(t *testing.T) { testKernelPathDNAT(t, false, 4<<20) }
+func TestNetnsKernelPathDNAT(t *testing.T) { testKernelPathDNAT(t, false, 0, 4<<20) }
+
+// TestNetnsKernelPathDNATVLAN is TestNetnsKernelPathDNAT with B on VLAN
+// 10 behind a trunk: the program rewrites addresses, ports and checksums
+// and then pushes the tag (pops it the other way), on XDP (the tag in the
+// frame: the L3/L4 headers move by 4 bytes) and on the tc path.
+func TestNetnsKernelPathDNATVLAN(t *testing.T) {
+	for _, vnet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("vnet=%v", vnet), func(t *testing.T) { testKernelPathDNAT(t, vnet, 10, 4<<20) })
+	}
+}
 
 // testKernelPathDNAT runs the DNAT differential with the pods' offloads
 // and the ports' offload metadata on (vnet) or off.
-func testKernelPathDNAT(t *testing.T, vnet bool, tcpBytes int) {
+// testKernelPathDNAT runs it with or without the pods' offloads (vnet)
+// and with B untagged (vlanB 0) or on VLAN vlanB.
+func testKernelPathDNAT(t *testing.T, vnet bool, vlanB uint16, tcpBytes int) {
 	const udpN, udpSize = 300, 120
 	vip, backend := netip.MustParseAddrPort("10.210.0.100:80"), netip.MustParseAddrPort("10.210.0.2:7101")
 	type result struct{ tcp, udp int }
 	var res [2]result
 	for i, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-			s := newKPSetupWith(t, kernel, &kpSetup{flows: kpDNATFlows, vnet: vnet})
+			setup := &kpSetup{flows: kpDNATFlows, vnet: vnet}
+			if vlanB != 0 {
+				setup = &kpSetup{flows: kpDNATVLANFlows(vlanB), vnet: vnet, vlan: [2]uint16{0, vlanB}, txvlanOff: !vnet}
+			}
+			s := newKPSetupWith(t, kernel, setup)
 			s.nsA.MustExec(t, "ip", "neigh", "replace", vip.Addr().String(), "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
 			src := netip.MustParseAddrPort("10.210.0.1:5101")
 			res[i].udp = netnstest.UDPPingPongVia(t, s.nsA, s.nsB, src, vip, backend, udpN, udpSize)
@@ -651,4 +677,4 @@ func TestNetnsKernelPathRestartDNAT(t *testing.T) {
 // and UDP, same delivery with the path on and off) with the kernel
 // forwarding most of the stream as super-segments (more bytes per packet
 // than the MTU), the tap filter keeping them from the ports' sockets.
-func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 32<<20) }
+func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 0, 32<<20) }
