@@ -68,15 +68,17 @@ table=3,priority=10,cookie=0x6,actions=mod_dl_src:%[1]s,mod_dl_dst:%[3]s,dec_ttl
 
 // newGeneveKP builds the two nodes, the kernel path on or off on each;
 // with vnet the pods keep their offloads and the pod ports exchange
-// offload metadata (the tc path where the kernel path is on).
-func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads bool) [2]*gkNode {
-	return newGeneveKPWith(t, kernel, option, vnet, underlayOffloads, [2]string{}, nil)
+// offload metadata (the tc path where the kernel path is on). With
+// noLocal the Geneve ports have no local_ip but a fixed remote_ip (OVN's
+// shape): the source is the kernel's route's.
+func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads, noLocal bool) [2]*gkNode {
+	return newGeneveKPWith(t, kernel, option, vnet, underlayOffloads, noLocal, [2]string{}, nil)
 }
 
 // newGeneveKPWith is newGeneveKP with node i's kernel state pinned in
 // pinDirs[i] (""; not pinned) and first, when set, run in each node's
 // namespace before its Geneve port is added.
-func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
+func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads, noLocal bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
 	var nodes [2]*gkNode
 	for i := range nodes {
 		n := gkSpecs[i]
@@ -135,7 +137,11 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffload
 					return err
 				}
 			}
-			tun, err := geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond})
+			tc := geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond}
+			if noLocal {
+				tc.LocalIP, tc.RemoteIP = netip.Addr{}, netip.MustParseAddr(peer.nodeIP)
+			}
+			tun, err := geneve.Open(tc)
 			if err != nil {
 				return err
 			}
@@ -223,9 +229,14 @@ func capture(t *testing.T, ns *netnstest.NS, ifname string) func() [][]byte {
 // path leaves encapsulation to userspace (offload.KeepsOffloadsInHost).
 func TestNetnsKernelPathGeneve(t *testing.T) {
 	const udpN, udpSize, tcpBytes = 300, 200, 4 << 20
-	for _, tc := range []struct{ option, vnet, underlayOffloads bool }{{false, false, false}, {true, false, false}, {false, true, false}, {false, true, true}} {
-		option, vnet, inHost := tc.option, tc.vnet, tc.underlayOffloads
-		t.Run(fmt.Sprintf("option=%v,vnet=%v,underlay_offloads=%v", option, vnet, inHost), func(t *testing.T) {
+	for _, tc := range []struct{ option, vnet, underlayOffloads, noLocal bool }{{false, false, false, false}, {true, false, false, false},
+		{false, true, false, false}, {false, true, true, false}, {true, false, false, true}} {
+		option, vnet, inHost, noLocal := tc.option, tc.vnet, tc.underlayOffloads, tc.noLocal
+		name := fmt.Sprintf("option=%v,vnet=%v,underlay_offloads=%v", option, vnet, inHost)
+		if noLocal {
+			name += ",no_local_ip"
+		}
+		t.Run(name, func(t *testing.T) {
 			type ports [2]map[uint32]struct{ RxPackets, RxBytes, TxPackets, TxBytes uint64 }
 			type result struct {
 				udp, tcp int
@@ -236,7 +247,7 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 			res := make([]result, len(modes))
 			for r, kernel := range modes {
 				t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-					nodes := newGeneveKP(t, kernel, option, vnet, inHost)
+					nodes := newGeneveKP(t, kernel, option, vnet, inHost, noLocal)
 					var frames func() [][]byte
 					if !kernel[1] {
 						// Without the program on node 2's underlay its
