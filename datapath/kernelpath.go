@@ -82,8 +82,8 @@ func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
 // port would, so it needs what fixes them: the underlay interface (the
 // one holding local_ip or, without local_ip, the one the route to
 // remote_ip leaves through, whose preferred source the kernel gives the
-// port's datagrams), csum=false (it does not checksum whole datagrams)
-// and the IANA port. Decapsulation needs the program on that interface
+// port's datagrams) and the IANA port; with csum=true, XDP computes the
+// outer UDP checksum (the tc path leaves those frames to userspace). Decapsulation needs the program on that interface
 // too; where it cannot go there (another XDP program owns it), received
 // datagrams stay in userspace.
 func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
@@ -94,8 +94,8 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 		why = errors.New("local_ip=flow: the outer source is the flow's tun_src")
 	case o.Local == [4]byte{} && o.Remote == [4]byte{}:
 		why = errors.New("no local_ip and remote_ip=flow: no one underlay interface to attach to")
-	case o.Csum:
-		why = errors.New("csum=true: the program does not checksum whole datagrams")
+	case o.Csum && o.MTU > offload.CsumMax:
+		why = fmt.Errorf("csum=true with MTU %d: the program checksums datagrams up to %d bytes", o.MTU, offload.CsumMax)
 	case o.DstPort != offload.GenevePort:
 		why = fmt.Errorf("dst_port %d: the program knows %d only", o.DstPort, offload.GenevePort)
 	}
@@ -291,7 +291,10 @@ func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, 
 	// A frame from a port on the tc path keeps its offload metadata when
 	// the program encapsulates it: only an underlay that finishes it
 	// before the frame leaves the kernel may take it.
-	if l.in.vnet != nil && bp.underlayInHost {
+	// Nor does the tc path checksum whole datagrams (csum=true): a
+	// super-segment's would be each segment's, which the helper that
+	// marks the tunnel cannot ask the kernel for.
+	if l.in.vnet != nil && (bp.underlayInHost || bp.geneve.Outer().Csum) {
 		return 0, 0, nil, false
 	}
 	enc, ok := geneveEncap(bp, final)
@@ -336,7 +339,7 @@ func geneveEncap(bp *bridgePort, k *flowtable.Key) (*offload.Encap, bool) {
 	return &offload.Encap{
 		EthSrc: bp.underlayMAC, EthDst: nh.MAC,
 		Src: netip.AddrFrom4(nh.Src), Dst: netip.AddrFrom4(dst), SrcPort: sport,
-		TTL: o.TTL, MTU: uint16(min(o.MTU, 0xffff)), Header: pkt[:len(pkt)-len(f)],
+		TTL: o.TTL, MTU: uint16(min(o.MTU, 0xffff)), Header: pkt[:len(pkt)-len(f)], Csum: o.Csum,
 	}, true
 }
 

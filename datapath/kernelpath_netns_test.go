@@ -319,13 +319,19 @@ func testKernelPathDifferential(t *testing.T, kernelUDP int, newSetup func(t *te
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
 			s := newSetup(t, kernel)
 			res[i].udp = s.udpPingPong(t, 5001, udpN, udpSize)
+			settle(func() string {
+				if kernel {
+					s.m.Stats() // pushes the kernel counters to the flows and ports
+				}
+				for j := range res[i].ports {
+					p, _ := s.b.Port(uint32(j + 1))
+					res[i].ports[j] = p.Stats
+				}
+				return fmt.Sprint(res[i].ports)
+			})
 			var st offload.Stats
 			if kernel {
-				st = s.m.Stats() // pushes the kernel counters to the flows
-			}
-			for j := range res[i].ports {
-				p, _ := s.b.Port(uint32(j + 1))
-				res[i].ports[j] = p.Stats
+				st = s.m.Stats()
 			}
 			// The first datagram is new, every other one established and
 			// counted once, whichever path forwarded it, as it came from A.

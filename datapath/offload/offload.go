@@ -48,7 +48,14 @@ const (
 	ActSetVLAN  uint32 = 256
 
 	actVLAN = ActPushVLAN | ActPopVLAN | ActSetVLAN
+	// ActEncapCsum: with ActEncap, the outer UDP checksum (csum=true;
+	// XDP only: the tc program leaves such entries to userspace).
+	ActEncapCsum uint32 = 512
 )
+
+// CsumMax is the longest outer datagram the XDP program checksums
+// (CSUM_MAX): a csum=true port with a larger MTU stays in userspace.
+const CsumMax = 9216
 
 // vlanLen is a VLAN header's length.
 const vlanLen = 4
@@ -97,7 +104,7 @@ type TunKey struct {
 }
 
 // Encap is the outer header the program puts in front of a frame for a
-// Geneve tunnel port (csum=false, the IANA port): Ethernet from EthSrc to
+// Geneve tunnel port (the IANA port): Ethernet from EthSrc to
 // EthDst (the kernel's next hop for Dst), outer IPv4 from Src to Dst with
 // TTL and DF, UDP from SrcPort (the inner flow's hash, as the tunnel port
 // computes it) and Header, the Geneve header with options as the tunnel
@@ -110,6 +117,8 @@ type Encap struct {
 	TTL            uint8
 	MTU            uint16
 	Header         []byte
+	// Csum: the outer UDP checksum is computed (csum=true), by XDP only.
+	Csum bool
 }
 
 // PortID is the key of a port without an interface of its own (a tunnel
@@ -414,6 +423,12 @@ func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntr
 	if a.Flags&ActEncap != 0 {
 		if err := a.Encap.fill(&v); err != nil {
 			return err
+		}
+		if a.Encap.Csum {
+			if a.Encap.MTU > CsumMax {
+				return fmt.Errorf("install offload entry: csum=true with an MTU of %d", a.Encap.MTU)
+			}
+			v.Flags |= ActEncapCsum
 		}
 	}
 	if k.conns != nil {

@@ -30,6 +30,12 @@
 #define ACT_PUSH_VLAN 64 // add the tag vlan_tpid/vlan_tci
 #define ACT_POP_VLAN 128 // remove the tag
 #define ACT_SET_VLAN 256 // rewrite the tag's TCI to vlan_tci
+#define ACT_ENCAP_CSUM 512 // with ACT_ENCAP: the outer UDP checksum (csum=true); XDP only
+
+// The longest UDP datagram the XDP program checksums (the encapsulation
+// MTU of a csum=true entry is at most this; longer datagrams received
+// go up the stack).
+#define CSUM_MAX 9216
 
 #define VLAN_HLEN 4
 #define VLAN_CFI 0x1000 // in a key's vlan_tci: the frame is tagged (as govs's key)
@@ -161,6 +167,44 @@ static __always_inline __u16 ip_csum(struct iphdr *ip)
 	return (__u16)~csum_fold(s);
 }
 
+// xdp_csum returns the one's complement sum, folded to 16 bits and in
+// memory order, of the frame's bytes from offset off (at most 64) to its
+// end, or -1 when they are more than CSUM_MAX. A global function: the
+// verifier walks its loop once, not for each of its callers' states.
+__attribute__((noinline)) int xdp_csum(struct xdp_md *ctx, __u32 off)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	if (!ctx || off > 64)
+		return -1;
+	void *p = data + off;
+	__u64 s = 0;
+	for (int i = 0; i < CSUM_MAX / 4; i++) {
+		if (p + 4 > end)
+			break;
+		s += *(__u32 *)p;
+		p += 4;
+	}
+	if (p + 4 <= end)
+		return -1;
+	if (p + 2 <= end) {
+		s += *(__u16 *)p;
+		p += 2;
+	}
+	if (p + 1 <= end)
+		s += *(__u8 *)p; // the odd byte, padded with zero (memory order)
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	return csum_fold((__u32)s);
+}
+
+// udp_pseudo is the one's complement sum of the IPv4 pseudo-header of a
+// UDP datagram (memory order, unfolded).
+static __always_inline __u64 udp_pseudo(struct iphdr *ip, struct udphdr *uh)
+{
+	return (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + uh->len;
+}
+
 // parse fills k's inner part from the frame at eth and returns the offset
 // of its IPv4 header (behind one VLAN tag, 802.1Q or 802.1ad, when
 // tag_ok: govs's key holds one; the tc path has the kernel's untagging
@@ -214,7 +258,7 @@ static __always_inline __u32 parse(struct ethhdr *eth, void *end, struct flow_ke
 // parse_geneve fills k's tunnel part from a Geneve datagram and returns
 // the offset of its inner frame, or 0 when the datagram is not one the
 // program decapsulates: the kernel would drop or treat it otherwise (bad
-// outer checksum or lengths, an outer UDP checksum it must verify), or
+// outer checksum or lengths; the caller verifies a UDP checksum), or
 // govs's tunnel port would (version, payload type, options beyond
 // TUN_OPTS_MAX). Then the datagram goes up the kernel's stack as usual.
 static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, struct flow_key *k)
@@ -223,7 +267,7 @@ static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, struct 
 	struct udphdr *uh = (void *)(ip + 1);
 	__u8 *gh = (void *)(uh + 1);
 	if ((void *)(gh + GENEVE_HDR_LEN) > end || ip->protocol != IPPROTO_UDP ||
-	    uh->dest != bpf_htons(GENEVE_PORT) || uh->check != 0)
+	    uh->dest != bpf_htons(GENEVE_PORT))
 		return 0;
 	if (ip_csum(ip) != 0 || bpf_ntohs(ip->tot_len) != end - (void *)ip ||
 	    bpf_ntohs(uh->len) != end - (void *)uh)
@@ -442,6 +486,23 @@ int govs_offload(struct xdp_md *ctx)
 			return XDP_PASS;
 		if (data + off > end)
 			return XDP_PASS;
+		struct iphdr *oip = (void *)(eth + 1);
+		struct udphdr *ouh = (void *)(oip + 1);
+		if ((void *)(ouh + 1) > end)
+			return XDP_PASS;
+		if (ouh->check) {
+			// A checksummed datagram (a csum=true sender): what the
+			// kernel's UDP stack would verify, over what parse_geneve
+			// found to end at the frame's end.
+			__u64 pseudo = udp_pseudo(oip, ouh);
+			int sum = xdp_csum(ctx, OUTER_LEN - sizeof(struct udphdr));
+			if (sum < 0)
+				return XDP_PASS;
+			pseudo += sum;
+			pseudo = (pseudo & 0xffffffff) + (pseudo >> 32);
+			if (csum_fold((__u32)pseudo) != 0xffff)
+				return XDP_PASS;
+		}
 		l3 = parse(data + off, end, &k, 1); // the inner fields replace the outer ones
 		if (!l3)
 			return XDP_PASS;
@@ -478,6 +539,28 @@ int govs_offload(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if ((a->flags & ACT_ENCAP) && !encap(data, end, a, inner_len))
 		return XDP_ABORTED;
+	if ((a->flags & (ACT_ENCAP | ACT_ENCAP_CSUM)) == (ACT_ENCAP | ACT_ENCAP_CSUM)) {
+		// After every write of the datagram: the sum covers the inner
+		// frame as it leaves.
+		struct iphdr *eip = data + sizeof(struct ethhdr);
+		struct udphdr *euh = (void *)(eip + 1);
+		if ((void *)(euh + 1) > end)
+			return XDP_ABORTED;
+		__u64 sum = udp_pseudo(eip, euh);
+		int payload = xdp_csum(ctx, OUTER_LEN - sizeof(struct udphdr));
+		if (payload < 0)
+			return XDP_ABORTED; // longer than CSUM_MAX: install refuses such MTUs
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+		eip = data + sizeof(struct ethhdr);
+		euh = (void *)(eip + 1);
+		if ((void *)(euh + 1) > end)
+			return XDP_ABORTED;
+		sum += payload;
+		sum = (sum & 0xffffffff) + (sum >> 32);
+		__u16 c = ~csum_fold((__u32)sum);
+		euh->check = c ? c : 0xffff; // 0 means none
+	}
 	// Not with tunnels (userspace keeps those): the frame is at data.
 	if (!off && !vlan_xdp(ctx, a, l3))
 		return XDP_ABORTED;
@@ -590,7 +673,7 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 		return VERDICT_PASS;
 	__u64 now = bpf_ktime_get_ns();
 	struct flow_action *a = take(&v->key, now);
-	if (!a || (a->flags & ACT_DECAP))
+	if (!a || (a->flags & (ACT_DECAP | ACT_ENCAP_CSUM)))
 		return VERDICT_PASS;
 	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
 		return VERDICT_PASS;
