@@ -520,8 +520,22 @@ func (p *Packet) PushVLAN(ethType uint16) {
 	p.Commit()
 	p.Unshare()
 	tci := p.Key.VlanTCI() &^ VlanCFI
-	f := append(p.Frame, 0, 0, 0, 0) // may reallocate: the ring's frames have room
-	copy(f[16:], f[12:len(f)-4])
+	n := len(p.Frame) + 4
+	f := p.Frame[:cap(p.Frame)]
+	if cap(p.Frame) >= n {
+		f = f[:n]
+		copy(f[16:], f[12:n-4])
+	} else {
+		// No room behind the frame: a buffer from the loop's pool (the
+		// cached path allocates nothing), as Unshare takes one.
+		if p.Alloc != nil {
+			f = p.Alloc(n)
+		} else {
+			f = make([]byte, n)
+		}
+		copy(f, p.Frame[:12])
+		copy(f[16:], p.Frame[12:])
+	}
 	binary.BigEndian.PutUint16(f[12:], ethType)
 	binary.BigEndian.PutUint16(f[14:], tci)
 	p.Frame = f
