@@ -259,6 +259,15 @@ func TestDecideVLAN(t *testing.T) {
 			if kind != KeyOffer || (fk.VlanTCI != 0) != (tc.in != 0) || fk.VlanTCI&0xfff != tc.in {
 				t.Errorf("KeyOf: kind %d vlan_tci %#x, want offer with %#x", kind, fk.VlanTCI, tc.in)
 			}
+			// A restart replays the entry with FlowKey.Frame: the same key.
+			var replay flowtable.Packet
+			replay.Key.SetInPort(1)
+			if err := replay.Extract(fk.Frame()); err != nil {
+				t.Fatal(err)
+			}
+			if rk, _ := KeyOf(1, &replay.Key); rk != fk {
+				t.Errorf("replayed frame's key %+v, want %+v", rk, fk)
+			}
 		})
 	}
 }
