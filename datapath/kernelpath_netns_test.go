@@ -256,12 +256,18 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 
 // kpVLANFlows is kpFlows with VLANs: A is untagged (vlanA 0) or on VLAN
 // vlanA, B on VLAN vlanB; the established flows rewrite the tag on the
-// way (push_vlan from an untagged A, a VID rewrite between two VLANs),
-// and back (pop_vlan to an untagged A).
-func kpVLANFlows(vlanA, vlanB uint16) string {
+// way (push_vlan from an untagged A, a VID rewrite between two VLANs, or
+// with replace a pop and a push), and back (pop_vlan to an untagged A).
+// With replace, the tag toward A is 802.1ad: the kernel leaves it to
+// userspace (an AF_PACKET socket refuses a full-size frame with an
+// 802.1ad tag, which the kernel would forward; A's frames are ACKs).
+func kpVLANFlows(vlanA, vlanB uint16, replace bool) string {
 	toB, toA, fromA := fmt.Sprintf("push_vlan:0x8100,mod_vlan_vid:%d,", vlanB), "pop_vlan,", "in_port=1,"
 	if vlanA != 0 {
 		toB, toA, fromA = fmt.Sprintf("mod_vlan_vid:%d,", vlanB), fmt.Sprintf("mod_vlan_vid:%d,", vlanA), fmt.Sprintf("in_port=1,dl_vlan=%d,", vlanA)
+	}
+	if replace {
+		toB, toA = fmt.Sprintf("pop_vlan,push_vlan:0x8100,mod_vlan_vid:%d,", vlanB), fmt.Sprintf("pop_vlan,push_vlan:0x88a8,mod_vlan_vid:%d,", vlanA)
 	}
 	return fmt.Sprintf(`table=0,priority=10,ip,actions=ct(table=1,zone=1)
 table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,%[3]sactions=ct(commit,zone=1),%[4]soutput:2
@@ -273,7 +279,8 @@ table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,dl_vlan=%[6]d,acti
 // TestNetnsKernelPathVLAN is the differential test through trunks: B's
 // address is on VLAN 10 over its veth; the pipeline pushes the tag on
 // A's frames and pops it from B's (A untagged), or rewrites VLAN 20 to
-// 10 and back (A on VLAN 20). With the kernel path on and off, the same
+// 10 and back (A on VLAN 20), or replaces the tag (pop_vlan, push_vlan;
+// 802.1ad toward A). With the kernel path on and off, the same
 // data arrives, every port counts the same frames and bytes (a tag
 // wrong or missing would not reach the VLAN interface), and the kernel
 // forwards most of it, by XDP (tags in the frames) and by the tc path
@@ -283,6 +290,7 @@ func TestNetnsKernelPathVLAN(t *testing.T) {
 		name       string
 		vlanA      uint16
 		vnet, data bool
+		replace    bool
 		kernelUDP  int // datagrams the kernel forwards at least, of 2 x 400
 	}{
 		{name: "push-pop/xdp", data: true, kernelUDP: 400},
@@ -293,10 +301,12 @@ func TestNetnsKernelPathVLAN(t *testing.T) {
 		{name: "push-pop/xdp-accel-tags", kernelUDP: 380},
 		{name: "modify/xdp", vlanA: 20, data: true, kernelUDP: 400},
 		{name: "modify/tc", vlanA: 20, vnet: true, kernelUDP: 400},
+		{name: "replace/xdp", vlanA: 20, data: true, replace: true, kernelUDP: 380},
+		{name: "replace/tc", vlanA: 20, vnet: true, replace: true, kernelUDP: 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testKernelPathDifferential(t, tc.kernelUDP, func(t *testing.T, kernel bool) *kpSetup {
-				return newKPSetupWith(t, kernel, &kpSetup{flows: kpVLANFlows(tc.vlanA, 10), vlan: [2]uint16{tc.vlanA, 10},
+				return newKPSetupWith(t, kernel, &kpSetup{flows: kpVLANFlows(tc.vlanA, 10, tc.replace), vlan: [2]uint16{tc.vlanA, 10},
 					vnet: tc.vnet, txvlanOff: tc.data})
 			})
 		})

@@ -202,8 +202,11 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 				}
 				nat = nat || op.CT.NAT != nil
 			case flowtable.DPPushVLAN, flowtable.DPPopVLAN:
-				// In the output's segment, before it; no second tag.
-				if i != len(hits)-1 || outputs > 0 || tagged == (op.Kind == flowtable.DPPushVLAN) {
+				// In the output's segment, before it; no second tag; 802.1Q
+				// only (userspace's packet socket refuses full-size frames
+				// with an 802.1ad tag: the kernel would forward them).
+				if i != len(hits)-1 || outputs > 0 || tagged == (op.Kind == flowtable.DPPushVLAN) ||
+					op.Kind == flowtable.DPPushVLAN && op.VLANType != flowtable.EthTypeVLAN {
 					return d, false
 				}
 				tagged = !tagged

@@ -206,9 +206,9 @@ static __always_inline __u64 udp_pseudo(struct iphdr *ip, struct udphdr *uh)
 }
 
 // parse fills k's inner part from the frame at eth and returns the offset
-// of its IPv4 header (behind one VLAN tag, 802.1Q or 802.1ad, when
-// tag_ok: govs's key holds one; the tc path has the kernel's untagging
-// done and reads the tag from the skb), 0 for what the program never
+// of its IPv4 header (behind one 802.1Q tag when tag_ok: govs's key holds
+// one; the tc path has the kernel's untagging done and reads the tag from
+// the skb; 802.1ad frames stay in userspace, see tag_ok_proto), 0 for what the program never
 // forwards (not IPv4 TCP/UDP, IPv4 options, fragments, a TCP SYN, FIN or
 // RST: the conntrack state machine sees these).
 static __always_inline __u32 parse(struct ethhdr *eth, void *end, struct flow_key *k, int tag_ok)
@@ -218,7 +218,7 @@ static __always_inline __u32 parse(struct ethhdr *eth, void *end, struct flow_ke
 	__u32 l3 = sizeof(*eth);
 	__u16 proto = eth->h_proto;
 	k->vlan_tci = 0;
-	if (tag_ok && (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))) {
+	if (tag_ok && proto == bpf_htons(ETH_P_8021Q)) {
 		__be16 *tag = (void *)(eth + 1);
 		if ((void *)(tag + 2) > end)
 			return 0;
@@ -633,8 +633,15 @@ static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __
 	// (skb_vlan_untag): a tag still in it is a second one.
 	if (!parse((struct ethhdr *)buf, buf + n, k, 0))
 		return 0;
-	if (skb->vlan_present)
+	if (skb->vlan_present) {
+		// 802.1Q only, as XDP's parse: an 802.1ad tag goes to userspace,
+		// whose packet socket refuses a full-size frame with one
+		// (EMSGSIZE: only 802.1Q gets the 4 extra bytes), where the
+		// kernel would forward it.
+		if (skb->vlan_proto != bpf_htons(ETH_P_8021Q))
+			return 0;
 		k->vlan_tci = (__u16)skb->vlan_tci | VLAN_CFI;
+	}
 	*l4_len = sizeof(struct udphdr);
 	if (k->proto == IPPROTO_TCP)
 		*l4_len = ((struct tcphdr *)(buf + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
