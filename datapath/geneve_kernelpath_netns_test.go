@@ -71,15 +71,17 @@ table=3,priority=10,cookie=0x6,actions=mod_dl_src:%[1]s,mod_dl_dst:%[3]s,dec_ttl
 
 // newGeneveKP builds the two nodes, the kernel path on or off on each;
 // with vnet the pods keep their offloads and the pod ports exchange
-// offload metadata (the tc path where the kernel path is on).
-func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads bool) [2]*gkNode {
-	return newGeneveKPWith(t, kernel, option, vnet, underlayOffloads, [2]string{}, nil)
+// offload metadata (the tc path where the kernel path is on). With
+// noLocal the Geneve ports have no local_ip but a fixed remote_ip (OVN's
+// shape): the source is the kernel's route's; with csum, csum=true.
+func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads, noLocal, csum bool) [2]*gkNode {
+	return newGeneveKPWith(t, kernel, option, vnet, underlayOffloads, noLocal, csum, [2]string{}, nil)
 }
 
 // newGeneveKPWith is newGeneveKP with node i's kernel state pinned in
 // pinDirs[i] (""; not pinned) and first, when set, run in each node's
 // namespace before its Geneve port is added.
-func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
+func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads, noLocal, csum bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
 	var nodes [2]*gkNode
 	for i := range nodes {
 		n := gkSpecs[i]
@@ -138,7 +140,11 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffload
 					return err
 				}
 			}
-			tun, err := geneve.Open(geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond})
+			tc := geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond, Csum: csum}
+			if noLocal {
+				tc.LocalIP, tc.RemoteIP = netip.Addr{}, netip.MustParseAddr(peer.nodeIP)
+			}
+			tun, err := geneve.Open(tc)
 			if err != nil {
 				return err
 			}
@@ -226,9 +232,18 @@ func capture(t *testing.T, ns *netnstest.NS, ifname string) func() [][]byte {
 // path leaves encapsulation to userspace (offload.KeepsOffloadsInHost).
 func TestNetnsKernelPathGeneve(t *testing.T) {
 	const udpN, udpSize, tcpBytes = 300, 200, 4 << 20
-	for _, tc := range []struct{ option, vnet, underlayOffloads bool }{{false, false, false}, {true, false, false}, {false, true, false}, {false, true, true}} {
-		option, vnet, inHost := tc.option, tc.vnet, tc.underlayOffloads
-		t.Run(fmt.Sprintf("option=%v,vnet=%v,underlay_offloads=%v", option, vnet, inHost), func(t *testing.T) {
+	for _, tc := range []struct{ option, vnet, underlayOffloads, noLocal, csum bool }{{false, false, false, false, false}, {true, false, false, false, false},
+		{false, true, false, false, false}, {false, true, true, false, false}, {true, false, false, true, false},
+		{true, false, false, true, true}} { // OVN's ports: no local_ip, csum=true
+		option, vnet, inHost, noLocal, csum := tc.option, tc.vnet, tc.underlayOffloads, tc.noLocal, tc.csum
+		name := fmt.Sprintf("option=%v,vnet=%v,underlay_offloads=%v", option, vnet, inHost)
+		if noLocal {
+			name += ",no_local_ip"
+		}
+		if csum {
+			name += ",csum"
+		}
+		t.Run(name, func(t *testing.T) {
 			type ports [2]map[uint32]struct{ RxPackets, RxBytes, TxPackets, TxBytes uint64 }
 			type result struct {
 				udp, tcp int
@@ -239,7 +254,7 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 			res := make([]result, len(modes))
 			for r, kernel := range modes {
 				t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-					nodes := newGeneveKP(t, kernel, option, vnet, inHost)
+					nodes := newGeneveKP(t, kernel, option, vnet, inHost, noLocal, csum)
 					var frames func() [][]byte
 					if !kernel[1] {
 						// Without the program on node 2's underlay its
@@ -255,6 +270,9 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 							if len(f) > 50 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == 17 && binary.BigEndian.Uint16(f[36:]) == 6081 &&
 								net.IP(f[26:30]).String() == nodes[0].nodeIP {
 								res[r].wire[wireKey(f)]++
+								if sum := f[40:42]; csum != (sum[0]|sum[1] != 0) || csum && !validUDPChecksum(f[14:]) {
+									t.Errorf("datagram with UDP checksum %x (csum=%v): %x", sum, csum, f)
+								}
 							}
 						}
 					}
@@ -389,7 +407,27 @@ func wireKey(f []byte) string {
 	if len(f) < inner+14+20 {
 		return fmt.Sprintf("short %x", f)
 	}
-	return fmt.Sprintf("%x inner %x ttl %d len %d", f[:inner], f[inner:inner+14], f[inner+14+8], len(f))
+	// Nor the outer UDP checksum (csum=true), which covers them: the
+	// capture checks it is right.
+	return fmt.Sprintf("%x udp csum %x inner %x ttl %d len %d", f[:40], f[42:inner], f[inner:inner+14], f[inner+14+8], len(f))
+}
+
+// validUDPChecksum tells whether the IPv4/UDP packet ip (no options) has
+// a right UDP checksum.
+func validUDPChecksum(ip []byte) bool {
+	udp := ip[20:]
+	sum := uint32(binary.BigEndian.Uint16(ip[12:])) + uint32(binary.BigEndian.Uint16(ip[14:])) +
+		uint32(binary.BigEndian.Uint16(ip[16:])) + uint32(binary.BigEndian.Uint16(ip[18:])) + 17 + uint32(len(udp))
+	for i := 0; i+1 < len(udp); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(udp[i:]))
+	}
+	if len(udp)%2 == 1 {
+		sum += uint32(udp[len(udp)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return sum == 0xffff
 }
 
 func wireSummary(w map[string]int) string {
@@ -404,21 +442,31 @@ func wireSummary(w map[string]int) string {
 // counters once they stop moving (the last frames' counts land just after
 // the pods got them).
 func settledPorts(t *testing.T, nodes [2]*gkNode) (p [2]map[uint32]struct{ RxPackets, RxBytes, TxPackets, TxBytes uint64 }) {
-	prev := ""
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	settle(func() string {
 		for i, n := range nodes {
 			if n.m != nil {
 				n.m.Stats() // pushes the kernel counters to flows and ports
 			}
 			p[i] = portStats(t, n.b)
 		}
-		if s := fmt.Sprint(p); s == prev {
-			break
-		} else {
-			prev = s
-		}
-	}
+		return fmt.Sprint(p)
+	})
 	return p
+}
+
+// settle calls read every 50 ms until it returns the same twice in a
+// row (3 s at most): a port counts a frame after the frame has left, so
+// the counters may lag behind what the receiver already has.
+func settle(read func() string) {
+	prev := read()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		s := read()
+		if s == prev {
+			return
+		}
+		prev = s
+	}
 }
 
 // flowStats returns the counters of the flow with cookie c.

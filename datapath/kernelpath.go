@@ -80,35 +80,41 @@ func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
 
 // attachTunnelOffload lets the program encapsulate for a Geneve port and
 // decapsulate what it receives. The program writes the outer headers the
-// port would, so it needs what fixes them: local_ip (the outer source,
-// on an interface of this namespace: the underlay), csum=false (it does
-// not checksum whole datagrams) and the IANA port. Decapsulation needs
-// the program on that interface too (TCX ingress); where it cannot go
-// there, received datagrams stay in userspace.
+// port would, so it needs what fixes them: the underlay interface (the
+// one holding local_ip or, without local_ip, the one the route to
+// remote_ip leaves through, whose preferred source the kernel gives the
+// port's datagrams) and the IANA port; with csum=true, XDP computes the
+// outer UDP checksum (the tc path leaves those frames to userspace).
+// Decapsulation needs the program on that interface too (TCX ingress);
+// where it cannot go there, received datagrams stay in userspace.
 func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 	o := g.Outer()
 	var why error
 	switch {
 	case o.LocalFlow:
 		why = errors.New("local_ip=flow: the outer source is the flow's tun_src")
-	case o.Local == [4]byte{}:
-		why = errors.New("no local_ip: the outer source is the kernel's choice per packet")
-	case o.Csum:
-		why = errors.New("csum=true: the program does not checksum whole datagrams")
+	case o.Local == [4]byte{} && o.Remote == [4]byte{}:
+		why = errors.New("no local_ip and remote_ip=flow: no one underlay interface to attach to")
+	case o.Csum && o.MTU > offload.CsumMax:
+		why = fmt.Errorf("csum=true with MTU %d: the program checksums datagrams up to %d bytes", o.MTU, offload.CsumMax)
 	case o.DstPort != offload.GenevePort:
 		why = fmt.Errorf("dst_port %d: the program knows %d only", o.DstPort, offload.GenevePort)
 	}
-	var ifi *net.Interface
+	var (
+		ifi *net.Interface
+		r   *geneve.Resolver
+	)
 	if why == nil {
-		ifi, why = interfaceWithAddr(netip.AddrFrom4(o.Local))
+		r, why = geneve.NewResolver()
+	}
+	if why == nil {
+		ifi, why = underlayOf(r, o)
+		if why != nil {
+			r.Close()
+		}
 	}
 	if why != nil {
 		b.log.Info("offload: tunnel stays in userspace", zap.String("port", bp.p.Name()), zap.Error(why))
-		return
-	}
-	r, err := geneve.NewResolver()
-	if err != nil {
-		b.log.Info("offload: tunnel stays in userspace", zap.String("port", bp.p.Name()), zap.Error(err))
 		return
 	}
 	bp.geneve, bp.resolver, bp.underlay, bp.off, bp.offID = g, r, ifi.Index, b.offload, offload.PortID(bp.ofport)
@@ -120,6 +126,20 @@ func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
 		return
 	}
 	bp.xdp = x
+}
+
+// underlayOf is a Geneve port's underlay interface: the one holding its
+// local_ip or, without one, the one the route to its remote_ip leaves
+// through (the next hop of every encapsulated entry must stay there).
+func underlayOf(r *geneve.Resolver, o geneve.Outer) (*net.Interface, error) {
+	if o.Local != [4]byte{} {
+		return interfaceWithAddr(netip.AddrFrom4(o.Local))
+	}
+	ifindex, _, err := r.Route([4]byte{}, o.Remote)
+	if err != nil {
+		return nil, fmt.Errorf("no local_ip: %w", err)
+	}
+	return net.InterfaceByIndex(ifindex)
 }
 
 // underlayLink is the program's link on a Geneve underlay interface. The
@@ -272,7 +292,10 @@ func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, 
 	// A frame from a port on the tc path keeps its offload metadata when
 	// the program encapsulates it: only an underlay that finishes it
 	// before the frame leaves the kernel may take it.
-	if l.in.vnet != nil && bp.underlayInHost {
+	// Nor does the tc path checksum whole datagrams (csum=true): a
+	// super-segment's would be each segment's, which the helper that
+	// marks the tunnel cannot ask the kernel for.
+	if l.in.vnet != nil && (bp.underlayInHost || bp.geneve.Outer().Csum) {
 		return 0, 0, nil, false
 	}
 	enc, ok := geneveEncap(bp, final)
@@ -308,14 +331,16 @@ func geneveEncap(bp *bridgePort, k *flowtable.Key) (*offload.Encap, bool) {
 	if err != nil {
 		return nil, false
 	}
+	// Without local_ip the source is the route's, as the kernel writes
+	// it into the port's datagrams (sent from 0.0.0.0).
 	nh, err := bp.resolver.NextHop(o.Local, dst)
-	if err != nil || nh.Ifindex != bp.underlay {
+	if err != nil || nh.Ifindex != bp.underlay || nh.Src == [4]byte{} {
 		return nil, false
 	}
 	return &offload.Encap{
 		EthSrc: bp.underlayMAC, EthDst: nh.MAC,
-		Src: netip.AddrFrom4(o.Local), Dst: netip.AddrFrom4(dst), SrcPort: sport,
-		TTL: o.TTL, MTU: uint16(min(o.MTU, 0xffff)), Header: pkt[:len(pkt)-len(f)],
+		Src: netip.AddrFrom4(nh.Src), Dst: netip.AddrFrom4(dst), SrcPort: sport,
+		TTL: o.TTL, MTU: uint16(min(o.MTU, 0xffff)), Header: pkt[:len(pkt)-len(f)], Csum: o.Csum,
 	}, true
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/govs-project/govs/datapath/afpacket"
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/offload"
+	"github.com/govs-project/govs/datapath/port"
 	"github.com/govs-project/govs/flowtable"
 	"github.com/govs-project/govs/internal/ctadapter"
 	"github.com/govs-project/govs/ofproto/flowtext"
@@ -54,6 +55,13 @@ type kpSetup struct {
 	// vnet: the pods keep their offloads and the ports exchange offload
 	// metadata (--userspace-tso): the kernel path is then the tc path.
 	vnet bool
+	// vlan: the pods' VLANs (0: none): pod A or B tags what it sends and
+	// takes only its VLAN's frames (netnstest.VLANTrunk); the switch end
+	// of its veth is then a trunk.
+	vlan [2]uint16
+	// txvlanOff: the pods' veths put tags in the frames' data, not in the
+	// skb's accelerated tag (generic XDP sees only the data).
+	txvlanOff bool
 }
 
 func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
@@ -74,9 +82,15 @@ func newKPSetupPinned(t *testing.T, kernel bool, timeouts conntrack.Timeouts, fl
 // newKPSetupWith builds s as configured.
 func newKPSetupWith(t *testing.T, kernel bool, s *kpSetup) *kpSetup {
 	s.sw, s.nsA, s.nsB = netnstest.NewNS(t), netnstest.NewNS(t), netnstest.NewNS(t)
-	va := netnstest.NewVeth(t, s.sw, s.nsA, netnstest.VethOptions{PeerAddr: "10.210.0.1/24", PeerMAC: kpMACA, KeepOffloads: s.vnet})
-	vb := netnstest.NewVeth(t, s.sw, s.nsB, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB, KeepOffloads: s.vnet})
-	s.peerA, s.hosts = va.Peer, [2]string{va.Host, vb.Host}
+	var vs [2]*netnstest.Veth
+	for i, ns := range []*netnstest.NS{s.nsA, s.nsB} {
+		addr := fmt.Sprintf("10.210.0.%d/24", i+1)
+		vs[i] = netnstest.NewVeth(t, s.sw, ns, netnstest.VethOptions{PeerAddr: addr, PeerMAC: []net.HardwareAddr{kpMACA, kpMACB}[i], KeepOffloads: s.vnet})
+		if s.vlan[i] != 0 {
+			netnstest.VLANTrunk(t, ns, vs[i].Peer, s.vlan[i], s.txvlanOff)
+		}
+	}
+	s.peerA, s.hosts = vs[0].Peer, [2]string{vs[0].Host, vs[1].Host}
 	t.Cleanup(func() {
 		if err := s.b.Close(); err != nil {
 			t.Errorf("close bridge: %v", err)
@@ -88,6 +102,10 @@ func newKPSetupWith(t *testing.T, kernel bool, s *kpSetup) *kpSetup {
 	s.start(t, kernel)
 	// Static neighbours: no ARP in the measured traffic.
 	s.nsA.MustExec(t, "ip", "neigh", "replace", "10.210.0.2", "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
+	if s.vlan != [2]uint16{} {
+		// Nor from B: the pipelines with VLANs have no ARP flows.
+		s.nsB.MustExec(t, "ip", "neigh", "replace", "10.210.0.1", "lladdr", kpMACA.String(), "dev", vs[1].Peer, "nud", "permanent")
+	}
 	return s
 }
 
@@ -231,39 +249,118 @@ func (s *kpSetup) udpPingPong(t *testing.T, srcPort, n, size int) int {
 // forwarded most packets, and the OpenFlow counters include them exactly
 // (every established UDP datagram counted once, by one path or the other).
 func TestNetnsKernelPathDifferential(t *testing.T) {
+	testKernelPathDifferential(t, 400, func(t *testing.T, kernel bool) *kpSetup {
+		return newKPSetup(t, kernel, conntrack.Timeouts{})
+	})
+}
+
+// kpVLANFlows is kpFlows with VLANs: A is untagged (vlanA 0) or on VLAN
+// vlanA, B on VLAN vlanB; the established flows rewrite the tag on the
+// way (push_vlan from an untagged A, a VID rewrite between two VLANs, or
+// with replace a pop and a push), and back (pop_vlan to an untagged A).
+// With replace, the tag toward A is 802.1ad: the kernel leaves it to
+// userspace (an AF_PACKET socket refuses a full-size frame with an
+// 802.1ad tag, which the kernel would forward; A's frames are ACKs).
+func kpVLANFlows(vlanA, vlanB uint16, replace bool) string {
+	toB, toA, fromA := fmt.Sprintf("push_vlan:0x8100,mod_vlan_vid:%d,", vlanB), "pop_vlan,", "in_port=1,"
+	if vlanA != 0 {
+		toB, toA, fromA = fmt.Sprintf("mod_vlan_vid:%d,", vlanB), fmt.Sprintf("mod_vlan_vid:%d,", vlanA), fmt.Sprintf("in_port=1,dl_vlan=%d,", vlanA)
+	}
+	if replace {
+		toB, toA = fmt.Sprintf("pop_vlan,push_vlan:0x8100,mod_vlan_vid:%d,", vlanB), fmt.Sprintf("pop_vlan,push_vlan:0x88a8,mod_vlan_vid:%d,", vlanA)
+	}
+	return fmt.Sprintf(`table=0,priority=10,ip,actions=ct(table=1,zone=1)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,%[3]sactions=ct(commit,zone=1),%[4]soutput:2
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,%[3]sactions=mod_dl_src:%[1]s,mod_dl_dst:%[2]s,dec_ttl,%[4]soutput:2
+table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,dl_vlan=%[6]d,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,%[5]soutput:1
+`, kpMACA, kpMACB, fromA, toB, toA, vlanB)
+}
+
+// TestNetnsKernelPathVLAN is the differential test through trunks: B's
+// address is on VLAN 10 over its veth; the pipeline pushes the tag on
+// A's frames and pops it from B's (A untagged), or rewrites VLAN 20 to
+// 10 and back (A on VLAN 20), or replaces the tag (pop_vlan, push_vlan;
+// 802.1ad toward A). With the kernel path on and off, the same
+// data arrives, every port counts the same frames and bytes (a tag
+// wrong or missing would not reach the VLAN interface), and the kernel
+// forwards most of it, by XDP (tags in the frames) and by the tc path
+// (the pods' offloads on: the tags in the skbs).
+func TestNetnsKernelPathVLAN(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		vlanA      uint16
+		vnet, data bool
+		replace    bool
+		kernelUDP  int // datagrams the kernel forwards at least, of 2 x 400
+	}{
+		{name: "push-pop/xdp", data: true, kernelUDP: 400},
+		{name: "push-pop/tc", vnet: true, kernelUDP: 400},
+		// B's tags aside in the skb: generic XDP does not see them (the
+		// program matches the frame as untagged, which no entry for
+		// B's tagged frames is), so B's direction stays in userspace.
+		{name: "push-pop/xdp-accel-tags", kernelUDP: 380},
+		{name: "modify/xdp", vlanA: 20, data: true, kernelUDP: 400},
+		{name: "modify/tc", vlanA: 20, vnet: true, kernelUDP: 400},
+		{name: "replace/xdp", vlanA: 20, data: true, replace: true, kernelUDP: 380},
+		{name: "replace/tc", vlanA: 20, vnet: true, replace: true, kernelUDP: 380},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testKernelPathDifferential(t, tc.kernelUDP, func(t *testing.T, kernel bool) *kpSetup {
+				return newKPSetupWith(t, kernel, &kpSetup{flows: kpVLANFlows(tc.vlanA, 10, tc.replace), vlan: [2]uint16{tc.vlanA, 10},
+					vnet: tc.vnet, txvlanOff: tc.data})
+			})
+		})
+	}
+}
+
+// testKernelPathDifferential runs TCP and UDP from A to B through the
+// setup newSetup makes, with the kernel path off and on, and compares;
+// the kernel must have forwarded kernelUDP datagrams of the UDP phase.
+func testKernelPathDifferential(t *testing.T, kernelUDP int, newSetup func(t *testing.T, kernel bool) *kpSetup) {
 	const tcpBytes, udpN, udpSize = 8 << 20, 400, 200
 	// Port counters after the UDP phase: port 1's rx and port 2's tx
 	// count every datagram A sent once, whichever path forwarded it.
 	type result struct {
 		tcp, udp int
-		rx1, tx2 uint64
+		ports    [2]port.Stats // after the UDP phase
 	}
 	var res [2]result
 	for i, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-			s := newKPSetup(t, kernel, conntrack.Timeouts{})
+			s := newSetup(t, kernel)
 			res[i].udp = s.udpPingPong(t, 5001, udpN, udpSize)
+			settle(func() string {
+				if kernel {
+					s.m.Stats() // pushes the kernel counters to the flows and ports
+				}
+				for j := range res[i].ports {
+					p, _ := s.b.Port(uint32(j + 1))
+					res[i].ports[j] = p.Stats
+				}
+				return fmt.Sprint(res[i].ports)
+			})
 			var st offload.Stats
 			if kernel {
-				st = s.m.Stats() // pushes the kernel counters to the flows
+				st = s.m.Stats()
 			}
-			p1, _ := s.b.Port(1)
-			p2, _ := s.b.Port(2)
-			res[i].rx1, res[i].tx2 = p1.Stats.RxPackets, p2.Stats.TxPackets
 			// The first datagram is new, every other one established and
-			// counted once, whichever path forwarded it.
-			if p, b := s.ruleStats(t, 0x2); p != udpN-1 || b != (udpN-1)*(14+20+8+udpSize) {
-				t.Errorf("est flow A->B after UDP: %d packets %d bytes, want %d and %d", p, b, udpN-1, (udpN-1)*(14+20+8+udpSize))
+			// counted once, whichever path forwarded it, as it came from A.
+			frame := uint64(14 + 20 + 8 + udpSize)
+			if s.vlan[0] != 0 {
+				frame += 4
+			}
+			if p, b := s.ruleStats(t, 0x2); p != udpN-1 || b != (udpN-1)*frame {
+				t.Errorf("est flow A->B after UDP: %d packets %d bytes, want %d and %d", p, b, udpN-1, (udpN-1)*frame)
 			}
 			res[i].tcp = s.tcpTransfer(t, tcpBytes)
 			estPackets, _ := s.ruleStats(t, 0x2)
 			newPackets, _ := s.ruleStats(t, 0x1)
-			t.Logf("udp %d/%d, tcp %d bytes; flows: new %d est(A->B) %d", res[i].udp, udpN, res[i].tcp, newPackets, estPackets)
+			t.Logf("udp %d/%d, tcp %d bytes; flows: new %d est(A->B) %d; ports after UDP %+v", res[i].udp, udpN, res[i].tcp, newPackets, estPackets, res[i].ports)
 			if !kernel {
 				return
 			}
-			if st.Packets < udpN {
-				t.Errorf("kernel forwarded %d UDP packets, want most of the %d each way", st.Packets, 2*udpN)
+			if st.Packets < uint64(kernelUDP) {
+				t.Errorf("kernel forwarded %d UDP packets of %d, want >= %d", st.Packets, 2*udpN, kernelUDP)
 			}
 			st = s.m.Stats()
 			t.Logf("kernel forwarded %d packets, %d bytes; %d entries", st.Packets, st.Bytes, st.Entries)
@@ -275,8 +372,8 @@ func TestNetnsKernelPathDifferential(t *testing.T) {
 	if res[0] != res[1] {
 		t.Errorf("delivered without kernel path %+v, with %+v", res[0], res[1])
 	}
-	if res[1].rx1 < udpN || res[1].tx2 < udpN {
-		t.Errorf("port counters with the kernel path: port 1 rx %d, port 2 tx %d, want >= %d", res[1].rx1, res[1].tx2, udpN)
+	if p := res[1].ports; p[0].RxPackets < udpN || p[1].TxPackets < udpN {
+		t.Errorf("port counters with the kernel path: port 1 rx %d, port 2 tx %d, want >= %d", p[0].RxPackets, p[1].TxPackets, udpN)
 	}
 	if res[1].tcp != tcpBytes || res[1].udp != udpN {
 		t.Errorf("with kernel path delivered %+v, want tcp %d udp %d", res[1], tcpBytes, udpN)
@@ -388,24 +485,50 @@ table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src
 table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,output:1
 `, kpMACA, kpMACB)
 
+// kpDNATVLANFlows is kpDNATFlows with B on VLAN vlanB (no ARP flows:
+// the setup's neighbours are static).
+func kpDNATVLANFlows(vlanB uint16) string {
+	return fmt.Sprintf(`table=0,priority=10,ip,actions=ct(table=1,zone=1,nat)
+table=1,priority=20,cookie=0x1,ct_state=+new+trk,ip,in_port=1,nw_dst=10.210.0.100,actions=ct(commit,zone=1,nat(dst=10.210.0.2:7101)),push_vlan:0x8100,mod_vlan_vid:%[3]d,output:2
+table=1,priority=20,cookie=0x2,ct_state=+est+trk,ip,in_port=1,actions=mod_dl_src:%[1]s,mod_dl_dst:%[2]s,dec_ttl,push_vlan:0x8100,mod_vlan_vid:%[3]d,output:2
+table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,dl_vlan=%[3]d,actions=mod_dl_src:%[2]s,mod_dl_dst:%[1]s,dec_ttl,pop_vlan,output:1
+`, kpMACA, kpMACB, vlanB)
+}
+
 // TestNetnsKernelPathDNAT: UDP and TCP to a Service address deliver the
 // same with the kernel path on and off; with it on the kernel forwarded
 // most packets, rewriting addresses, ports and checksums both ways (the
 // pods' veths verify checksums: their offloads are off, so a wrong one
 // is a lost datagram or a stalled stream), and the OpenFlow counters see
 // every established datagram once.
-func TestNetnsKernelPathDNAT(t *testing.T) { testKernelPathDNAT(t, false, 4<<20) }
+func TestNetnsKernelPathDNAT(t *testing.T) { testKernelPathDNAT(t, false, 0, 4<<20) }
+
+// TestNetnsKernelPathDNATVLAN is TestNetnsKernelPathDNAT with B on VLAN
+// 10 behind a trunk: the program rewrites addresses, ports and checksums
+// and then pushes the tag (pops it the other way), on XDP (the tag in the
+// frame: the L3/L4 headers move by 4 bytes) and on the tc path.
+func TestNetnsKernelPathDNATVLAN(t *testing.T) {
+	for _, vnet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("vnet=%v", vnet), func(t *testing.T) { testKernelPathDNAT(t, vnet, 10, 4<<20) })
+	}
+}
 
 // testKernelPathDNAT runs the DNAT differential with the pods' offloads
 // and the ports' offload metadata on (vnet) or off.
-func testKernelPathDNAT(t *testing.T, vnet bool, tcpBytes int) {
+// testKernelPathDNAT runs it with or without the pods' offloads (vnet)
+// and with B untagged (vlanB 0) or on VLAN vlanB.
+func testKernelPathDNAT(t *testing.T, vnet bool, vlanB uint16, tcpBytes int) {
 	const udpN, udpSize = 300, 120
 	vip, backend := netip.MustParseAddrPort("10.210.0.100:80"), netip.MustParseAddrPort("10.210.0.2:7101")
 	type result struct{ tcp, udp int }
 	var res [2]result
 	for i, kernel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-			s := newKPSetupWith(t, kernel, &kpSetup{flows: kpDNATFlows, vnet: vnet})
+			setup := &kpSetup{flows: kpDNATFlows, vnet: vnet}
+			if vlanB != 0 {
+				setup = &kpSetup{flows: kpDNATVLANFlows(vlanB), vnet: vnet, vlan: [2]uint16{0, vlanB}, txvlanOff: !vnet}
+			}
+			s := newKPSetupWith(t, kernel, setup)
 			s.nsA.MustExec(t, "ip", "neigh", "replace", vip.Addr().String(), "lladdr", kpMACB.String(), "dev", s.peerA, "nud", "permanent")
 			src := netip.MustParseAddrPort("10.210.0.1:5101")
 			res[i].udp = netnstest.UDPPingPongVia(t, s.nsA, s.nsB, src, vip, backend, udpN, udpSize)
@@ -570,4 +693,4 @@ func TestNetnsKernelPathRestartDNAT(t *testing.T) {
 // and UDP, same delivery with the path on and off) with the kernel
 // forwarding most of the stream as super-segments (more bytes per packet
 // than the MTU), the tap filter keeping them from the ports' sockets.
-func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 32<<20) }
+func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 0, 32<<20) }

@@ -31,8 +31,8 @@ func TestOutputThenChange(t *testing.T) {
 	}{
 		{"set field", "output:2,mod_nw_dst:10.9.9.9,output:3", true},
 		{"set fields twice", "output:2,mod_dl_src:02:00:00:00:00:99,output:3,mod_tp_dst:99,output:4", true},
-		{"push and pop vlan", "output:2,push_vlan:0x8100,mod_vlan_vid:7,output:3,pop_vlan,output:4", false},
-		{"pop vlan of a tagged frame", "push_vlan:0x8100,mod_vlan_vid:5,output:2,pop_vlan,output:3", false},
+		{"push and pop vlan", "output:2,push_vlan:0x8100,mod_vlan_vid:7,output:3,pop_vlan,output:4", true},
+		{"pop vlan of a tagged frame", "push_vlan:0x8100,mod_vlan_vid:5,output:2,pop_vlan,output:3", true},
 		{"dec_ttl", "output:2,dec_ttl,output:3,output:4", true},
 		{"nat in ct", "output:2,ct(commit,zone=3,nat(dst=10.9.9.9:99)),output:3", true},
 		{"same frame twice", "output:2,output:3,mod_nw_tos:32,output:4", true},

@@ -10,6 +10,8 @@ var (
 	FrameFieldsMask = maskBytes(offNwProto, offCtIPv6Src)
 	// EthAddrsMask covers eth_src and eth_dst.
 	EthAddrsMask = or(maskBytes(offEthSrc, offEthSrc+6), maskBytes(offEthDst, offEthDst+6))
+	// VlanTCIMask covers vlan_tci.
+	VlanTCIMask = maskBytes(offVlanTCI, offVlanTCI+2)
 	// NwTTLMask covers nw_ttl.
 	NwTTLMask = maskBytes(offNwTTL, offNwTTL+1)
 	// PerPacketMask covers the header fields that can differ between

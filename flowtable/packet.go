@@ -509,3 +509,68 @@ func (p *Packet) Rebase() {
 	copy(p.Key[offCtIPv6Src:], meta[offCtIPv6Src:])
 	p.setBase()
 }
+
+// PushVLAN commits the key and puts a VLAN header of type ethType in front
+// of the frame's Ethernet type, with the outer tag's TCI (0 untagged), as
+// push_vlan does.
+func (p *Packet) PushVLAN(ethType uint16) {
+	if len(p.Frame) < 14 {
+		return
+	}
+	p.Commit()
+	p.Unshare()
+	tci := p.Key.VlanTCI() &^ VlanCFI
+	n := len(p.Frame) + 4
+	f := p.Frame[:cap(p.Frame)]
+	if cap(p.Frame) >= n {
+		f = f[:n]
+		copy(f[16:], f[12:n-4])
+	} else {
+		// No room behind the frame: a buffer from the loop's pool (the
+		// cached path allocates nothing), as Unshare takes one.
+		if p.Alloc != nil {
+			f = p.Alloc(n)
+		} else {
+			f = make([]byte, n)
+		}
+		copy(f, p.Frame[:12])
+		copy(f[16:], p.Frame[12:])
+	}
+	binary.BigEndian.PutUint16(f[12:], ethType)
+	binary.BigEndian.PutUint16(f[14:], tci)
+	p.Frame = f
+	if p.Offload.Active() {
+		p.Offload.CsumStart += 4
+	}
+	if p.L3 >= 0 {
+		p.L3 += 4
+	}
+	if p.L4 >= 0 {
+		p.L4 += 4
+	}
+	p.Key.setU16(offVlanTCI, tci|VlanCFI)
+	p.setBase()
+}
+
+// PopVLAN commits the key and removes the frame's outer VLAN header, if
+// it has one, as pop_vlan does.
+func (p *Packet) PopVLAN() {
+	if p.Key.VlanTCI()&VlanCFI == 0 || len(p.Frame) < 18 {
+		return
+	}
+	p.Commit()
+	p.Unshare()
+	copy(p.Frame[12:], p.Frame[16:])
+	p.Frame = p.Frame[:len(p.Frame)-4]
+	if p.Offload.Active() {
+		p.Offload.CsumStart -= 4
+	}
+	if p.L3 >= 0 {
+		p.L3 -= 4
+	}
+	if p.L4 >= 0 {
+		p.L4 -= 4
+	}
+	p.Key.setU16(offVlanTCI, 0)
+	p.setBase()
+}

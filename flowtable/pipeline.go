@@ -623,10 +623,8 @@ func (x *xlate) do(a Action) {
 	case *SetMPLSTC:
 		x.setMPLSField(FieldMPLSTC, uint64(a.TC))
 	case *PushVLAN:
-		x.uncacheable("push_vlan")
 		x.pushVLAN(a.EthType)
 	case *PopVLAN:
-		x.uncacheable("pop_vlan")
 		x.popVLAN()
 	case *CT:
 		x.conntrack(a)
@@ -1119,52 +1117,36 @@ func clearCt(k *Key) {
 	}
 }
 
+// pushVLAN and popVLAN change the frame's layout, not only key fields: a
+// recording keeps them as datapath operations (DPPushVLAN, DPPopVLAN) in
+// their place among the outputs, and the tag they leave as a write of
+// vlan_tci, so a cached replay restores the key as the pipeline left it.
 func (x *xlate) pushVLAN(ethType uint16) {
-	p := x.pkt
-	if len(p.Frame) < 14 {
+	if len(x.pkt.Frame) < 14 {
 		return
 	}
-	p.Commit()
-	p.Unshare()
-	tci := p.Key.VlanTCI() &^ VlanCFI
-	f := append(p.Frame, 0, 0, 0, 0) // may reallocate: outside the hot path
-	copy(f[16:], f[12:len(f)-4])
-	binary.BigEndian.PutUint16(f[12:], ethType)
-	binary.BigEndian.PutUint16(f[14:], tci)
-	p.Frame = f
-	if p.Offload.Active() {
-		p.Offload.CsumStart += 4
+	x.orMask(FieldVlanTCI) // the new tag copies the outer one's TCI
+	if x.r != nil {
+		x.r.op(DPOp{Kind: DPPushVLAN, VLANType: ethType}, &x.pkt.Key)
 	}
-	if p.L3 >= 0 {
-		p.L3 += 4
+	x.pkt.PushVLAN(ethType)
+	if x.r != nil {
+		x.r.wroteField(FieldVlanTCI, []byte{0xff, 0xff})
 	}
-	if p.L4 >= 0 {
-		p.L4 += 4
-	}
-	p.Key.setU16(offVlanTCI, tci|VlanCFI)
-	p.setBase()
 }
 
 func (x *xlate) popVLAN() {
-	p := x.pkt
-	if p.Key.VlanTCI()&VlanCFI == 0 || len(p.Frame) < 18 {
+	x.orMask(FieldVlanTCI) // pops only a tagged frame
+	if x.pkt.Key.VlanTCI()&VlanCFI == 0 || len(x.pkt.Frame) < 18 {
 		return
 	}
-	p.Commit()
-	p.Unshare()
-	copy(p.Frame[12:], p.Frame[16:])
-	p.Frame = p.Frame[:len(p.Frame)-4]
-	if p.Offload.Active() {
-		p.Offload.CsumStart -= 4
+	if x.r != nil {
+		x.r.op(DPOp{Kind: DPPopVLAN}, &x.pkt.Key)
 	}
-	if p.L3 >= 0 {
-		p.L3 -= 4
+	x.pkt.PopVLAN()
+	if x.r != nil {
+		x.r.wroteField(FieldVlanTCI, []byte{0xff, 0xff})
 	}
-	if p.L4 >= 0 {
-		p.L4 -= 4
-	}
-	p.Key.setU16(offVlanTCI, 0)
-	p.setBase()
 }
 
 // learn builds the flow a learn() action adds.

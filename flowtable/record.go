@@ -28,7 +28,7 @@ type Segment struct {
 	// must count again in the table statistics.
 	Lookups []TableLookup
 	// Cacheable is false when the segment did something a cache cannot
-	// replay (packet-in, NORMAL learning, learn, groups, VLAN push/pop,
+	// replay (packet-in, NORMAL learning, learn, groups, MPLS push/pop,
 	// actions after a recirculation, too many segments).
 	Cacheable bool
 	// Why says what made the segment uncacheable.
@@ -61,6 +61,12 @@ const (
 	// not TableNone, recirculates: the packet is looked up again with
 	// recirc_id Table+1 and its new ct fields.
 	DPCT
+	// DPPushVLAN applies the recorded writes and pushes a VLAN header of
+	// type VLANType (push_vlan): the frame's layout changes, which a key
+	// write cannot say.
+	DPPushVLAN
+	// DPPopVLAN applies the recorded writes and pops the outer VLAN header.
+	DPPopVLAN
 )
 
 // DPOp is one datapath operation of a segment.
@@ -76,6 +82,8 @@ type DPOp struct {
 	Write Key
 	CT    CTRequest
 	Table uint8
+	// VLANType is DPPushVLAN's TPID.
+	VLANType uint16
 
 	// words lists the key words WMask touches once Compile ran, so a
 	// cache hit does not scan the whole mask.

@@ -416,6 +416,10 @@ func (c *Cache) Process(pkt *flowtable.Packet, sink flowtable.Sink) {
 				c.conntrack(pkt, &c.req)
 				k.SetRecircID(flowtable.RecircID(op.Table))
 				recirc = true
+			case flowtable.DPPushVLAN:
+				pkt.PushVLAN(op.VLANType)
+			case flowtable.DPPopVLAN:
+				pkt.PopVLAN()
 			}
 		}
 		if !recirc {

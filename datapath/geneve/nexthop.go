@@ -13,11 +13,16 @@ import (
 )
 
 // NextHop is where the kernel would send the port's datagrams to one
-// destination: the output interface and the link-layer address of the
-// neighbour (the destination itself or its route's gateway).
+// destination: the output interface, the link-layer address of the
+// neighbour (the destination itself or its route's gateway) and the
+// source address.
 type NextHop struct {
 	Ifindex int
 	MAC     [6]byte
+	// Src is the datagrams' source: the one asked for, or without one
+	// (a port without local_ip) the route's preferred source, which the
+	// kernel writes into a raw datagram sent from 0.0.0.0.
+	Src [4]byte
 }
 
 // errNoNeighbour: the neighbour is not resolved (the kernel would ARP).
@@ -58,34 +63,18 @@ func NewResolver() (*Resolver, error) {
 // Close closes the netlink socket.
 func (r *Resolver) Close() error { return unix.Close(r.fd) }
 
-// NextHop returns the next hop of a datagram from src to dst: the route's
-// output interface and the resolved MAC of its gateway or of dst.
+// NextHop returns the next hop of a datagram from src (zero: the
+// kernel's choice) to dst: the route's output interface and source, and
+// the resolved MAC of its gateway or of dst.
 func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags.
-	msg := []byte{unix.AF_INET, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-	msg = rtnl.AppendAttr(msg, unix.RTA_DST, dst[:])
-	msg = rtnl.AppendAttr(msg, unix.RTA_SRC, src[:])
-	attrs, _, err := r.request(unix.RTM_GETROUTE, unix.RTM_NEWROUTE, msg, 12)
+	nh, via, err := r.route(src, dst)
 	if err != nil {
-		return NextHop{}, fmt.Errorf("route to %s: %w", netip.AddrFrom4(dst), err)
-	}
-	var nh NextHop
-	via := dst
-	for _, a := range attrs {
-		switch {
-		case a.typ == unix.RTA_OIF && len(a.value) >= 4:
-			nh.Ifindex = int(binary.NativeEndian.Uint32(a.value))
-		case a.typ == unix.RTA_GATEWAY && len(a.value) == 4:
-			via = [4]byte(a.value)
-		}
-	}
-	if nh.Ifindex == 0 {
-		return NextHop{}, fmt.Errorf("route to %s: no output interface", netip.AddrFrom4(dst))
+		return NextHop{}, err
 	}
 	// struct ndmsg: family, pad1, pad2 (2), ifindex (4), state (2), flags, type.
-	msg = []byte{unix.AF_INET, 0, 0, 0}
+	msg := []byte{unix.AF_INET, 0, 0, 0}
 	msg = binary.NativeEndian.AppendUint32(msg, uint32(nh.Ifindex))
 	msg = append(msg, 0, 0, 0, 0)
 	msg = rtnl.AppendAttr(msg, unix.NDA_DST, via[:])
@@ -104,6 +93,43 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 		}
 	}
 	return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), errNoNeighbour)
+}
+
+// Route returns the output interface and the source address of the
+// kernel's route from src (zero: its choice) to dst, neighbour or not.
+func (r *Resolver) Route(src, dst [4]byte) (ifindex int, from [4]byte, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	nh, _, err := r.route(src, dst)
+	return nh.Ifindex, nh.Src, err
+}
+
+// route asks for the route from src to dst: the next hop without its
+// MAC, and the address whose neighbour that is (the gateway or dst).
+func (r *Resolver) route(src, dst [4]byte) (nh NextHop, via [4]byte, err error) {
+	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags.
+	msg := []byte{unix.AF_INET, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	msg = rtnl.AppendAttr(msg, unix.RTA_DST, dst[:])
+	msg = rtnl.AppendAttr(msg, unix.RTA_SRC, src[:])
+	attrs, _, err := r.request(unix.RTM_GETROUTE, unix.RTM_NEWROUTE, msg, 12)
+	if err != nil {
+		return nh, via, fmt.Errorf("route to %s: %w", netip.AddrFrom4(dst), err)
+	}
+	via, nh.Src = dst, src
+	for _, a := range attrs {
+		switch {
+		case a.typ == unix.RTA_OIF && len(a.value) >= 4:
+			nh.Ifindex = int(binary.NativeEndian.Uint32(a.value))
+		case a.typ == unix.RTA_GATEWAY && len(a.value) == 4:
+			via = [4]byte(a.value)
+		case a.typ == unix.RTA_PREFSRC && len(a.value) == 4 && src == [4]byte{}:
+			nh.Src = [4]byte(a.value)
+		}
+	}
+	if nh.Ifindex == 0 {
+		return nh, via, fmt.Errorf("route to %s: no output interface", netip.AddrFrom4(dst))
+	}
+	return nh, via, nil
 }
 
 // IsLocal reports whether a (IPv4 or IPv6) is an address of this host:

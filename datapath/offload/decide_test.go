@@ -197,3 +197,78 @@ func BenchmarkDecideRefused(b *testing.B) {
 		}
 	}
 }
+
+// tagged is f with a VLAN header of type tpid and TCI tci after the MACs.
+func tagged(f []byte, tpid, tci uint16) []byte {
+	t := slices.Clone(f[:12])
+	t = binary.BigEndian.AppendUint16(t, tpid)
+	t = binary.BigEndian.AppendUint16(t, tci)
+	return append(t, f[12:]...)
+}
+
+// TestDecideVLAN: push_vlan, pop_vlan and VID rewrites in the output's
+// segment become the entry's tag change, from the tag A's frames come
+// with (tci, 0: untagged) to the one they leave with; a second tag, or a
+// tag change before the ct() recirculation, stays in userspace.
+func TestDecideVLAN(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		in       uint16 // A's tag (TCI); 0 untagged
+		pre, est string // actions before ct() in table 0; of A's established flow
+		ok       bool
+		flags    uint32
+		tpid     uint16
+		tci      uint16
+	}{
+		{name: "untagged", est: "output:2", ok: true},
+		{name: "tagged", in: 10, est: "output:2", ok: true},
+		{name: "push", est: "push_vlan:0x8100,mod_vlan_vid:10,output:2", ok: true, flags: ActPushVLAN, tpid: 0x8100, tci: 10},
+		{name: "push with pcp", est: "push_vlan:0x8100,set_field:0xb007->vlan_tci,output:2", ok: true, flags: ActPushVLAN, tpid: 0x8100, tci: 5<<13 | 7},
+		{name: "push 802.1ad", est: "push_vlan:0x88a8,output:2"},
+		{name: "pop", in: 10, est: "pop_vlan,output:2", ok: true, flags: ActPopVLAN},
+		{name: "strip", in: 10, est: "strip_vlan,output:2", ok: true, flags: ActPopVLAN},
+		{name: "modify vid", in: 20, est: "mod_vlan_vid:10,output:2", ok: true, flags: ActSetVLAN, tci: 10},
+		{name: "modify to the same vid", in: 10, est: "mod_vlan_vid:10,output:2", ok: true},
+		{name: "replace", in: 20, est: "pop_vlan,push_vlan:0x8100,mod_vlan_vid:30,output:2", ok: true, flags: ActPopVLAN | ActPushVLAN, tpid: 0x8100, tci: 30},
+		{name: "push and pop", est: "push_vlan:0x8100,pop_vlan,output:2", ok: true},
+		{name: "second tag", in: 10, est: "push_vlan:0x8100,output:2"},
+		{name: "pop after the output", in: 10, est: "output:2,pop_vlan"},
+		{name: "push before ct", pre: "push_vlan:0x8100,", est: "output:2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flows := "table=0,ip,actions=" + tc.pre + "ct(table=1,zone=1)\n" +
+				"table=1,priority=10,ct_state=+new+trk,ip,actions=ct(commit,zone=1),output:2\n" +
+				"table=1,priority=20,ct_state=+est+trk,ip,in_port=2,actions=output:1\n" +
+				"table=1,priority=20,ct_state=+est+trk,ip,in_port=1,actions=" + tc.est + "\n"
+			a, b := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}
+			fa := udpFrame(a, b, 1000, 53)
+			if tc.in != 0 {
+				fa = tagged(fa, 0x8100, tc.in)
+			}
+			pkt, start, c := runFrames(t, flows, []frameIn{{1, fa}, {2, udpFrame(b, a, 53, 1000)}, {1, fa}, {1, fa}})
+			if st := pkt.Key.CtState(); len(c.Hits) < 2 || st&flowtable.CtStateEst == 0 {
+				t.Fatalf("%d cache hits, ct_state %#x: the connection did not reach the decision", len(c.Hits), st)
+			}
+			d, ok := Decide(start, &pkt.Key, c.Hits)
+			if ok != tc.ok {
+				t.Fatalf("Decide ok = %v, want %v", ok, tc.ok)
+			}
+			if ok && (d.Action.Flags != tc.flags || d.Action.VlanTPID != tc.tpid || d.Action.VlanTCI != tc.tci) {
+				t.Errorf("flags %#x tpid %#x tci %#x, want %#x %#x %#x", d.Action.Flags, d.Action.VlanTPID, d.Action.VlanTCI, tc.flags, tc.tpid, tc.tci)
+			}
+			fk, kind := KeyOf(1, start)
+			if kind != KeyOffer || (fk.VlanTCI != 0) != (tc.in != 0) || fk.VlanTCI&0xfff != tc.in {
+				t.Errorf("KeyOf: kind %d vlan_tci %#x, want offer with %#x", kind, fk.VlanTCI, tc.in)
+			}
+			// A restart replays the entry with FlowKey.Frame: the same key.
+			var replay flowtable.Packet
+			replay.Key.SetInPort(1)
+			if err := replay.Extract(fk.Frame()); err != nil {
+				t.Fatal(err)
+			}
+			if rk, _ := KeyOf(1, &replay.Key); rk != fk {
+				t.Errorf("replayed frame's key %+v, want %+v", rk, fk)
+			}
+		})
+	}
+}

@@ -34,8 +34,8 @@ const tcpSynFinRst = 0x02 | 0x01 | 0x04
 type KeyKind uint8
 
 const (
-	// KeyNone: not IPv4 TCP/UDP without VLAN tag or fragmentation; the
-	// program never matches such packets.
+	// KeyNone: not IPv4 TCP/UDP (behind at most one VLAN tag) without
+	// fragmentation; the program never matches such packets.
 	KeyNone KeyKind = iota
 	// KeyOffer: a packet whose flow the kernel may forward.
 	KeyOffer
@@ -52,7 +52,7 @@ func Ends(k *flowtable.Key) bool { return k.TCPFlags()&(0x01|0x04) != 0 }
 // KeyOf returns the exact kernel match of a packet received on ifindex,
 // from its key as extracted (before the pipeline ran), and its kind.
 func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, kind KeyKind) {
-	if k.EthType() != 0x0800 || k.VlanTCI() != 0 || k.NwFrag() != 0 {
+	if k.EthType() != 0x0800 || k.NwFrag() != 0 {
 		return fk, KeyNone
 	}
 	kind = KeyOffer
@@ -67,7 +67,7 @@ func KeyOf(ifindex int, k *flowtable.Key) (fk FlowKey, kind KeyKind) {
 	}
 	s, d := k.NwSrc(), k.NwDst()
 	return FlowKey{
-		Ifindex: uint32(ifindex), EthSrc: k.EthSrc(), EthDst: k.EthDst(),
+		Ifindex: uint32(ifindex), EthSrc: k.EthSrc(), EthDst: k.EthDst(), VlanTCI: k.VlanTCI(),
 		Src:   netip.AddrFrom4([4]byte{byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}),
 		Dst:   netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}),
 		Proto: k.NwProto(), SrcPort: k.TpSrc(), DstPort: k.TpDst(), TTL: k.NwTTL(),
@@ -134,6 +134,7 @@ var (
 	frameFields = newWordMask(flowtable.FrameFieldsMask)
 	ethAddrs    = newWordMask(flowtable.EthAddrsMask)
 	nwTTL       = newWordMask(flowtable.NwTTLMask)
+	vlanTCI     = newWordMask(flowtable.VlanTCIMask)
 )
 
 func and(a, b *flowtable.Key) (k flowtable.Key) {
@@ -152,9 +153,11 @@ func outside(k, m *flowtable.Key) bool {
 	return false
 }
 
-var ethTTLMask = func() flowtable.Key {
+// outputWrites are the frame fields an offloaded output may have written.
+var outputWrites = func() flowtable.Key {
 	k := flowtable.EthAddrsMask
 	k.Or(&flowtable.NwTTLMask)
+	k.Or(&flowtable.VlanTCIMask)
 	return k
 }()
 
@@ -162,7 +165,8 @@ var ethTTLMask = func() flowtable.Key {
 // (hits, from its start key start to its final key final) is exactly what
 // the program can do: ct() without commit recirculating, on an
 // established connection, then one output with at most Ethernet address
-// rewrites and dec_ttl, every mask over fields the exact match fixes.
+// rewrites, dec_ttl and VLAN changes (push_vlan, pop_vlan, the tag's
+// TCI; one tag at most), every mask over fields the exact match fixes.
 // With ct(nat), the 5-tuple the packet leaves with (final's) is recorded:
 // conntrack's NAT of an established connection is a function of the
 // tuple and zone the exact match fixes, and a conntrack flush
@@ -176,6 +180,10 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 		return d, false
 	}
 	outputs, nat := 0, false
+	// The frame's tag as the ops change it: its presence, and the TPID
+	// of one pushed (replaced: the tag is not the one the frame came with).
+	tagged := start.VlanTCI()&flowtable.VlanCFI != 0
+	inTagged, replaced, tpid := tagged, false, uint16(0)
 	for i, e := range hits {
 		if e.UsesMACs() || perPacket.masked(e.Mask()) {
 			return d, false
@@ -192,13 +200,27 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 					return d, false
 				}
 				nat = nat || op.CT.NAT != nil
+			case flowtable.DPPushVLAN, flowtable.DPPopVLAN:
+				// In the output's segment, before it; no second tag; 802.1Q
+				// only (userspace's packet socket refuses full-size frames
+				// with an 802.1ad tag: the kernel would forward them).
+				if i != len(hits)-1 || outputs > 0 || tagged == (op.Kind == flowtable.DPPushVLAN) ||
+					op.Kind == flowtable.DPPushVLAN && op.VLANType != flowtable.EthTypeVLAN {
+					return d, false
+				}
+				tagged = !tagged
+				replaced = replaced || inTagged
+				tpid = op.VLANType
 			case flowtable.DPOutput:
 				outputs++
 				if op.InPort || i != len(hits)-1 {
 					return d, false
 				}
 				w := and(&op.WMask, &flowtable.FrameFieldsMask)
-				if outside(&w, &ethTTLMask) {
+				if outside(&w, &outputWrites) {
+					return d, false
+				}
+				if !vlanAction(&d.Action, inTagged, tagged, replaced, tpid, start, final) {
 					return d, false
 				}
 				d.OutPort = op.Port
@@ -239,6 +261,32 @@ func Decide(start, final *flowtable.Key, hits []*flowcache.Entry) (d Decision, o
 	return d, true
 }
 
+// vlanAction records in a the change from the frame's tag as it came
+// (inTagged; start's vlan_tci) to the one it leaves with (tagged, with
+// final's vlan_tci, as Packet.Commit writes it): pushed on an untagged
+// frame, popped, replaced (replaced: popped and pushed again, with TPID
+// tpid) or its TCI rewritten. false: the key and the frame disagree (a
+// tagged frame whose key says untagged).
+func vlanAction(a *Action, inTagged, tagged, replaced bool, tpid uint16, start, final *flowtable.Key) bool {
+	tci := final.VlanTCI()
+	switch {
+	case tagged && tci&flowtable.VlanCFI == 0:
+		return false
+	case !inTagged && tagged:
+		a.Flags |= ActPushVLAN
+	case inTagged && !tagged:
+		a.Flags |= ActPopVLAN
+	case tagged && replaced:
+		a.Flags |= ActPopVLAN | ActPushVLAN
+	case tagged && tci != start.VlanTCI():
+		a.Flags |= ActSetVLAN
+	}
+	if a.Flags&(ActPushVLAN|ActSetVLAN) != 0 {
+		a.VlanTPID, a.VlanTCI = tpid, tci&^flowtable.VlanCFI
+	}
+	return true
+}
+
 // established tells whether the packet with final key k was tracked on a
 // connection established in both directions (and not new, invalid or
 // related).
@@ -260,6 +308,7 @@ type installed struct {
 	conn           connID // zero: none known
 	rules          []*flowtable.Rule
 	in, out        uint32 // the ports' keys in the port counters (ifindex or PortID)
+	txDelta        int64  // bytes a frame gains on the way (VLAN push +4, pop -4)
 	since          int64  // CLOCK_MONOTONIC ns of the install
 	packets, bytes uint64
 }
@@ -518,8 +567,12 @@ func (m *Manager) Offer(fk FlowKey, gen uint64, start, final *flowtable.Key, hit
 	if ok {
 		out, countAs, enc, ok = output(d.OutPort, final)
 		// Back out of the interface it came in on, or from one tunnel
-		// into another: userspace's.
-		ok = ok && uint32(out) != fk.Ifindex && !(enc != nil && fk.Tun.Dst != [4]byte{})
+		// into another: userspace's. So are tunnels with VLAN tags, on
+		// the inner frame or changed (the program keeps tunnels and
+		// tags apart).
+		tunnel := enc != nil || fk.Tun.Dst != [4]byte{}
+		ok = ok && uint32(out) != fk.Ifindex && !(enc != nil && fk.Tun.Dst != [4]byte{}) &&
+			!(tunnel && (fk.VlanTCI != 0 || d.Action.Flags&actVLAN != 0))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -626,7 +679,7 @@ func (m *Manager) installLocked(key *offloadFlowKey, d Decision, in, out uint32,
 	if e := m.entries[*key]; e != nil {
 		m.dropLocked(*key, e) // replaced
 	}
-	e := &installed{rules: d.Rules, in: in, out: out, since: int64(monotonicNow())}
+	e := &installed{rules: d.Rules, in: in, out: out, txDelta: txDelta(d.Action.Flags), since: int64(monotonicNow())}
 	m.entries[*key] = e
 	if conn != nil {
 		e.conn = connID{zone: conn.Zone, orig: conn.Orig}
@@ -802,7 +855,7 @@ func (m *Manager) pushValueLocked(e *installed, v *offloadFlowAction) {
 	in.RxPackets += dp
 	in.RxBytes += db
 	out.TxPackets += dp
-	out.TxBytes += db
+	out.TxBytes += uint64(int64(db) + int64(dp)*e.txDelta)
 	for _, r := range e.rules {
 		r.Stats.Packets.Add(dp)
 		r.Stats.Bytes.Add(db)

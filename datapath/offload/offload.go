@@ -40,7 +40,25 @@ const (
 	// ActPeer: the output is a veth; the tc program delivers to its pod
 	// end with bpf_redirect_peer (set by the Kernel at install).
 	ActPeer uint32 = 32
+	// VLAN (Action.VlanTPID, VlanTCI): push a tag on an untagged frame,
+	// pop the frame's tag, both (replace the tag), or set the TCI of the
+	// frame's tag.
+	ActPushVLAN uint32 = 64
+	ActPopVLAN  uint32 = 128
+	ActSetVLAN  uint32 = 256
+
+	actVLAN = ActPushVLAN | ActPopVLAN | ActSetVLAN
+	// ActEncapCsum: with ActEncap, the outer UDP checksum (csum=true;
+	// XDP only: the tc program leaves such entries to userspace).
+	ActEncapCsum uint32 = 512
 )
+
+// CsumMax is the longest outer datagram the XDP program checksums
+// (CSUM_MAX): a csum=true port with a larger MTU stays in userspace.
+const CsumMax = 9216
+
+// vlanLen is a VLAN header's length.
+const vlanLen = 4
 
 // Geneve as the program speaks it (bpf/offload.c): the IANA port only, at
 // most TunOptionsMax option bytes matched or sent.
@@ -51,7 +69,7 @@ const (
 )
 
 // FlowKey is the exact match of a kernel entry: ingress interface, Ethernet
-// addresses and the IPv4 5-tuple with the TTL.
+// addresses, VLAN tag and the IPv4 5-tuple with the TTL.
 type FlowKey struct {
 	Ifindex        uint32
 	EthSrc, EthDst [6]byte
@@ -60,6 +78,9 @@ type FlowKey struct {
 	SrcPort        uint16
 	DstPort        uint16
 	TTL            uint8
+	// VlanTCI is the key's vlan_tci: the outer tag's TCI with
+	// flowtable.VlanCFI set, 0 for an untagged frame.
+	VlanTCI uint16
 	// Tun is the outer part of a Geneve datagram's key (Ethernet and
 	// 5-tuple above are then its inner frame's, Ifindex the underlay
 	// interface); zero for every other packet.
@@ -83,7 +104,7 @@ type TunKey struct {
 }
 
 // Encap is the outer header the program puts in front of a frame for a
-// Geneve tunnel port (csum=false, the IANA port): Ethernet from EthSrc to
+// Geneve tunnel port (the IANA port): Ethernet from EthSrc to
 // EthDst (the kernel's next hop for Dst), outer IPv4 from Src to Dst with
 // TTL and DF, UDP from SrcPort (the inner flow's hash, as the tunnel port
 // computes it) and Header, the Geneve header with options as the tunnel
@@ -96,6 +117,8 @@ type Encap struct {
 	TTL            uint8
 	MTU            uint16
 	Header         []byte
+	// Csum: the outer UDP checksum is computed (csum=true), by XDP only.
+	Csum bool
 }
 
 // PortID is the key of a port without an interface of its own (a tunnel
@@ -113,6 +136,21 @@ type Action struct {
 	NatSrcPort, NatDstPort uint16
 	// With ActEncap (OutIfindex is then the underlay interface).
 	Encap *Encap
+	// With ActPushVLAN: the tag's TPID; with ActPushVLAN or ActSetVLAN,
+	// its TCI (as in the frame).
+	VlanTPID, VlanTCI uint16
+}
+
+// txDelta is how many bytes longer the frames of an entry with action
+// flags leave than they came (a VLAN tag pushed or popped).
+func txDelta(flags uint32) int64 {
+	switch flags & (ActPushVLAN | ActPopVLAN) {
+	case ActPushVLAN:
+		return vlanLen
+	case ActPopVLAN:
+		return -vlanLen
+	}
+	return 0
 }
 
 // Counters are an entry's kernel statistics.
@@ -343,6 +381,7 @@ func (fk *FlowKey) kernel() (offloadFlowKey, error) {
 		Proto:  fk.Proto,
 		Ttl:    fk.TTL,
 		TunSrc: nativeU32(fk.Tun.Src), TunDst: nativeU32(fk.Tun.Dst),
+		VlanTci:   fk.VlanTCI,
 		TunVni:    nativeU32([4]byte{byte(fk.Tun.VNI >> 16), byte(fk.Tun.VNI >> 8), byte(fk.Tun.VNI), 0}),
 		TunFlags:  fk.Tun.Flags,
 		TunOptLen: fk.Tun.OptLen,
@@ -383,7 +422,8 @@ func (k *Kernel) Install(fk FlowKey, a Action, gen uint64) error {
 func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntrack.Entry) error {
 	// last_pass = now: the packet that got the entry installed went through
 	// userspace, the next keepalive is due in a second.
-	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags &^ ActPeer, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow()}
+	v := offloadFlowAction{OutIfindex: a.OutIfindex, Flags: a.Flags &^ ActPeer, EthDst: a.EthDst, EthSrc: a.EthSrc, Gen: gen, LastPass: monotonicNow(),
+		VlanTpid: nativeU16(a.VlanTPID), VlanTci: nativeU16(a.VlanTCI)}
 	if veth, _ := k.veth.Load(a.OutIfindex); veth == true && a.Flags&ActEncap == 0 {
 		v.Flags |= ActPeer
 	}
@@ -397,6 +437,12 @@ func (k *Kernel) install(key *offloadFlowKey, a Action, gen uint64, conn *conntr
 	if a.Flags&ActEncap != 0 {
 		if err := a.Encap.fill(&v); err != nil {
 			return err
+		}
+		if a.Encap.Csum {
+			if a.Encap.MTU > CsumMax {
+				return fmt.Errorf("install offload entry: csum=true with an MTU of %d", a.Encap.MTU)
+			}
+			v.Flags |= ActEncapCsum
 		}
 	}
 	if k.conns != nil {

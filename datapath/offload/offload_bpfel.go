@@ -19,7 +19,8 @@ type offloadFlowAction struct {
 	Flags       uint32
 	EthDst      [6]uint8
 	EthSrc      [6]uint8
-	Pad         uint32
+	VlanTpid    uint16
+	VlanTci     uint16
 	NatSaddr    uint32
 	NatDaddr    uint32
 	NatSport    uint16
@@ -54,7 +55,7 @@ type offloadFlowKey struct {
 	EthSrc    [6]uint8
 	Proto     uint8
 	Ttl       uint8
-	Pad       uint16
+	VlanTci   uint16
 	TunSrc    uint32
 	TunDst    uint32
 	TunVni    uint32

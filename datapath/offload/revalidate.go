@@ -202,14 +202,15 @@ func flowKeyOf(k *offloadFlowKey) FlowKey {
 	binary.LittleEndian.PutUint32(s[:], k.Saddr)
 	binary.LittleEndian.PutUint32(d[:], k.Daddr)
 	return FlowKey{
-		Ifindex: k.Ifindex, EthSrc: k.EthSrc, EthDst: k.EthDst,
+		Ifindex: k.Ifindex, EthSrc: k.EthSrc, EthDst: k.EthDst, VlanTCI: k.VlanTci,
 		Src: netip.AddrFrom4(s), Dst: netip.AddrFrom4(d), Proto: k.Proto,
 		SrcPort: nativeU16(k.Sport), DstPort: nativeU16(k.Dport), TTL: k.Ttl,
 	}
 }
 
 // Frame is a packet of fk's flow as the program would forward it: for
-// TCP an ACK without payload, for UDP an empty datagram. The replay of a
+// TCP an ACK without payload, for UDP an empty datagram, tagged as fk
+// says. The replay of a
 // kernel entry runs it through the pipeline.
 func (fk *FlowKey) Frame() []byte {
 	l4 := 8
@@ -237,6 +238,15 @@ func (fk *FlowKey) Frame() []byte {
 		binary.BigEndian.PutUint16(th[14:], 0xffff)
 	} else {
 		binary.BigEndian.PutUint16(th[4:], uint16(l4))
+	}
+	if fk.VlanTCI != 0 {
+		// The key does not say 802.1Q or 802.1ad; govs's key treats both
+		// alike.
+		tagged := make([]byte, 0, len(f)+vlanLen)
+		tagged = append(tagged, f[:12]...)
+		tagged = binary.BigEndian.AppendUint16(tagged, flowtable.EthTypeVLAN)
+		tagged = binary.BigEndian.AppendUint16(tagged, fk.VlanTCI&^flowtable.VlanCFI)
+		f = append(tagged, f[12:]...)
 	}
 	return f
 }

@@ -190,6 +190,7 @@ func DatapathActions(value *flowtable.Key, ops []flowtable.DPOp, port func(uint3
 	t.DatapathPort = port
 	committed, cur := *value, *value
 	var out []string
+	push := uint16(0) // a pushed tag's TPID, printed with the TCI it leaves with
 	for i := range ops {
 		op := &ops[i]
 		for w := 0; w < flowtable.KeyWords; w++ {
@@ -198,6 +199,10 @@ func DatapathActions(value *flowtable.Key, ops []flowtable.DPOp, port func(uint3
 			}
 		}
 		out = append(out, t.commitSets(&committed, &cur)...)
+		if push != 0 {
+			out = append(out, pushVLANAction(push, cur.VlanTCI()))
+			push = 0
+		}
 		switch op.Kind {
 		case flowtable.DPOutput:
 			p := op.Port
@@ -215,12 +220,26 @@ func DatapathActions(value *flowtable.Key, ops []flowtable.DPOp, port func(uint3
 				act += ",recirc(" + cHex(uint64(flowtable.RecircID(op.Table))) + ")"
 			}
 			out = append(out, act)
+		case flowtable.DPPushVLAN:
+			push = op.VLANType // printed with the tag's final TCI
+		case flowtable.DPPopVLAN:
+			out = append(out, "pop_vlan")
 		}
 	}
 	if len(out) == 0 {
 		return "drop"
 	}
 	return strings.Join(out, ",")
+}
+
+// pushVLANAction is OVS's push_vlan datapath action for a tag with TCI
+// tci (CFI set) and TPID tpid.
+func pushVLANAction(tpid, tci uint16) string {
+	s := "push_vlan("
+	if tpid != flowtable.EthTypeVLAN {
+		s += fmt.Sprintf("tpid=%#x,", tpid)
+	}
+	return s + fmt.Sprintf("vid=%d,pcp=%d)", tci&0xfff, tci>>13)
 }
 
 // cHex is C's %#x: "0" for zero, else 0x and the digits.

@@ -65,6 +65,15 @@ func TestDatapathActions(t *testing.T) {
 	if got, want := DatapathActions(&k, ops, nil), "set(eth(dst=4e:99:08:c1:53:be)),2,49"; got != want {
 		t.Errorf("got %s want %s", got, want)
 	}
+	// push_vlan with the TCI the tag leaves with (set after the push), pop_vlan.
+	var vw, vm flowtable.Key
+	flowtable.FieldVlanTCI.SetUint64(&vw, 0x2000|flowtable.VlanCFI|10)
+	flowtable.FieldVlanTCI.SetUint64(&vm, 0xffff)
+	ops = []flowtable.DPOp{{Kind: flowtable.DPPushVLAN, VLANType: 0x88a8}, {Kind: flowtable.DPOutput, Port: 2, WMask: vm, Write: vw},
+		{Kind: flowtable.DPPopVLAN, WMask: vm, Write: vw}, {Kind: flowtable.DPOutput, Port: 3, WMask: vm}}
+	if got, want := DatapathActions(&k, ops, nil), "push_vlan(tpid=0x88a8,vid=10,pcp=1),2,pop_vlan,3"; got != want {
+		t.Errorf("got %s want %s", got, want)
+	}
 	if got := DatapathActions(&k, nil, nil); got != "drop" {
 		t.Errorf("no ops: %s", got)
 	}

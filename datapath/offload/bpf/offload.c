@@ -24,6 +24,21 @@
 #define ACT_ENCAP 8   // put the frame in Geneve (outer headers from encap_*)
 #define ACT_DECAP 16  // the key is a Geneve datagram's: forward its inner frame
 #define ACT_PEER 32   // tc path: the output is a veth, bpf_redirect_peer to its pod end
+// VLAN: the frame enters with at most one tag (the key's vlan_tci) and
+// leaves with the one the entry says. ACT_POP_VLAN|ACT_PUSH_VLAN replaces
+// the tag (TPID and TCI); ACT_SET_VLAN writes the TCI of the tag it has.
+#define ACT_PUSH_VLAN 64 // add the tag vlan_tpid/vlan_tci
+#define ACT_POP_VLAN 128 // remove the tag
+#define ACT_SET_VLAN 256 // rewrite the tag's TCI to vlan_tci
+#define ACT_ENCAP_CSUM 512 // with ACT_ENCAP: the outer UDP checksum (csum=true); XDP only
+
+// The longest UDP datagram the XDP program checksums (the encapsulation
+// MTU of a csum=true entry is at most this; longer datagrams received
+// go up the stack).
+#define CSUM_MAX 9216
+
+#define VLAN_HLEN 4
+#define VLAN_CFI 0x1000 // in a key's vlan_tci: the frame is tagged (as govs's key)
 
 // Geneve (RFC 8926) as govs's tunnel port speaks it.
 #define GENEVE_PORT 6081
@@ -35,8 +50,8 @@
 #define OUTER_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
 // flow_key is the exact match: the ingress interface, the Ethernet
-// addresses and the IPv4 5-tuple with the TTL (dec_ttl makes the TTL part
-// of a megaflow). For a Geneve datagram (ACT_DECAP entries) these are the
+// addresses, the VLAN tag and the IPv4 5-tuple with the TTL (dec_ttl
+// makes the TTL part of a megaflow). For a Geneve datagram (ACT_DECAP entries) these are the
 // inner frame's, ifindex is the underlay interface, and the tun_* fields
 // hold the outer addresses and the whole Geneve header; they are zero for
 // every other packet.
@@ -50,7 +65,7 @@ struct flow_key {
 	__u8 eth_src[6];
 	__u8 proto;
 	__u8 ttl;
-	__u16 pad;
+	__u16 vlan_tci;    // host order, the TCI | VLAN_CFI of a tagged frame; 0 untagged
 	__u32 tun_src;     // outer IPv4 addresses, network order
 	__u32 tun_dst;
 	__u32 tun_vni;     // Geneve bytes 4-7 (VNI, reserved) as on the wire
@@ -65,7 +80,8 @@ struct flow_action {
 	__u32 flags;
 	__u8 eth_dst[6];
 	__u8 eth_src[6];
-	__u32 pad;
+	__u16 vlan_tpid; // network order, with ACT_PUSH_VLAN
+	__u16 vlan_tci;  // network order, with ACT_PUSH_VLAN or ACT_SET_VLAN
 	__u32 nat_saddr; // network order, with ACT_NAT
 	__u32 nat_daddr;
 	__u16 nat_sport; // network order
@@ -151,14 +167,83 @@ static __always_inline __u16 ip_csum(struct iphdr *ip)
 	return (__u16)~csum_fold(s);
 }
 
-// parse fills k's inner part from the frame at eth: false for what the
-// program never forwards (not IPv4 TCP/UDP, IPv4 options, fragments, a
-// TCP SYN, FIN or RST: the conntrack state machine sees these).
-static __always_inline int parse(struct ethhdr *eth, void *end, struct flow_key *k)
+// csum_span returns the one's complement sum, folded to 16 bits and in
+// memory order, of the bytes from p to end, or -1 when they are more than
+// CSUM_MAX.
+static __always_inline int csum_span(void *p, void *end)
 {
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	__u64 s = 0;
+	for (int i = 0; i < CSUM_MAX / 4; i++) {
+		if (p + 4 > end)
+			break;
+		s += *(__u32 *)p;
+		p += 4;
+	}
+	if (p + 4 <= end)
+		return -1;
+	if (p + 2 <= end) {
+		s += *(__u16 *)p;
+		p += 2;
+	}
+	if (p + 1 <= end)
+		s += *(__u8 *)p; // the odd byte, padded with zero (memory order)
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	return csum_fold((__u32)s);
+}
+
+// xdp_csum is csum_span of the frame's bytes from offset off (at most 64)
+// to its end. A global function: the verifier walks its loop once, not
+// for each of its callers' states.
+__attribute__((noinline)) int xdp_csum(struct xdp_md *ctx, __u32 off)
+{
+	if (!ctx || off > 64)
+		return -1;
+	void *data = (void *)(long)ctx->data;
+	return csum_span(data + off, (void *)(long)ctx->data_end);
+}
+
+// skb_csum is xdp_csum for the tc programs, over the skb's linear data
+// (the caller pulls it in).
+__attribute__((noinline)) int skb_csum(struct __sk_buff *skb, __u32 off)
+{
+	if (!skb || off > 64)
+		return -1;
+	void *data = (void *)(long)skb->data;
+	return csum_span(data + off, (void *)(long)skb->data_end);
+}
+
+// udp_pseudo is the one's complement sum of the IPv4 pseudo-header of a
+// UDP datagram (memory order, unfolded).
+static __always_inline __u64 udp_pseudo(struct iphdr *ip, struct udphdr *uh)
+{
+	return (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + uh->len;
+}
+
+// parse fills k's inner part from the frame at eth and returns the offset
+// of its IPv4 header (behind one 802.1Q tag when tag_ok: govs's key holds
+// one; the tc path has the kernel's untagging done and reads the tag from
+// the skb; 802.1ad frames stay in userspace, see tag_ok_proto), 0 for what the program never
+// forwards (not IPv4 TCP/UDP, IPv4 options, fragments, a TCP SYN, FIN or
+// RST: the conntrack state machine sees these).
+static __always_inline __u32 parse(struct ethhdr *eth, void *end, struct flow_key *k, int tag_ok)
+{
+	if ((void *)(eth + 1) > end)
 		return 0;
-	struct iphdr *ip = (void *)(eth + 1);
+	__u32 l3 = sizeof(*eth);
+	__u16 proto = eth->h_proto;
+	k->vlan_tci = 0;
+	if (tag_ok && proto == bpf_htons(ETH_P_8021Q)) {
+		__be16 *tag = (void *)(eth + 1);
+		if ((void *)(tag + 2) > end)
+			return 0;
+		k->vlan_tci = bpf_ntohs(tag[0]) | VLAN_CFI;
+		proto = tag[1];
+		l3 += VLAN_HLEN;
+	}
+	if (proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = (void *)eth + l3;
 	if ((void *)(ip + 1) > end || ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
 		return 0;
 	if (ip->protocol == IPPROTO_TCP) {
@@ -182,13 +267,13 @@ static __always_inline int parse(struct ethhdr *eth, void *end, struct flow_key 
 	k->ttl = ip->ttl;
 	__builtin_memcpy(k->eth_dst, eth->h_dest, 6);
 	__builtin_memcpy(k->eth_src, eth->h_source, 6);
-	return 1;
+	return l3;
 }
 
 // parse_geneve fills k's tunnel part from a Geneve datagram and returns
 // the offset of its inner frame, or 0 when the datagram is not one the
 // program decapsulates: the kernel would drop or treat it otherwise (bad
-// outer checksum or lengths, an outer UDP checksum it must verify), or
+// outer checksum or lengths; the caller verifies a UDP checksum), or
 // govs's tunnel port would (version, payload type, options beyond
 // TUN_OPTS_MAX). Then the datagram goes up the kernel's stack as usual.
 // The headers are read up to end; len is the whole frame's length (the
@@ -199,7 +284,7 @@ static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, __u32 l
 	struct udphdr *uh = (void *)(ip + 1);
 	__u8 *gh = (void *)(uh + 1);
 	if ((void *)(gh + GENEVE_HDR_LEN) > end || ip->protocol != IPPROTO_UDP ||
-	    uh->dest != bpf_htons(GENEVE_PORT) || uh->check != 0)
+	    uh->dest != bpf_htons(GENEVE_PORT))
 		return 0;
 	if (ip_csum(ip) != 0 || bpf_ntohs(ip->tot_len) != len - sizeof(*eth) ||
 	    bpf_ntohs(uh->len) != len - sizeof(*eth) - sizeof(*ip))
@@ -228,10 +313,14 @@ static __always_inline __u32 parse_geneve(struct ethhdr *eth, void *end, __u32 l
 }
 
 // rewrite applies the entry's writes to the frame at eth, which parse
-// accepted (the bounds are checked again for the verifier).
-static __always_inline int rewrite(struct ethhdr *eth, void *end, struct flow_action *a)
+// accepted with its IPv4 header at l3 (the bounds are checked again for
+// the verifier). The VLAN tag's changes come after (vlan_xdp), so the
+// offsets here are the frame's as received.
+static __always_inline int rewrite(struct ethhdr *eth, void *end, struct flow_action *a, __u32 l3)
 {
-	struct iphdr *ip = (void *)(eth + 1);
+	if (l3 != sizeof(*eth) && l3 != sizeof(*eth) + VLAN_HLEN)
+		return 0;
+	struct iphdr *ip = (void *)eth + l3;
 	if ((void *)(ip + 1) > end)
 		return 0;
 	if (a->flags & ACT_DEC_TTL) {
@@ -319,6 +408,53 @@ static __always_inline int encap(void *data, void *end, struct flow_action *a, _
 	return 1;
 }
 
+// vlan_xdp applies the entry's VLAN change to the frame at the context's
+// data (rewritten already), whose IPv4 header is at l3: a pop moves the
+// Ethernet addresses over the tag, a push opens room in front of them.
+// The L3 and L4 headers and their checksums do not change. Returns 0 when
+// the frame could not be changed (it is then lost: the caller aborts).
+static __always_inline int vlan_xdp(struct xdp_md *ctx, struct flow_action *a, __u32 l3)
+{
+	__u32 ops = a->flags & (ACT_PUSH_VLAN | ACT_POP_VLAN | ACT_SET_VLAN);
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 macs[2 * ETH_ALEN]; // copied through the stack: the moves overlap
+	if (!ops)
+		return 1;
+	if (ops & (ACT_POP_VLAN | ACT_SET_VLAN)) {
+		// Tagged as the key says: the tag is in place.
+		__be16 *tag = data + 2 * ETH_ALEN;
+		if (l3 != sizeof(struct ethhdr) + VLAN_HLEN || (void *)(tag + 3) > end)
+			return 0;
+		if (ops == ACT_SET_VLAN) {
+			tag[1] = a->vlan_tci;
+			return 1;
+		}
+		if (ops & ACT_PUSH_VLAN) { // a replaced tag
+			tag[0] = a->vlan_tpid;
+			tag[1] = a->vlan_tci;
+			return 1;
+		}
+		__builtin_memcpy(macs, data, 2 * ETH_ALEN);
+		__builtin_memcpy(data + VLAN_HLEN, macs, 2 * ETH_ALEN);
+		return !bpf_xdp_adjust_head(ctx, VLAN_HLEN);
+	}
+	if (l3 != sizeof(struct ethhdr)) // untagged, as the key says
+		return 0;
+	if (bpf_xdp_adjust_head(ctx, -VLAN_HLEN))
+		return 0;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	__be16 *tag = data + 2 * ETH_ALEN;
+	if ((void *)(tag + 3) > end)
+		return 0;
+	__builtin_memcpy(macs, data + VLAN_HLEN, 2 * ETH_ALEN);
+	__builtin_memcpy(data, macs, 2 * ETH_ALEN);
+	tag[0] = a->vlan_tpid;
+	tag[1] = a->vlan_tci;
+	return 1;
+}
+
 // take returns the entry whose action the kernel applies to the packet
 // with key k now, or NULL when the packet goes on to userspace: no entry,
 // a stale generation, the entry's keepalive due (one packet a second
@@ -358,15 +494,34 @@ int govs_offload(struct xdp_md *ctx)
 	struct flow_key k = {};
 	__u32 off = 0; // of the inner frame in a Geneve datagram
 
-	if (!parse(eth, end, &k))
+	__u32 l3 = parse(eth, end, &k, 1);
+	if (!l3)
 		return XDP_PASS;
-	if (k.proto == IPPROTO_UDP && k.dport == bpf_htons(GENEVE_PORT)) {
+	if (k.proto == IPPROTO_UDP && k.dport == bpf_htons(GENEVE_PORT) && !k.vlan_tci) {
 		off = parse_geneve(eth, end, end - data, &k);
 		if (!off)
 			return XDP_PASS;
 		if (data + off > end)
 			return XDP_PASS;
-		if (!parse(data + off, end, &k)) // the inner fields replace the outer ones
+		struct iphdr *oip = (void *)(eth + 1);
+		struct udphdr *ouh = (void *)(oip + 1);
+		if ((void *)(ouh + 1) > end)
+			return XDP_PASS;
+		if (ouh->check) {
+			// A checksummed datagram (a csum=true sender): what the
+			// kernel's UDP stack would verify, over what parse_geneve
+			// found to end at the frame's end.
+			__u64 pseudo = udp_pseudo(oip, ouh);
+			int sum = xdp_csum(ctx, OUTER_LEN - sizeof(struct udphdr));
+			if (sum < 0)
+				return XDP_PASS;
+			pseudo += sum;
+			pseudo = (pseudo & 0xffffffff) + (pseudo >> 32);
+			if (csum_fold((__u32)pseudo) != 0xffff)
+				return XDP_PASS;
+		}
+		l3 = parse(data + off, end, &k, 1); // the inner fields replace the outer ones
+		if (!l3)
 			return XDP_PASS;
 	}
 	k.ifindex = ctx->ingress_ifindex;
@@ -397,9 +552,34 @@ int govs_offload(struct xdp_md *ctx)
 	end = (void *)(long)ctx->data_end;
 	if (off > OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX || data + off > end)
 		return XDP_ABORTED;
-	if (!rewrite(data + off, end, a))
+	if (!rewrite(data + off, end, a, l3))
 		return XDP_ABORTED;
 	if ((a->flags & ACT_ENCAP) && !encap(data, end, a, inner_len))
+		return XDP_ABORTED;
+	if ((a->flags & (ACT_ENCAP | ACT_ENCAP_CSUM)) == (ACT_ENCAP | ACT_ENCAP_CSUM)) {
+		// After every write of the datagram: the sum covers the inner
+		// frame as it leaves.
+		struct iphdr *eip = data + sizeof(struct ethhdr);
+		struct udphdr *euh = (void *)(eip + 1);
+		if ((void *)(euh + 1) > end)
+			return XDP_ABORTED;
+		__u64 sum = udp_pseudo(eip, euh);
+		int payload = xdp_csum(ctx, OUTER_LEN - sizeof(struct udphdr));
+		if (payload < 0)
+			return XDP_ABORTED; // longer than CSUM_MAX: install refuses such MTUs
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+		eip = data + sizeof(struct ethhdr);
+		euh = (void *)(eip + 1);
+		if ((void *)(euh + 1) > end)
+			return XDP_ABORTED;
+		sum += payload;
+		sum = (sum & 0xffffffff) + (sum >> 32);
+		__u16 c = ~csum_fold((__u32)sum);
+		euh->check = c ? c : 0xffff; // 0 means none
+	}
+	// Not with tunnels (userspace keeps those): the frame is at data.
+	if (!off && !vlan_xdp(ctx, a, l3))
 		return XDP_ABORTED;
 	count(a, inner_len, now);
 	return bpf_redirect(out, 0);
@@ -467,8 +647,19 @@ static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct f
 		n = UDP_HDR_END;
 	if (skb->len < off + n || bpf_skb_load_bytes(skb, off, buf, n))
 		return 0;
-	if (!parse((struct ethhdr *)buf, buf + n, k))
+	// The kernel took the outer tag out of the frame before the taps
+	// (skb_vlan_untag): a tag still in it is a second one.
+	if (!parse((struct ethhdr *)buf, buf + n, k, 0))
 		return 0;
+	if (skb->vlan_present) {
+		// 802.1Q only, as XDP's parse: an 802.1ad tag goes to userspace,
+		// whose packet socket refuses a full-size frame with one
+		// (EMSGSIZE: only 802.1Q gets the 4 extra bytes), where the
+		// kernel would forward it.
+		if (skb->vlan_proto != bpf_htons(ETH_P_8021Q))
+			return 0;
+		k->vlan_tci = (__u16)skb->vlan_tci | VLAN_CFI;
+	}
 	*l4_len = sizeof(struct udphdr);
 	if (k->proto == IPPROTO_TCP)
 		*l4_len = ((struct tcphdr *)(buf + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
@@ -513,11 +704,12 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 		return VERDICT_PASS;
 	__u64 now = bpf_ktime_get_ns();
 	struct flow_action *a = take(&v->key, now);
-	if (!a || (a->flags & ACT_DECAP))
+	if (!a || (a->flags & (ACT_DECAP | ACT_ENCAP_CSUM)))
 		return VERDICT_PASS;
 	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
 		return VERDICT_PASS;
-	count(a, skb->len, now);
+	// Counted as the port saw it, with its tag (the skb holds it aside).
+	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
 	__builtin_memcpy(&v->act, a, sizeof(v->act));
 	return VERDICT_FWD;
 }
@@ -578,6 +770,26 @@ static __always_inline int skb_rewrite(struct __sk_buff *skb, struct flow_key *k
 			return 0;
 	}
 	return 1;
+}
+
+// skb_vlan applies the entry's VLAN change. The tc path's skb holds its
+// tag aside (hardware-accelerated form, vlan_tci): popping and pushing
+// it moves no data, so the L3/L4 offsets and checksums skb_rewrite used
+// stay valid, and the output device or the kernel puts the tag in the
+// frame (validate_xmit_vlan) where it must.
+static __always_inline int skb_vlan(struct __sk_buff *skb, struct flow_action *a)
+{
+	__u32 ops = a->flags & (ACT_PUSH_VLAN | ACT_POP_VLAN | ACT_SET_VLAN);
+	if (!ops)
+		return 1;
+	__be16 proto = a->vlan_tpid;
+	if (ops == ACT_SET_VLAN)
+		proto = skb->vlan_proto; // the tag's own, kept
+	if (bpf_skb_vlan_pop(skb))
+		return 0;
+	if (ops == ACT_POP_VLAN)
+		return 1;
+	return !bpf_skb_vlan_push(skb, proto, bpf_ntohs(a->vlan_tci));
 }
 
 // skb_encap puts the (rewritten) frame in Geneve with the outer headers
@@ -651,6 +863,20 @@ static __always_inline int skb_decap(struct __sk_buff *skb)
 	    uh->dest != bpf_htons(GENEVE_PORT) || (ip->frag_off & bpf_htons(0x3fff)))
 		return -1;
 	__u32 off = parse_geneve(eth, buf + n, skb->len, &k);
+	// A checksummed datagram (a csum=true sender): what the kernel's UDP
+	// stack would verify, unless the device did (CHECKSUM_UNNECESSARY).
+	if (off && uh->check && bpf_csum_level(skb, BPF_CSUM_LEVEL_QUERY) < 0) {
+		__u64 pseudo = udp_pseudo(ip, uh);
+		if (bpf_skb_pull_data(skb, skb->len))
+			return -1;
+		int sum = skb_csum(skb, OUTER_LEN - sizeof(struct udphdr));
+		if (sum < 0)
+			return -1;
+		pseudo += sum;
+		pseudo = (pseudo & 0xffffffff) + (pseudo >> 32);
+		if (csum_fold((__u32)pseudo) != 0xffff)
+			return -1;
+	}
 	__u32 l4_len = 0;
 	if (!off || off > OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX || !skb_key_at(skb, off, &k, &l4_len))
 		return -1;
@@ -698,7 +924,7 @@ int govs_offload_tc(struct __sk_buff *skb)
 	}
 	if (verdict != VERDICT_FWD)
 		return TC_ACT_OK;
-	if (!skb_rewrite(skb, &v->key, &v->act))
+	if (!skb_rewrite(skb, &v->key, &v->act) || !skb_vlan(skb, &v->act))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
 	if (v->act.flags & ACT_ENCAP) {
 		if (!skb_encap(skb, &v->act))
