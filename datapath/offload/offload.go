@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -212,6 +213,17 @@ func (k *Kernel) AttachTC(ifindex int, name string) (io.Closer, error) {
 // path: SO_ATTACH_BPF it to the port's AF_PACKET socket before bind.
 func (k *Kernel) TapFilter() int { return k.objs.GovsTapFilter.FD() }
 
+// HaveTCX tells whether the kernel attaches TCX links (Linux 6.6):
+// asked with an ifindex no interface has, which such a kernel refuses
+// with ENODEV and an older one as an unknown attach type.
+func (k *Kernel) HaveTCX() bool {
+	l, err := link.AttachTCX(link.TCXOptions{Program: k.objs.GovsOffloadTc, Interface: math.MaxInt32, Attach: ebpf.AttachTCXIngress})
+	if err == nil {
+		l.Close()
+	}
+	return !errors.Is(err, ebpf.ErrNotSupported)
+}
+
 func (k *Kernel) attach(ifindex int, name string, tc bool) (io.Closer, error) {
 	k.veth.Store(uint32(ifindex), isVeth(ifindex))
 	if k.pins != nil {
@@ -252,12 +264,18 @@ func isVeth(ifindex int) bool {
 	if err != nil {
 		return false
 	}
+	return IsVeth(ifi.Name)
+}
+
+// IsVeth tells whether the named interface is a veth (ethtool's driver
+// name).
+func IsVeth(name string) bool {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	info, err := unix.IoctlGetEthtoolDrvinfo(fd, ifi.Name)
+	info, err := unix.IoctlGetEthtoolDrvinfo(fd, name)
 	return err == nil && unix.ByteSliceToString(info.Driver[:]) == "veth"
 }
 
