@@ -89,6 +89,19 @@ func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
 	return k, netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
 }
 
+// floodSockets opens B's receiving socket, which can queue a whole
+// flood, and A's sending one.
+func (p *pair) floodSockets(t *testing.T) (srv, cli *net.UDPConn) {
+	srv = udpListen(t, p.b, "10.77.0.2:9999")
+	cli = udpListen(t, p.a, "10.77.0.1:4000")
+	rc, err := srv.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
+	return srv, cli
+}
+
 // TestTCPathOnce: on the tc path (ports with offload metadata) every frame
 // is handled exactly once. A UDP flood from A crosses the ingress port
 // while its entry is installed and deleted again and again; each datagram
@@ -104,13 +117,7 @@ func TestTCPathOnce(t *testing.T) {
 	plain := netnstest.NewRawSocket(t, p.sw, p.va.Host)
 	bigBuffers(t, port.FD())
 	bigBuffers(t, plain.FD())
-	srv := udpListen(t, p.b, "10.77.0.2:9999")
-	cli := udpListen(t, p.a, "10.77.0.1:4000")
-	rc, err := srv.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
+	srv, cli := p.floodSockets(t)
 
 	followed0, alone0, err := k.TCRuns()
 	if err != nil {
@@ -295,13 +302,7 @@ func TestPinnedXDPToTCOnce(t *testing.T) {
 	if err := k.Hold(); err != nil {
 		t.Fatal(err)
 	}
-	srv := udpListen(t, p.b, "10.77.0.2:9999")
-	cli := udpListen(t, p.a, "10.77.0.1:4000")
-	rc, err := srv.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
+	srv, cli := p.floodSockets(t)
 	const n = 20000
 	atB, atPort := &seqCounter{n: make([]int, n)}, &seqCounter{n: make([]int, n)}
 	var stop atomic.Bool
