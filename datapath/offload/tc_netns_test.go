@@ -261,6 +261,37 @@ func countOnce(t *testing.T, atB, atPort *seqCounter) onceCounts {
 	return o
 }
 
+// TestTCPath: which system ports go on the tc path. Ports with offload
+// metadata always; veths too where the kernel has TCX (this one does:
+// 6.6 or later is required to run these tests' TCX links); others, here
+// the loopback, keep XDP.
+func TestTCPath(t *testing.T) {
+	p := newPair(t)
+	m, err := NewManager(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.k.HaveTCX() {
+		t.Fatal("HaveTCX: false on a kernel that attaches TCX links (TestTCPathOnce)")
+	}
+	err = p.sw.Do(func() error {
+		for _, c := range []struct {
+			name string
+			vnet bool
+			want bool
+		}{{p.va.Host, false, true}, {p.va.Host, true, true}, {"lo", false, false}, {"lo", true, true}, {"nonexistent0", false, false}} {
+			if got := m.TCPath(c.name, c.vnet); got != c.want {
+				t.Errorf("TCPath(%q, vnet=%v) = %v, want %v", c.name, c.vnet, got, c.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPinnedXDPToTCOnce: an older govs left an XDP link pinned on a veth
 // port that this one puts on the tc path. The new process adopts the
 // pins (held: no keepalives), opens the port's socket with the tap
