@@ -644,7 +644,8 @@ func lastLines(s string, n int) string {
 // sender re-enables bottom halves, or in ksoftirqd. On a kernel without
 // CONFIG_IRQ_TIME_ACCOUNTING (the default) softirq time counts to the
 // task it interrupted, so the sum is the path's cost per delivered frame
-// whatever else runs on the machine, unlike the packet rate.
+// whatever else runs on the machine, unlike the packet rate. cpu is
+// the harness's --cpu; a list of CPUs leaves ksoftirqd out.
 func sendPathRuntime(pgid int, cpu string) (uint64, error) {
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
