@@ -261,7 +261,7 @@ type installed struct {
 	conn           connID // zero: none known
 	rules          []*flowtable.Rule
 	in, out        uint32 // the ports' keys in the port counters (ifindex or PortID)
-	since          int64  // CLOCK_MONOTONIC ns of the install
+	since          int64  // CLOCK_MONOTONIC_COARSE ns of the install (monotonicNow)
 	packets, bytes uint64
 }
 

@@ -74,7 +74,7 @@ struct flow_action {
 	__u64 gen;       // valid while it equals generation[0]
 	__u64 packets;   // forwarded by the program
 	__u64 bytes;     // of the frames as the bridge ports see them (inner)
-	__u64 last_used; // bpf_ktime_get_ns (CLOCK_MONOTONIC)
+	__u64 last_used; // bpf_ktime_get_coarse_ns (CLOCK_MONOTONIC_COARSE)
 	__u64 last_pass; // last packet handed to userspace as a keepalive
 	// With ACT_ENCAP: the outer headers as govs's tunnel port would have
 	// the kernel send them: the Ethernet addresses of the route's next
@@ -369,7 +369,7 @@ int govs_offload(struct xdp_md *ctx)
 	}
 	k.ifindex = ctx->ingress_ifindex;
 
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&k, now);
 	if (!a)
 		return XDP_PASS;
@@ -502,7 +502,7 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 	__u32 l4_len = 0;
 	if (!skb_key(skb, &v->key, &l4_len))
 		return VERDICT_PASS;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&v->key, now);
 	if (!a || (a->flags & ACT_DECAP))
 		return VERDICT_PASS;
