@@ -20,8 +20,8 @@ import (
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
-// system port (a TCX one with the tap filter on ports with offload
-// metadata) forwards what the megaflow cache decided for established
+// system port (a TCX one with the tap filter on veths and ports with
+// offload metadata) forwards what the megaflow cache decided for established
 // connections; the port loops install its entries.
 
 // EnableOffload makes m the bridge's kernel fast path for the system ports
@@ -52,8 +52,9 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		return
 	}
 	// A port whose socket runs the tap filter (from before it was bound)
-	// gets the tc path; the daemon gives it to ports with offload
-	// metadata, which XDP would strip. Others get XDP.
+	// gets the tc path; the daemon gives it to veths and to ports with
+	// offload metadata, which XDP would strip (Manager.TCPath). Others
+	// get XDP.
 	attach := b.offload.Attach
 	if f, ok := bp.p.(interface{ Filter() int }); ok && f.Filter() == b.offload.TapFilter() {
 		attach = b.offload.AttachTC

@@ -1,6 +1,6 @@
 // Package offload is govs's kernel fast path: an XDP program (a TCX one
-// with a socket filter on ports with offload metadata: bpf/offload.c,
-// "tc path"), attached to the system (AF_PACKET) ports, that forwards the
+// with a socket filter on veths and ports with offload metadata:
+// bpf/offload.c, "tc path"), attached to the system (AF_PACKET) ports, that forwards the
 // packets of established
 // connections whose megaflow decision the Go datapath installed in a BPF
 // hash map, by exact match (see docs/offload.md). The Go pipeline, conntrack
