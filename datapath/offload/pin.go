@@ -318,9 +318,16 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		os.Remove(path)
 	}
+	if old != nil && !tc {
+		// To XDP, the old link goes first: the port's socket runs no
+		// filter, so in between every frame reaches it once, while a
+		// TCX program left next to XDP would forward, deciding alone,
+		// frames the socket got too.
+		closeLink(old)
+		old = nil
+	}
 	l, err := k.attachLink(ifindex, tc, k.linkProgram(tc))
 	if err != nil && old != nil {
-		// The old link holds the hook (one XDP program per device).
 		closeLink(old)
 		old = nil
 		l, err = k.attachLink(ifindex, tc, k.linkProgram(tc))
@@ -328,11 +335,13 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 	if err != nil {
 		return nil, err
 	}
-	// An old XDP link goes only once the new TCX link is attached: in
+	// To TCX, the old link goes only once the new one is attached: in
 	// between, the port's socket, which runs the tap filter already,
 	// would take frames the filter decides to forward with no TCX
-	// program to forward them. With both, XDP redirects first and what
-	// it passes meets the filter and the TCX program as one path.
+	// program to forward them. With both, an old XDP program redirects
+	// first and what it passes meets the filter and the TCX program as
+	// one path (of two TCX programs, the first that reads the slot ends
+	// the chain with its verdict).
 	if old != nil {
 		closeLink(old)
 	}
