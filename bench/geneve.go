@@ -125,8 +125,9 @@ func setupGovsGeneve(e *env, cs *cleanupStack, offloads bool) (*topology, error)
 }
 
 // setupGovsGeneveEBPF is setupGovsGeneve with --offload=ebpf on both
-// nodes: the program encapsulates (XDP, pod ports) and decapsulates (TCX, underlay) established
-// connections (docs/offload.md).
+// nodes: the TCX program on the pod veths encapsulates established
+// connections, the underlay's TCX program decapsulates them
+// (docs/offload.md).
 func setupGovsGeneveEBPF(e *env, cs *cleanupStack, offloads bool) (*topology, error) {
 	return setupGovsGeneveWith(e, cs, offloads, "--offload=ebpf")
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -331,6 +332,7 @@ func udpFlood(ctx context.Context, e *env, t *topology, prefix string, sport uin
 			return nil, fmt.Errorf("megaflow cache counters: %w", err)
 		}
 	}
+	ra, raErr := sendPathRuntime(p.pid(), e.cpu)
 	a, err := snapshotTx(t, true)
 	if err != nil {
 		return nil, err
@@ -342,6 +344,7 @@ func udpFlood(ctx context.Context, e *env, t *topology, prefix string, sport uin
 	if err != nil {
 		return nil, err
 	}
+	rb, rbErr := sendPathRuntime(p.pid(), e.cpu)
 	if t.cacheStats != nil {
 		if cb, err = t.cacheStats(); err != nil {
 			return nil, fmt.Errorf("megaflow cache counters: %w", err)
@@ -365,6 +368,9 @@ func udpFlood(ctx context.Context, e *env, t *topology, prefix string, sport uin
 		// The share of the delivered frames a kernel fast path forwarded
 		// (read around the snapshots: slightly wider a window).
 		m[prefix+"_kernel_share"] = (cb.kernel - ca.kernel) / float64(b.serverRx-a.serverRx)
+	}
+	if raErr == nil && rbErr == nil && rb > ra {
+		m[prefix+"_path_ns_per_pkt"] = float64(rb-ra) / float64(b.serverRx-a.serverRx)
 	}
 	switchCost(m, prefix, t, a, b)
 	// Let the switch drain before the next test starts.
@@ -632,4 +638,56 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// sendPathRuntime is the CPU time, in ns, the generator's processes
+// (process group pgid: trafgen and the child it forks) and the pinned
+// CPU's ksoftirqd have run since they started. Everything a flooded
+// frame costs until it is delivered runs there: veth transmit queues it
+// on this CPU's backlog and the softirq that empties it (the receive, a
+// switch's kernel hop, the next veth, the receiving stack) runs when the
+// sender re-enables bottom halves, or in ksoftirqd. On a kernel without
+// CONFIG_IRQ_TIME_ACCOUNTING (the default) softirq time counts to the
+// task it interrupted, so the sum is the path's cost per delivered frame
+// whatever else runs on the machine, unlike the packet rate. cpu is
+// the harness's --cpu; a list of CPUs leaves ksoftirqd out.
+func sendPathRuntime(pgid int, cpu string) (uint64, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var sum uint64
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// comm is parenthesised and may hold spaces: fields after the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i < bytes.IndexByte(stat, '(') {
+			continue
+		}
+		comm := string(stat[bytes.IndexByte(stat, '(')+1 : i])
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		if pg, _ := strconv.Atoi(f[2]); pg != pgid && comm != "ksoftirqd/"+cpu {
+			continue
+		}
+		ss, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "schedstat"))
+		if err != nil {
+			continue
+		}
+		ns, err := strconv.ParseUint(strings.Fields(string(ss))[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/schedstat: %w", pid, err)
+		}
+		sum += ns
+	}
+	return sum, nil
 }

@@ -71,17 +71,18 @@ table=3,priority=10,cookie=0x6,actions=mod_dl_src:%[1]s,mod_dl_dst:%[3]s,dec_ttl
 
 // newGeneveKP builds the two nodes, the kernel path on or off on each;
 // with vnet the pods keep their offloads and the pod ports exchange
-// offload metadata (the tc path where the kernel path is on). With
-// noLocal the Geneve ports have no local_ip but a fixed remote_ip (OVN's
-// shape): the source is the kernel's route's; with csum, csum=true.
-func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads, noLocal, csum bool) [2]*gkNode {
-	return newGeneveKPWith(t, kernel, option, vnet, underlayOffloads, noLocal, csum, [2]string{}, nil)
+// offload metadata (the tc path where the kernel path is on); with tc
+// the pod ports are on the tc path without it. With noLocal the Geneve
+// ports have no local_ip but a fixed remote_ip (OVN's shape): the source
+// is the kernel's route's; with csum, csum=true.
+func newGeneveKP(t *testing.T, kernel [2]bool, option, vnet, tc, underlayOffloads, noLocal, csum bool) [2]*gkNode {
+	return newGeneveKPWith(t, kernel, option, vnet, tc, underlayOffloads, noLocal, csum, [2]string{}, nil)
 }
 
 // newGeneveKPWith is newGeneveKP with node i's kernel state pinned in
 // pinDirs[i] (""; not pinned) and first, when set, run in each node's
 // namespace before its Geneve port is added.
-func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffloads, noLocal, csum bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
+func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, tc, underlayOffloads, noLocal, csum bool, pinDirs [2]string, first func(i int, n *gkNode) error) [2]*gkNode {
 	var nodes [2]*gkNode
 	for i := range nodes {
 		n := gkSpecs[i]
@@ -140,11 +141,11 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffload
 					return err
 				}
 			}
-			tc := geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond, Csum: csum}
+			gc := geneve.Config{Name: "tun0", LocalIP: netip.MustParseAddr(n.nodeIP), ReadTimeout: 20 * time.Millisecond, Csum: csum}
 			if noLocal {
-				tc.LocalIP, tc.RemoteIP = netip.Addr{}, netip.MustParseAddr(peer.nodeIP)
+				gc.LocalIP, gc.RemoteIP = netip.Addr{}, netip.MustParseAddr(peer.nodeIP)
 			}
-			tun, err := geneve.Open(tc)
+			tun, err := geneve.Open(gc)
 			if err != nil {
 				return err
 			}
@@ -153,7 +154,7 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, underlayOffload
 				return err
 			}
 			cfg := afpacket.Config{VnetHdr: vnet}
-			if vnet && n.m != nil {
+			if (vnet || tc) && n.m != nil {
 				cfg.Filter = n.m.TapFilter()
 			}
 			pt, err := afpacket.Open(v.Host, cfg)
@@ -230,13 +231,22 @@ func capture(t *testing.T, ns *netnstest.NS, ifname string) func() [][]byte {
 // what a NIC without tunnel offloads gets). With the underlay's offloads
 // on too (a veth keeping partial checksums inside the kernel), the tc
 // path leaves encapsulation to userspace (offload.KeepsOffloadsInHost).
+// Pod ports on the tc path without offload metadata (the pods' offloads
+// off) send complete frames, which it encapsulates through either, but
+// for csum=true ports (OVN's), which it leaves to userspace: XDP ports
+// have the kernel checksum and encapsulate those.
 func TestNetnsKernelPathGeneve(t *testing.T) {
 	const udpN, udpSize, tcpBytes = 300, 200, 4 << 20
-	for _, tc := range []struct{ option, vnet, underlayOffloads, noLocal, csum bool }{{false, false, false, false, false}, {true, false, false, false, false},
-		{false, true, false, false, false}, {false, true, true, false, false}, {true, false, false, true, false},
-		{true, false, false, true, true}} { // OVN's ports: no local_ip, csum=true
-		option, vnet, inHost, noLocal, csum := tc.option, tc.vnet, tc.underlayOffloads, tc.noLocal, tc.csum
-		name := fmt.Sprintf("option=%v,vnet=%v,underlay_offloads=%v", option, vnet, inHost)
+	// tc: the pod port on the tc path without offload metadata (a veth,
+	// as govs-vswitchd puts it where the kernel has TCX); vnet implies it.
+	for _, tc := range []struct{ option, vnet, tc, underlayOffloads, noLocal, csum bool }{
+		{false, false, false, false, false, false}, {true, false, false, false, false, false}, {false, false, true, false, false, false},
+		{false, false, true, true, false, false}, {false, true, true, false, false, false}, {false, true, true, true, false, false},
+		{true, false, false, false, true, false}, {true, false, false, false, true, true}, // OVN's ports: no local_ip, csum=true
+		{true, false, true, false, true, true}, // the same on the tc path, which leaves csum=true encapsulation to userspace
+	} {
+		option, vnet, tcPath, inHost, noLocal, csum := tc.option, tc.vnet, tc.tc, tc.underlayOffloads, tc.noLocal, tc.csum
+		name := fmt.Sprintf("option=%v,vnet=%v,tc=%v,underlay_offloads=%v", option, vnet, tcPath, inHost)
 		if noLocal {
 			name += ",no_local_ip"
 		}
@@ -254,7 +264,7 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 			res := make([]result, len(modes))
 			for r, kernel := range modes {
 				t.Run(fmt.Sprintf("kernel=%v", kernel), func(t *testing.T) {
-					nodes := newGeneveKP(t, kernel, option, vnet, inHost, noLocal, csum)
+					nodes := newGeneveKP(t, kernel, option, vnet, tcPath, inHost, noLocal, csum)
 					var frames func() [][]byte
 					if !kernel[1] {
 						// Without the program on node 2's underlay its
@@ -293,10 +303,14 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 						}
 						c := n.m.PortStats(offload.PortID(1))
 						t.Logf("node %d: kernel encapsulated %d, decapsulated %d datagrams", i+1, c.TxPackets, c.RxPackets)
-						if inHost && c.TxPackets != 0 {
-							t.Errorf("node %d: the tc path encapsulated %d datagrams through a veth keeping offloads", i+1, c.TxPackets)
+						// Frames with offload metadata are not encapsulated
+						// through a veth keeping offloads; complete ones are.
+						// Nor does the tc path encapsulate for csum=true ports.
+						leftToUser := vnet && inHost || tcPath && csum
+						if leftToUser && c.TxPackets != 0 {
+							t.Errorf("node %d: the tc path encapsulated %d datagrams it leaves to userspace (offload metadata through a veth keeping offloads, or csum=true)", i+1, c.TxPackets)
 						}
-						if !inHost && c.TxPackets < udpN/2 {
+						if !leftToUser && c.TxPackets < udpN/2 {
 							t.Errorf("node %d: the kernel encapsulated %d of the %d datagrams it sent", i+1, c.TxPackets, udpN)
 						}
 						if kernel[1-i] && c.RxPackets < udpN/2 {
@@ -327,7 +341,7 @@ func TestNetnsKernelPathGeneve(t *testing.T) {
 						if n.m != nil {
 							st := n.m.Stats()
 							t.Logf("node %d: kernel forwarded %d packets, %d bytes in all", i+1, st.Packets, st.Bytes)
-							if st.Bytes < tcpBytes/2 && (i == 1 || !inHost) {
+							if st.Bytes < tcpBytes/2 && (i == 1 || !(vnet && inHost || tcPath && csum)) {
 								t.Errorf("node %d: kernel forwarded %d bytes, want most of the %d bytes TCP stream", i+1, st.Bytes, tcpBytes)
 							}
 							// The sender's super-segments were encapsulated whole:

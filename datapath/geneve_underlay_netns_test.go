@@ -26,7 +26,7 @@ func TestNetnsKernelPathGeneveSharedUnderlay(t *testing.T) {
 	// Node 2's first Geneve port (ofport 3, towards a third chassis that
 	// sends nothing) attaches the program; port 1 (towards node 1) finds
 	// it there.
-	nodes := newGeneveKPWith(t, [2]bool{true, true}, false, false, false, false, false, [2]string{"", dir}, func(i int, n *gkNode) error {
+	nodes := newGeneveKPWith(t, [2]bool{true, true}, false, false, false, false, false, false, [2]string{"", dir}, func(i int, n *gkNode) error {
 		if i != 1 {
 			return nil
 		}

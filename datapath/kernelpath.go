@@ -20,10 +20,10 @@ import (
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
-// system port (a TCX one with the tap filter on ports with offload
-// metadata, and a TCX one on a Geneve underlay) forwards what the megaflow
-// cache decided for established connections; the port loops install its
-// entries.
+// system port (a TCX one with the tap filter on veths and ports with
+// offload metadata, and a TCX one on a Geneve underlay) forwards what the
+// megaflow cache decided for established connections; the port loops
+// install its entries.
 
 // EnableOffload makes m the bridge's kernel fast path for the system ports
 // added from then on, and has every pipeline change invalidate its entries
@@ -53,11 +53,12 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		return
 	}
 	// A port whose socket runs the tap filter (from before it was bound)
-	// gets the tc path; the daemon gives it to ports with offload
-	// metadata, which XDP would strip. Others get XDP.
-	attach := b.offload.Attach
+	// gets the tc path; the daemon gives it to veths and to ports with
+	// offload metadata, which XDP would strip (Manager.TCPath). Others
+	// get XDP.
+	attach, tcPath := b.offload.Attach, false
 	if f, ok := bp.p.(interface{ Filter() int }); ok && f.Filter() == b.offload.TapFilter() {
-		attach = b.offload.AttachTC
+		attach, tcPath = b.offload.AttachTC, true
 	} else if bp.vnet != nil {
 		b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
 		return
@@ -67,7 +68,7 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		b.offloadAttachFailed(bp, err)
 		return
 	}
-	bp.xdp, bp.ifindex, bp.off, bp.offID = x, ix.Ifindex(), b.offload, uint32(ix.Ifindex())
+	bp.xdp, bp.ifindex, bp.off, bp.offID, bp.tcPath = x, ix.Ifindex(), b.offload, uint32(ix.Ifindex()), tcPath
 }
 
 func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
@@ -292,10 +293,11 @@ func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, 
 	// A frame from a port on the tc path keeps its offload metadata when
 	// the program encapsulates it: only an underlay that finishes it
 	// before the frame leaves the kernel may take it.
-	// Nor does the tc path checksum whole datagrams (csum=true): a
-	// super-segment's would be each segment's, which the helper that
-	// marks the tunnel cannot ask the kernel for.
-	if l.in.vnet != nil && (bp.underlayInHost || bp.geneve.Outer().Csum) {
+	// Nor does the tc path checksum whole datagrams (csum=true), with
+	// offload metadata or without: a super-segment's would be each
+	// segment's, which the helper that marks the tunnel cannot ask the
+	// kernel for, and its program passes such entries to userspace.
+	if l.in.vnet != nil && bp.underlayInHost || l.in.tcPath && bp.geneve.Outer().Csum {
 		return 0, 0, nil, false
 	}
 	enc, ok := geneveEncap(bp, final)

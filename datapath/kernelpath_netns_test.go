@@ -55,6 +55,9 @@ type kpSetup struct {
 	// vnet: the pods keep their offloads and the ports exchange offload
 	// metadata (--userspace-tso): the kernel path is then the tc path.
 	vnet bool
+	// tc: the ports are on the tc path without offload metadata (veths
+	// as govs-vswitchd puts them where the kernel has TCX); vnet implies it.
+	tc bool
 	// vlan: the pods' VLANs (0: none): pod A or B tags what it sends and
 	// takes only its VLAN's frames (netnstest.VLANTrunk); the switch end
 	// of its veth is then a trunk.
@@ -131,7 +134,7 @@ func (s *kpSetup) start(t *testing.T, kernel bool) {
 	// The program attaches by ifindex in the caller's namespace: add the
 	// ports from the switch namespace.
 	cfg := afpacket.Config{VnetHdr: s.vnet}
-	if s.vnet && kernel {
+	if (s.vnet || s.tc) && kernel {
 		cfg.Filter = s.m.TapFilter()
 	}
 	err := s.sw.Do(func() error {
@@ -284,30 +287,34 @@ table=1,priority=20,cookie=0x3,ct_state=+est+trk,ip,in_port=2,dl_vlan=%[6]d,acti
 // data arrives, every port counts the same frames and bytes (a tag
 // wrong or missing would not reach the VLAN interface), and the kernel
 // forwards most of it, by XDP (tags in the frames) and by the tc path
-// (the pods' offloads on: the tags in the skbs).
+// (the pods' offloads on: the tags in the skbs; or off, as the daemon's
+// veths: the kernel takes the tags out of the frames before TCX).
 func TestNetnsKernelPathVLAN(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		vlanA      uint16
 		vnet, data bool
+		tc         bool // the tc path without offload metadata (the daemon's veths)
 		replace    bool
 		kernelUDP  int // datagrams the kernel forwards at least, of 2 x 400
 	}{
 		{name: "push-pop/xdp", data: true, kernelUDP: 400},
 		{name: "push-pop/tc", vnet: true, kernelUDP: 400},
+		{name: "push-pop/tc-complete", tc: true, data: true, kernelUDP: 400},
 		// B's tags aside in the skb: generic XDP does not see them (the
 		// program matches the frame as untagged, which no entry for
 		// B's tagged frames is), so B's direction stays in userspace.
 		{name: "push-pop/xdp-accel-tags", kernelUDP: 380},
 		{name: "modify/xdp", vlanA: 20, data: true, kernelUDP: 400},
 		{name: "modify/tc", vlanA: 20, vnet: true, kernelUDP: 400},
+		{name: "modify/tc-complete", vlanA: 20, tc: true, kernelUDP: 400},
 		{name: "replace/xdp", vlanA: 20, data: true, replace: true, kernelUDP: 380},
 		{name: "replace/tc", vlanA: 20, vnet: true, replace: true, kernelUDP: 380},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testKernelPathDifferential(t, tc.kernelUDP, func(t *testing.T, kernel bool) *kpSetup {
 				return newKPSetupWith(t, kernel, &kpSetup{flows: kpVLANFlows(tc.vlanA, 10, tc.replace), vlan: [2]uint16{tc.vlanA, 10},
-					vnet: tc.vnet, txvlanOff: tc.data})
+					vnet: tc.vnet, tc: tc.tc, txvlanOff: tc.data})
 			})
 		})
 	}

@@ -309,7 +309,7 @@ type installed struct {
 	rules          []*flowtable.Rule
 	in, out        uint32 // the ports' keys in the port counters (ifindex or PortID)
 	txDelta        int64  // bytes a frame gains on the way (VLAN push +4, pop -4)
-	since          int64  // CLOCK_MONOTONIC ns of the install
+	since          int64  // CLOCK_MONOTONIC_COARSE ns of the install (monotonicNow)
 	packets, bytes uint64
 }
 
@@ -340,6 +340,7 @@ type PortCounters struct {
 type Manager struct {
 	k   *Kernel
 	log *zap.Logger
+	tcx bool // the kernel has TCX: veths go on the tc path (TCPath)
 
 	mu     sync.Mutex
 	closed bool
@@ -385,7 +386,7 @@ func NewManager(log *zap.Logger, pinDir string) (*Manager, error) {
 	}
 	m := &Manager{k: k, log: log, gen: k.gen, entries: map[offloadFlowKey]*installed{},
 		pending: map[offloadFlowKey]uint8{}, pendingOld: map[offloadFlowKey]uint8{}, byConn: map[connID]*connState{},
-		ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{})}
+		ports: map[uint32]*PortCounters{}, stop: make(chan struct{}), done: make(chan struct{}), tcx: k.HaveTCX()}
 	if k.Adopted() {
 		m.adoptPinned()
 		// No keepalives until Revalidate: nothing in userspace could
@@ -478,6 +479,15 @@ func (m *Manager) AttachUnderlay(ifindex int, name string) (io.Closer, error) {
 
 // TapFilter is the socket filter (fd) of the ports on the tc path.
 func (m *Manager) TapFilter() int { return m.k.TapFilter() }
+
+// TCPath tells whether a system port on the interface name goes on the
+// tc path (its socket then runs TapFilter from before it is bound):
+// ports with offload metadata (vnet), which XDP would strip, and veths,
+// for which the tc path costs less per packet than generic XDP
+// (docs/offload.md, "XDP and TCX"), where the kernel has TCX.
+func (m *Manager) TCPath(name string, vnet bool) bool {
+	return vnet || (m.tcx && IsVeth(name))
+}
 
 // Retain makes the pinned state outlive this process: closing the ports
 // and the manager then leaves the program attached and the entries

@@ -302,6 +302,7 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 	}
 	path := filepath.Join(p.linkDir(), name)
 	pl := &portLink{path: path, p: p, tc: tc, k: k, ifindex: ifindex}
+	var old link.Link
 	if l, err := link.LoadPinnedLink(path, nil); err == nil {
 		if linkOn(l, ifindex, tc) {
 			if err := l.Update(k.linkProgram(tc)); err == nil {
@@ -309,17 +310,40 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 				return p.claim(pl), nil
 			}
 		}
-		// Another interface of that name, the other attach mode (the
-		// port's offload metadata changed), or a link the kernel cannot
-		// move: detach it, attach anew.
-		l.Unpin()
-		l.Close()
+		// Another interface of that name, the other attach mode (an
+		// older govs put XDP where this one uses tc, or the port's
+		// offload metadata changed), or a link the kernel cannot move:
+		// detach it, attach anew.
+		old = l
 	} else if !errors.Is(err, os.ErrNotExist) {
 		os.Remove(path)
 	}
+	if old != nil && !tc {
+		// To XDP, the old link goes first: the port's socket runs no
+		// filter, so in between every frame reaches it once, while a
+		// TCX program left next to XDP would forward, deciding alone,
+		// frames the socket got too.
+		closeLink(old)
+		old = nil
+	}
 	l, err := k.attachLink(ifindex, tc, k.linkProgram(tc))
+	if err != nil && old != nil {
+		closeLink(old)
+		old = nil
+		l, err = k.attachLink(ifindex, tc, k.linkProgram(tc))
+	}
 	if err != nil {
 		return nil, err
+	}
+	// To TCX, the old link goes only once the new one is attached: in
+	// between, the port's socket, which runs the tap filter already,
+	// would take frames the filter decides to forward with no TCX
+	// program to forward them. With both, an old XDP program redirects
+	// first and what it passes meets the filter and the TCX program as
+	// one path (of two TCX programs, the first that reads the slot ends
+	// the chain with its verdict).
+	if old != nil {
+		closeLink(old)
 	}
 	if err := l.Pin(path); err != nil {
 		l.Close()
@@ -327,6 +351,12 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 	}
 	pl.l = l
 	return p.claim(pl), nil
+}
+
+// closeLink unpins and detaches a link.
+func closeLink(l link.Link) {
+	l.Unpin()
+	l.Close()
 }
 
 // linkOn tells whether l is the program's link of that mode on ifindex.

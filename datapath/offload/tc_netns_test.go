@@ -6,11 +6,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath/netnstest"
@@ -86,6 +89,19 @@ func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
 	return k, netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
 }
 
+// floodSockets opens B's receiving socket, which can queue a whole
+// flood, and A's sending one.
+func (p *pair) floodSockets(t *testing.T) (srv, cli *net.UDPConn) {
+	srv = udpListen(t, p.b, "10.77.0.2:9999")
+	cli = udpListen(t, p.a, "10.77.0.1:4000")
+	rc, err := srv.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
+	return srv, cli
+}
+
 // TestTCPathOnce: on the tc path (ports with offload metadata) every frame
 // is handled exactly once. A UDP flood from A crosses the ingress port
 // while its entry is installed and deleted again and again; each datagram
@@ -101,13 +117,7 @@ func TestTCPathOnce(t *testing.T) {
 	plain := netnstest.NewRawSocket(t, p.sw, p.va.Host)
 	bigBuffers(t, port.FD())
 	bigBuffers(t, plain.FD())
-	srv := udpListen(t, p.b, "10.77.0.2:9999")
-	cli := udpListen(t, p.a, "10.77.0.1:4000")
-	rc, err := srv.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Control(func(fd uintptr) { bigBuffers(t, int(fd)) })
+	srv, cli := p.floodSockets(t)
 
 	followed0, alone0, err := k.TCRuns()
 	if err != nil {
@@ -146,51 +156,23 @@ func TestTCPathOnce(t *testing.T) {
 		}
 		toggled <- changes
 	}()
-	dst := &net.UDPAddr{IP: net.IPv4(10, 77, 0, 2), Port: 9999}
-	payload := make([]byte, 64)
-	for i := range n {
-		binary.BigEndian.PutUint32(payload, uint32(i))
-		if _, err := cli.WriteToUDP(payload, dst); err != nil {
-			t.Fatal(err)
-		}
-		if i%64 == 63 {
-			time.Sleep(50 * time.Microsecond) // no backlog overflow on the veth
-		}
-	}
+	sendSeqs(t, cli, n, nil)
 	flooding.Store(false)
 	changes := <-toggled
 	time.Sleep(500 * time.Millisecond)
 	stop.Store(true)
 	readers.Wait()
 
-	var both, neither, dupB, dupPort, plainMiss, fwd, passed int
+	o := countOnce(t, atB, atPort)
+	plainMiss := 0
 	for i := range n {
-		b, s := atB.n[i], atPort.n[i]
-		switch {
-		case b > 1:
-			dupB++
-		case s > 1:
-			dupPort++
-		case b == 1 && s == 1:
-			both++
-		case b == 0 && s == 0:
-			neither++
-		case b == 1:
-			fwd++
-		default:
-			passed++
-		}
 		if atPlain.n[i] != 1 {
 			plainMiss++
 		}
 	}
-	t.Logf("%d datagrams, %d entry changes: %d forwarded by tc, %d to the port's socket", n, changes, fwd, passed)
-	if both != 0 || neither != 0 || dupB != 0 || dupPort != 0 {
-		t.Errorf("%d datagrams at both B and the port's socket, %d at neither, %d twice at B, %d twice at the socket; want each exactly once",
-			both, neither, dupB, dupPort)
-	}
-	if fwd == 0 || passed == 0 {
-		t.Errorf("forwarded %d, passed %d: the flood did not cross installs and deletes", fwd, passed)
+	t.Logf("%d datagrams, %d entry changes: %d forwarded by tc, %d to the port's socket", n, changes, o.fwd, o.passed)
+	if o.fwd == 0 || o.passed == 0 {
+		t.Errorf("forwarded %d, passed %d: the flood did not cross installs and deletes", o.fwd, o.passed)
 	}
 	if plainMiss != 0 {
 		t.Errorf("a tap without the filter missed %d datagrams; it sees every frame before tc ingress", plainMiss)
@@ -212,12 +194,7 @@ func TestTCPathOnce(t *testing.T) {
 	if err := k.Install(fk, act, 1); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 50 {
-		binary.BigEndian.PutUint32(payload, uint32(i))
-		if _, err := cli.WriteToUDP(payload, dst); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendSeqs(t, cli, 50, nil)
 	if got := recvCount(srv, 300*time.Millisecond); got != 50 {
 		t.Errorf("B received %d of 50 datagrams with no socket filter on the port, want 50 (tc alone)", got)
 	}
@@ -226,6 +203,183 @@ func TestTCPathOnce(t *testing.T) {
 	}
 	if _, alone2, err := k.TCRuns(); err != nil || alone2-alone < 50 {
 		t.Errorf("the tc program decided alone %d times without a filtered socket (%v), want >= 50", alone2-alone, err)
+	}
+}
+
+// sendSeqs sends n datagrams from cli to B's 10.77.0.2:9999, each
+// carrying its sequence number, paced so that the veth's backlog does
+// not overflow; at(i), if given, runs before datagram i.
+func sendSeqs(t *testing.T, cli *net.UDPConn, n int, at func(i int)) {
+	t.Helper()
+	dst := &net.UDPAddr{IP: net.IPv4(10, 77, 0, 2), Port: 9999}
+	payload := make([]byte, 64)
+	for i := range n {
+		if at != nil {
+			at(i)
+		}
+		binary.BigEndian.PutUint32(payload, uint32(i))
+		if _, err := cli.WriteToUDP(payload, dst); err != nil {
+			t.Fatal(err)
+		}
+		if i%64 == 63 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+// onceCounts sorts a flood's datagrams by where they arrived: forwarded
+// (B only) or passed (the port's socket only).
+type onceCounts struct{ fwd, passed int }
+
+// countOnce counts where each datagram arrived and fails the test for
+// any that reached both B and the port's socket, neither, or one twice.
+func countOnce(t *testing.T, atB, atPort *seqCounter) onceCounts {
+	t.Helper()
+	var o onceCounts
+	var both, neither, dupB, dupPort int
+	for i := range atB.n {
+		b, s := atB.n[i], atPort.n[i]
+		switch {
+		case b > 1:
+			dupB++
+		case s > 1:
+			dupPort++
+		case b == 1 && s == 1:
+			both++
+		case b == 0 && s == 0:
+			neither++
+		case b == 1:
+			o.fwd++
+		default:
+			o.passed++
+		}
+	}
+	if both != 0 || neither != 0 || dupB != 0 || dupPort != 0 {
+		t.Errorf("%d datagrams at both B and the port's socket, %d at neither, %d twice at B, %d twice at the socket; want each exactly once",
+			both, neither, dupB, dupPort)
+	}
+	return o
+}
+
+// TestTCPath: which system ports go on the tc path. Ports with offload
+// metadata always; veths too where the kernel has TCX (this one does:
+// 6.6 or later is required to run these tests' TCX links); others, here
+// the loopback, keep XDP.
+func TestTCPath(t *testing.T) {
+	p := newPair(t)
+	m, err := NewManager(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.k.HaveTCX() {
+		t.Fatal("HaveTCX: false on a kernel that attaches TCX links (TestTCPathOnce)")
+	}
+	err = p.sw.Do(func() error {
+		for _, c := range []struct {
+			name string
+			vnet bool
+			want bool
+		}{{p.va.Host, false, true}, {p.va.Host, true, true}, {"lo", false, false}, {"lo", true, true}, {"nonexistent0", false, false}} {
+			if got := m.TCPath(c.name, c.vnet); got != c.want {
+				t.Errorf("TCPath(%q, vnet=%v) = %v, want %v", c.name, c.vnet, got, c.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPinnedXDPToTCOnce: an older govs left an XDP link pinned on a veth
+// port that this one puts on the tc path. The new process adopts the
+// pins (held: no keepalives), opens the port's socket with the tap
+// filter and attaches: the pinned XDP link gives way to a TCX link. A
+// flood across the change reaches B exactly once per datagram; had the
+// XDP link gone before the TCX link came, the filter would have taken
+// frames from the socket with nothing to forward them.
+func TestPinnedXDPToTCOnce(t *testing.T) {
+	netnstest.RequireRoot(t)
+	p := newPair(t)
+	dir := PinDir(filepath.Join(netnstest.MountBPFFS(t), "govs"), "/run/govs-test", "br0")
+	old, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l io.Closer
+	if err := p.sw.Do(func() (err error) { l, err = old.Attach(p.ifA, p.va.Host); return err }); err != nil {
+		t.Fatal(err)
+	}
+	fk := p.flowKey(4000, 9999)
+	if err := old.Install(fk, Action{OutIfindex: uint32(p.ifB), Flags: ActSetEth, EthSrc: [6]byte(p.macHB), EthDst: [6]byte(p.macB)}, old.gen); err != nil {
+		t.Fatal(err)
+	}
+	old.Retain()
+	if err := old.Hold(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	old.Close()
+
+	k, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	if !k.Adopted() {
+		t.Fatal("the pinned maps were not adopted")
+	}
+	if err := k.Hold(); err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := p.floodSockets(t)
+	const n = 20000
+	atB, atPort := &seqCounter{n: make([]int, n)}, &seqCounter{n: make([]int, n)}
+	var stop atomic.Bool
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go udpSeqs(srv, atB, &stop, &readers)
+	// The daemon's order: the socket (filter first), then the link.
+	attached := make(chan error, 1)
+	sendSeqs(t, cli, n, func(i int) {
+		if i != n/4 {
+			return
+		}
+		port := netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+		bigBuffers(t, port.FD())
+		readers.Add(1)
+		go tapSeqs(port, 9999, atPort, &stop, &readers)
+		go func() {
+			attached <- p.sw.Do(func() (err error) {
+				l, err = k.AttachTC(p.ifA, p.va.Host)
+				return err
+			})
+		}()
+	})
+	if err := <-attached; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	time.Sleep(500 * time.Millisecond)
+	stop.Store(true)
+	readers.Wait()
+
+	o := countOnce(t, atB, atPort)
+	t.Logf("%d datagrams: %d forwarded, %d to the port's socket", n, o.fwd, o.passed)
+	if o.fwd != n {
+		t.Errorf("%d of %d datagrams forwarded: the held entry forwards every one", o.fwd, n)
+	}
+	pinned, err := link.LoadPinnedLink(filepath.Join(dir, "links", p.va.Host), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Close()
+	if !linkOn(pinned, p.ifA, true) {
+		t.Errorf("the pinned link is not the TCX link on %s", p.va.Host)
+	}
+	if out := p.sw.MustExec(t, "ip", "link", "show", "dev", p.va.Host); strings.Contains(out, "xdp") {
+		t.Errorf("the old XDP link is still attached:\n%s", out)
 	}
 }
 

@@ -255,7 +255,8 @@ func TestOffloadRestartKeepsStream(t *testing.T) {
 		name string
 		stop func(w *worker1) error
 		// The pods keep their offloads and the ports exchange offload
-		// metadata (userspace-tso-enable): they are on the tc path.
+		// metadata (userspace-tso-enable). Either way the pod ports
+		// are veths: on the tc path.
 		offloads bool
 	}{
 		{"exit", exit, false},
@@ -267,13 +268,10 @@ func TestOffloadRestartKeepsStream(t *testing.T) {
 	}
 }
 
-// kernelProg is the id of the offload program on a device of ns ("":
-// none): the XDP program, or with tc the TCX ingress one.
-func kernelProg(t *testing.T, ns, dev string, tc bool) string {
+// tcxProg is the id of the TCX ingress program on a device of ns ("":
+// none): the kernel path's program on a pod's veth.
+func tcxProg(t *testing.T, ns, dev string) string {
 	t.Helper()
-	if !tc {
-		return xdpProg(t, ns, dev)
-	}
 	ids, err := netnstest.TCXIngress(&netnstest.NS{Name: ns}, dev)
 	if err != nil {
 		t.Fatal(err)
@@ -284,9 +282,9 @@ func kernelProg(t *testing.T, ns, dev string, tc bool) string {
 	return strconv.Itoa(int(ids[0]))
 }
 
-func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error, tc bool) {
+func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error, offloads bool) {
 	root := filepath.Join(netnstest.MountBPFFS(t), "govs")
-	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs="+root), tc)
+	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs="+root), offloads)
 	pinDir := offload.PinDir(root, w.o.Rundir(), w.o.Bridge())
 	frontend, backend1 := w.pods["frontend"], w.pods["backend1"]
 	s := startStream(t, frontend, backend1, "10.222.1.47:80")
@@ -313,7 +311,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	if got := s.recvd.Load() - down; got < 1<<20 {
 		t.Errorf("while govs-vswitchd was down %d bytes went through: the kernel path stopped with it", got)
 	}
-	if kernelProg(t, w.ns.Name, backend1.veth.Host, tc) == "" {
+	if tcxProg(t, w.ns.Name, backend1.veth.Host) == "" {
 		t.Errorf("no program on %s while govs-vswitchd is down", backend1.veth.Host)
 	}
 	// Antrea's start script sets flow-restore-wait before it starts the
@@ -326,7 +324,7 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	if _, err := w.o.Vsctl("--no-wait", "del-port", coredns.veth.Host); err != nil {
 		t.Fatal(err)
 	}
-	oldProg := kernelProg(t, w.ns.Name, backend1.veth.Host, tc)
+	oldProg := tcxProg(t, w.ns.Name, backend1.veth.Host)
 	t1 := time.Now()
 	w.o.StartVswitchd()
 	phases = append(phases, s.nSamples())
@@ -337,10 +335,10 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 	restarted := time.Since(t1)
 	phases = append(phases, s.nSamples())
 	time.Sleep(3 * time.Second)
-	if p := kernelProg(t, w.ns.Name, backend1.veth.Host, tc); p == "" || p == oldProg {
+	if p := tcxProg(t, w.ns.Name, backend1.veth.Host); p == "" || p == oldProg {
 		t.Errorf("%s runs program %q after the restart, was %q: want the new daemon's", backend1.veth.Host, p, oldProg)
 	}
-	if kernelProg(t, w.ns.Name, coredns.veth.Host, tc) != "" {
+	if tcxProg(t, w.ns.Name, coredns.veth.Host) != "" {
 		t.Errorf("%s, deleted while govs-vswitchd was down, still has the program", coredns.veth.Host)
 	}
 	if _, err := os.Stat(filepath.Join(pinDir, "links", coredns.veth.Host)); !errors.Is(err, os.ErrNotExist) {
@@ -385,8 +383,11 @@ func testOffloadRestart(t *testing.T, vswitchd string, stop func(*worker1) error
 		t.Errorf("after exit --cleanup still pinned: %v", left)
 	}
 	for _, p := range w.pods {
-		waitXDP(t, w.ns.Name, p.veth.Host, false)
-		if id := kernelProg(t, w.ns.Name, p.veth.Host, true); id != "" {
+		waitOffload(t, w.ns.Name, p.veth.Host, false)
+		if id := xdpProg(t, w.ns.Name, p.veth.Host); id != "" {
+			t.Errorf("after exit --cleanup %s still has XDP program %s", p.veth.Host, id)
+		}
+		if id := tcxProg(t, w.ns.Name, p.veth.Host); id != "" {
 			t.Errorf("after exit --cleanup %s still has TCX program %s", p.veth.Host, id)
 		}
 	}

@@ -42,13 +42,23 @@ func xdpProg(t *testing.T, ns, dev string) string {
 	return ""
 }
 
-// waitXDP waits until dev has a program (want) or none (!want).
-func waitXDP(t *testing.T, ns, dev string, want bool) {
+// offloadProg is the id of the kernel path's program on a device of ns
+// ("": none): TCX ingress (veths) or XDP (other interfaces).
+func offloadProg(t *testing.T, ns, dev string) string {
+	t.Helper()
+	if id := tcxProg(t, ns, dev); id != "" {
+		return id
+	}
+	return xdpProg(t, ns, dev)
+}
+
+// waitOffload waits until dev has a program (want) or none (!want).
+func waitOffload(t *testing.T, ns, dev string, want bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for (xdpProg(t, ns, dev) != "") != want {
+	for (offloadProg(t, ns, dev) != "") != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: XDP program attached %v, want %v", dev, !want, want)
+			t.Fatalf("%s: offload program attached %v, want %v", dev, !want, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -72,7 +82,7 @@ func addVeths(t *testing.T, ns string, names ...string) {
 // is off; Interface other_config:govs-offload=false keeps one port out,
 // and setting or removing it through ovs-vsctl detaches or attaches the
 // program. What is checked is the kernel's view: whether the port's
-// interface carries an XDP program.
+// interface (a veth) carries the TCX program, and no XDP one.
 func TestOffloadControl(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
@@ -101,9 +111,12 @@ func TestOffloadControl(t *testing.T) {
 			if _, err := o.Vsctl("add-port", o.Bridge(), "off2", "--", "set", "Interface", "off2", "other_config:govs-offload=false"); err != nil {
 				t.Fatal(err)
 			}
-			waitXDP(t, o.Netns(), "off1", tc.want)
-			if xdpProg(t, o.Netns(), "off2") != "" {
-				t.Errorf("off2 (other_config:govs-offload=false) has an XDP program")
+			waitOffload(t, o.Netns(), "off1", tc.want)
+			if id := xdpProg(t, o.Netns(), "off1"); id != "" {
+				t.Errorf("off1, a veth, has XDP program %s: want the tc path", id)
+			}
+			if offloadProg(t, o.Netns(), "off2") != "" {
+				t.Errorf("off2 (other_config:govs-offload=false) has an offload program")
 			}
 			if !tc.want {
 				return
@@ -112,23 +125,26 @@ func TestOffloadControl(t *testing.T) {
 			if _, err := o.Vsctl("set", "Interface", "off1", "other_config:govs-offload=false"); err != nil {
 				t.Fatal(err)
 			}
-			waitXDP(t, o.Netns(), "off1", false)
+			waitOffload(t, o.Netns(), "off1", false)
 			if _, err := o.Vsctl("remove", "Interface", "off1", "other_config", "govs-offload"); err != nil {
 				t.Fatal(err)
 			}
-			waitXDP(t, o.Netns(), "off1", true)
+			waitOffload(t, o.Netns(), "off1", true)
 			if _, err := o.Vsctl("remove", "Interface", "off2", "other_config", "govs-offload"); err != nil {
 				t.Fatal(err)
 			}
-			waitXDP(t, o.Netns(), "off2", true)
+			waitOffload(t, o.Netns(), "off2", true)
 		})
 	}
 }
 
 // TestOffloadAutoAttachFails: in auto mode, ports whose interface the
-// program cannot be attached to (another XDP program owns them) are
-// logged once and forward in userspace. A change of the OVSDB key once
-// bridges run takes effect at the next start, with a warning saying so.
+// program cannot be attached to (another XDP program owns them; macvlans,
+// which get XDP) are logged once and forward in userspace. A veth with
+// another owner's XDP program gets the TCX program next to it (TCX takes
+// several; the other program runs first). A change of the OVSDB key
+// once bridges run takes effect at the next start, with a warning
+// saying so.
 func TestOffloadAutoAttachFails(t *testing.T) {
 	netnstest.RequireRoot(t)
 	_, vswitchd := binaries(t)
@@ -151,7 +167,10 @@ func TestOffloadAutoAttachFails(t *testing.T) {
 				t.Fatalf("ip %v: %v: %s", args, err, out)
 			}
 		}
-		ip(o.Netns(), "link", "add", v.name, "type", "veth", "peer", "name", "p", "netns", v.peer.Name)
+		// The port is a macvlan taking all of its veth's frames.
+		ip(o.Netns(), "link", "add", v.name+"l", "type", "veth", "peer", "name", "p", "netns", v.peer.Name)
+		ip(o.Netns(), "link", "add", v.name, "link", v.name+"l", "type", "macvlan", "mode", "passthru")
+		ip(o.Netns(), "link", "set", v.name+"l", "up")
 		ip(o.Netns(), "link", "set", v.name, "up")
 		ip(v.peer.Name, "addr", "add", v.addr, "dev", "p")
 		ip(v.peer.Name, "link", "set", "p", "up")
@@ -166,6 +185,22 @@ func TestOffloadAutoAttachFails(t *testing.T) {
 	if out, err := nsA.Exec("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.213.0.2"); err != nil {
 		t.Fatalf("ping through the userspace path: %v\n%s", err, out)
 	}
+	// A veth with another owner's XDP program: the tc path goes next to it.
+	addVeths(t, o.Netns(), "shared")
+	if out, err := exec.Command("ip", "-n", o.Netns(), "link", "set", "dev", "shared", "xdpgeneric", "obj", obj, "sec", "xdp").CombinedOutput(); err != nil {
+		t.Fatalf("attach the other owner's program: %v: %s", err, out)
+	}
+	owned["shared"] = xdpProg(t, o.Netns(), "shared")
+	if err := o.AddPort(ovstest.Port{Name: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for tcxProg(t, o.Netns(), "shared") == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the veth shared has no TCX program next to the other owner's XDP one:\n%s", o.VswitchdLog())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for name, id := range owned {
 		if got := xdpProg(t, o.Netns(), name); got != id {
 			t.Errorf("%s: XDP program %s, want the other owner's %s left in place", name, got, id)
@@ -178,7 +213,7 @@ func TestOffloadAutoAttachFails(t *testing.T) {
 	if _, err := o.Vsctl("set", "Open_vSwitch", ".", "other_config:govs-offload=none"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(5 * time.Second)
 	for !strings.Contains(o.VswitchdLog(), "takes effect when govs-vswitchd restarts") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no warning that other_config:govs-offload needs a restart:\n%s", o.VswitchdLog())

@@ -192,9 +192,9 @@ func TestWorker1SeedKernelPathOffloadsOn(t *testing.T) {
 	_, vswitchd := binaries(t)
 	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs=none"), true)
 	for name, p := range w.pods {
-		if kernelProg(t, w.ns.Name, p.veth.Host, true) == "" || xdpProg(t, w.ns.Name, p.veth.Host) != "" {
+		if tcxProg(t, w.ns.Name, p.veth.Host) == "" || xdpProg(t, w.ns.Name, p.veth.Host) != "" {
 			t.Fatalf("pod %s's port %s is not on the tc path (TCX program %q, XDP program %q)", name, p.veth.Host,
-				kernelProg(t, w.ns.Name, p.veth.Host, true), xdpProg(t, w.ns.Name, p.veth.Host))
+				tcxProg(t, w.ns.Name, p.veth.Host), xdpProg(t, w.ns.Name, p.veth.Host))
 		}
 	}
 	testWorker1Seed(t, w)

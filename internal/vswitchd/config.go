@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/flowtable"
 )
 
@@ -70,9 +71,10 @@ type PortConfig struct {
 	// other_config:govs-offload=false; docs/offload.md). Changing it
 	// reopens the port.
 	NoOffload bool `yaml:"no_offload"`
-	// tapFilter is the kernel fast path's socket filter for a system
-	// port (set when the port opens, see startPort).
-	tapFilter int
+	// offload is the kernel fast path of a system port's bridge (set
+	// when the port opens, see startPort): it says whether the port goes
+	// on the tc path and gives the socket filter that path needs.
+	offload *offload.Manager
 	// PrevOFPort is the number the port had before (the OVSDB's
 	// Interface.ofport), which it gets back when nothing asks for another.
 	PrevOFPort uint32 `yaml:"-"`

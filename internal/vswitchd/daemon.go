@@ -163,10 +163,10 @@ func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {
 		return nil, err
 	}
 	c := afpacket.Config{VnetHdr: o.vnet, FrameCount: o.rxDesc}
-	if o.vnet {
-		// The kernel fast path's tc program forwards from ports with
-		// offload metadata; their socket runs its tap filter.
-		c.Filter = cfg.tapFilter
+	if cfg.offload != nil && cfg.offload.TCPath(cfg.Name, o.vnet) {
+		// The kernel fast path's tc program forwards from this port;
+		// its socket runs the tap filter (else the port gets XDP).
+		c.Filter = cfg.offload.TapFilter()
 	}
 	return afpacket.Open(cfg.Name, c)
 }

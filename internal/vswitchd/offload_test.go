@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
 	"github.com/govs-project/govs/datapath/netnstest"
 	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/ofproto/flowtext"
@@ -156,12 +159,27 @@ func TestPortNoOffload(t *testing.T) {
 			t.Fatalf("port %s: %v", name, st.Err)
 		}
 	}
-	hasXDP := func(dev string) bool {
-		return strings.Contains(netnstest.MustRun(t, "ip", "link", "show", "dev", dev), "prog/xdp")
+	if !hasKernelProg(t, va.Host) || hasKernelProg(t, vb.Host) {
+		t.Errorf("offload program on %s %v (want true), on %s (no_offload) %v (want false)", va.Host, hasKernelProg(t, va.Host), vb.Host, hasKernelProg(t, vb.Host))
 	}
-	if !hasXDP(va.Host) || hasXDP(vb.Host) {
-		t.Errorf("XDP on %s %v (want true), on %s (no_offload) %v (want false)", va.Host, hasXDP(va.Host), vb.Host, hasXDP(vb.Host))
+}
+
+// hasKernelProg tells whether dev carries the kernel path's program: on
+// a veth TCX ingress, elsewhere XDP.
+func hasKernelProg(t *testing.T, dev string) bool {
+	t.Helper()
+	if strings.Contains(netnstest.MustRun(t, "ip", "link", "show", "dev", dev), "prog/xdp") {
+		return true
 	}
+	ifi, err := net.InterfaceByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		t.Fatalf("TCX programs of %s: %v", dev, err)
+	}
+	return len(r.Programs) > 0
 }
 
 // TestOffloadPinOwnership: with a pin root, a daemon whose stop retains
@@ -202,9 +220,9 @@ func TestOffloadPinOwnership(t *testing.T) {
 	}
 	// A program goes once the kernel frees its link, which may lag the
 	// unpin: wait a little for the answer expected.
-	hasXDP := func(dev string, want bool) bool {
+	hasProg := func(dev string, want bool) bool {
 		for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			got := strings.Contains(netnstest.MustRun(t, "ip", "link", "show", "dev", dev), "prog/xdp")
+			got := hasKernelProg(t, dev)
 			if got == want || time.Now().After(end) {
 				return got
 			}
@@ -218,23 +236,23 @@ func TestOffloadPinOwnership(t *testing.T) {
 	d := start(OffloadEBPF, state(va.Host, vb.Host))
 	d.SetRetainKernelState(true)
 	d.Close()
-	if !hasXDP(va.Host, true) || !hasXDP(vb.Host, true) || !pinned("links/"+va.Host) || !pinned("links/"+vb.Host) {
+	if !hasProg(va.Host, true) || !hasProg(vb.Host, true) || !pinned("links/"+va.Host) || !pinned("links/"+vb.Host) {
 		t.Fatalf("after a retaining stop: link pins %v %v; want the programs and pins kept",
 			pinned("links/"+va.Host), pinned("links/"+vb.Host))
 	}
 
 	d = start(OffloadEBPF, state(va.Host))
-	if !hasXDP(va.Host, true) || !pinned("links/"+va.Host) {
+	if !hasProg(va.Host, true) || !pinned("links/"+va.Host) {
 		t.Errorf("the kept port lost its program or pin")
 	}
-	if hasXDP(vb.Host, false) || pinned("links/"+vb.Host) {
+	if hasProg(vb.Host, false) || pinned("links/"+vb.Host) {
 		t.Errorf("the port deleted while down keeps its program or its pin (%v)", pinned("links/"+vb.Host))
 	}
 	d.SetRetainKernelState(true)
 	d.Close()
 
 	d = start(OffloadNone, state(va.Host))
-	if hasXDP(va.Host, false) {
+	if hasProg(va.Host, false) {
 		t.Errorf("with the kernel path off, %s keeps the previous run's program", va.Host)
 	}
 	if _, err := os.Stat(offload.RundirPinDir(root, rundir)); !errors.Is(err, os.ErrNotExist) {
@@ -244,7 +262,7 @@ func TestOffloadPinOwnership(t *testing.T) {
 
 	d = start(OffloadEBPF, state(va.Host))
 	d.Close() // not retained: exit --cleanup
-	if hasXDP(va.Host, false) {
+	if hasProg(va.Host, false) {
 		t.Errorf("after a stop without retaining %s keeps its program", va.Host)
 	}
 	if es, _ := os.ReadDir(root); len(es) != 0 {

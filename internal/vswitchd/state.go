@@ -299,7 +299,7 @@ func (d *Daemon) startPort(b *bridge, cfg PortConfig, no uint32) (uint32, error)
 		}
 	}
 	if m := b.dp.Offload(); m != nil && kind == datapath.KindSystem && !cfg.NoOffload {
-		cfg.tapFilter = m.TapFilter()
+		cfg.offload = m
 	}
 	p, err := open(cfg)
 	if err != nil {

@@ -90,7 +90,7 @@ struct flow_action {
 	__u64 gen;       // valid while it equals generation[0]
 	__u64 packets;   // forwarded by the program
 	__u64 bytes;     // of the frames as the bridge ports see them (inner)
-	__u64 last_used; // bpf_ktime_get_ns (CLOCK_MONOTONIC)
+	__u64 last_used; // bpf_ktime_get_coarse_ns (CLOCK_MONOTONIC_COARSE)
 	__u64 last_pass; // last packet handed to userspace as a keepalive
 	// With ACT_ENCAP: the outer headers as govs's tunnel port would have
 	// the kernel send them: the Ethernet addresses of the route's next
@@ -526,7 +526,7 @@ int govs_offload(struct xdp_md *ctx)
 	}
 	k.ifindex = ctx->ingress_ifindex;
 
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&k, now);
 	if (!a)
 		return XDP_PASS;
@@ -695,14 +695,14 @@ static __always_inline int encap_fits(struct __sk_buff *skb, struct flow_action 
 // decide is the tc path's one lookup: the entry's action copied into v
 // (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Everything
 // that can send the frame to userspace is decided here, before the tap
-// filter takes it from the socket. Decapsulation stays with XDP (the
-// underlay has no offload metadata).
+// filter takes it from the socket. Decapsulation is skb_decap's (on the
+// underlay, where no filter runs).
 static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 {
 	__u32 l4_len = 0;
 	if (!skb_key(skb, &v->key, &l4_len))
 		return VERDICT_PASS;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&v->key, now);
 	if (!a || (a->flags & (ACT_DECAP | ACT_ENCAP_CSUM)))
 		return VERDICT_PASS;
@@ -881,7 +881,7 @@ static __always_inline int skb_decap(struct __sk_buff *skb)
 	if (!off || off > OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX || !skb_key_at(skb, off, &k, &l4_len))
 		return -1;
 	k.ifindex = skb->ifindex;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&k, now);
 	if (!a || !(a->flags & ACT_DECAP) || (a->flags & ACT_ENCAP))
 		return -1;
