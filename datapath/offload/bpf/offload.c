@@ -627,6 +627,10 @@ struct {
 	__type(value, struct verdict);
 } verdicts SEC(".maps");
 
+// The parts of a flow_action the tc program reads (decide copies them).
+#define ACT_HEAD_LEN offsetof(struct flow_action, pad2)
+#define ACT_ENCAP_LEN (sizeof(struct flow_action) - offsetof(struct flow_action, encap_saddr))
+
 // What the tc path reads of a frame: Ethernet, IPv4 without options and
 // the TCP header (a UDP frame needs 42 of these bytes).
 #define TC_HDR_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct tcphdr))
@@ -640,7 +644,8 @@ static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct f
 {
 	// Two bytes in, so that the IPv4 and TCP headers are 4-byte aligned
 	// on the stack as the verifier wants.
-	__u64 raw[(TC_HDR_LEN + 2 + 7) / 8] = {};
+	// Left uninitialised: parse reads no byte past the n loaded.
+	__u64 raw[(TC_HDR_LEN + 2 + 7) / 8];
 	__u8 *buf = (__u8 *)raw + 2;
 	__u32 n = TC_HDR_LEN;
 	if (skb->len < off + TC_HDR_LEN)
@@ -710,7 +715,12 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 		return VERDICT_PASS;
 	// Counted as the port saw it, with its tag (the skb holds it aside).
 	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
-	__builtin_memcpy(&v->act, a, sizeof(v->act));
+	// Only what the tc program applies: the head (output, flags, MAC,
+	// VLAN and NAT writes) and, for a tunnel, the outer headers; the
+	// entry's counters and clocks stay behind.
+	__builtin_memcpy(&v->act, a, ACT_HEAD_LEN);
+	if (a->flags & ACT_ENCAP)
+		__builtin_memcpy(&v->act.encap_saddr, &a->encap_saddr, ACT_ENCAP_LEN);
 	return VERDICT_FWD;
 }
 
