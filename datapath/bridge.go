@@ -219,10 +219,6 @@ type bridgePort struct {
 	// otherwise): GSO frames and partial checksums go to it as they are,
 	// other ports get them segmented and completed.
 	vnet port.VnetWriter
-	// tcPath: the kernel path's program on p is the TCX one (its socket
-	// runs the tap filter), which leaves csum=true encapsulation to
-	// userspace.
-	tcPath bool
 
 	// Frames the bridge dropped, reported in PortInfo.Stats.
 	rxLengthErrors atomic.Uint64 // runts, oversize, unparsable

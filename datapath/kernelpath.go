@@ -56,9 +56,9 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 	// gets the tc path; the daemon gives it to veths and to ports with
 	// offload metadata, which XDP would strip (Manager.TCPath). Others
 	// get XDP.
-	attach, tcPath := b.offload.Attach, false
+	attach := b.offload.Attach
 	if f, ok := bp.p.(interface{ Filter() int }); ok && f.Filter() == b.offload.TapFilter() {
-		attach, tcPath = b.offload.AttachTC, true
+		attach = b.offload.AttachTC
 	} else if bp.vnet != nil {
 		b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
 		return
@@ -68,7 +68,7 @@ func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
 		b.offloadAttachFailed(bp, err)
 		return
 	}
-	bp.xdp, bp.ifindex, bp.off, bp.offID, bp.tcPath = x, ix.Ifindex(), b.offload, uint32(ix.Ifindex()), tcPath
+	bp.xdp, bp.ifindex, bp.off, bp.offID = x, ix.Ifindex(), b.offload, uint32(ix.Ifindex())
 }
 
 func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
@@ -84,8 +84,9 @@ func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {
 // port would, so it needs what fixes them: the underlay interface (the
 // one holding local_ip or, without local_ip, the one the route to
 // remote_ip leaves through, whose preferred source the kernel gives the
-// port's datagrams) and the IANA port; with csum=true, XDP computes the
-// outer UDP checksum (the tc path leaves those frames to userspace).
+// port's datagrams) and the IANA port; with csum=true, the program
+// computes the outer UDP checksum (the tc path of a frame, not of a
+// super-segment: those stay in userspace).
 // Decapsulation needs the program on that interface too (TCX ingress);
 // where it cannot go there, received datagrams stay in userspace.
 func (b *Bridge) attachTunnelOffload(bp *bridgePort, g *geneve.Port) {
@@ -293,11 +294,10 @@ func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, 
 	// A frame from a port on the tc path keeps its offload metadata when
 	// the program encapsulates it: only an underlay that finishes it
 	// before the frame leaves the kernel may take it.
-	// Nor does the tc path checksum whole datagrams (csum=true), with
-	// offload metadata or without: a super-segment's would be each
-	// segment's, which the helper that marks the tunnel cannot ask the
-	// kernel for, and its program passes such entries to userspace.
-	if l.in.vnet != nil && bp.underlayInHost || l.in.tcPath && bp.geneve.Outer().Csum {
+	// (With csum=true the tc program checksums frames and leaves
+	// super-segments to userspace, whose each segment needs a checksum
+	// the helper that marks the tunnel cannot ask the kernel for.)
+	if l.in.vnet != nil && bp.underlayInHost {
 		return 0, 0, nil, false
 	}
 	enc, ok := geneveEncap(bp, final)

@@ -50,7 +50,7 @@ const (
 
 	actVLAN = ActPushVLAN | ActPopVLAN | ActSetVLAN
 	// ActEncapCsum: with ActEncap, the outer UDP checksum (csum=true;
-	// XDP only: the tc program leaves such entries to userspace).
+	// the tc program leaves super-segments to userspace).
 	ActEncapCsum uint32 = 512
 )
 
@@ -118,7 +118,8 @@ type Encap struct {
 	TTL            uint8
 	MTU            uint16
 	Header         []byte
-	// Csum: the outer UDP checksum is computed (csum=true), by XDP only.
+	// Csum: the outer UDP checksum is computed (csum=true); the tc path
+	// leaves super-segments to userspace.
 	Csum bool
 }
 

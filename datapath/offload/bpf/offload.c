@@ -30,7 +30,7 @@
 #define ACT_PUSH_VLAN 64 // add the tag vlan_tpid/vlan_tci
 #define ACT_POP_VLAN 128 // remove the tag
 #define ACT_SET_VLAN 256 // rewrite the tag's TCI to vlan_tci
-#define ACT_ENCAP_CSUM 512 // with ACT_ENCAP: the outer UDP checksum (csum=true); XDP only
+#define ACT_ENCAP_CSUM 512 // with ACT_ENCAP: the outer UDP checksum (csum=true)
 
 // The longest UDP datagram the XDP program checksums (the encapsulation
 // MTU of a csum=true entry is at most this; longer datagrams received
@@ -697,6 +697,29 @@ static __always_inline int encap_fits(struct __sk_buff *skb, struct flow_action 
 	return l4_len != sizeof(struct udphdr) && outer + seg <= a->encap_mtu;
 }
 
+// csum_fits tells whether the tc program can checksum the datagram it
+// puts the frame in (csum=true, see skb_encap): a frame, not a
+// super-segment (each of its segments needs its own checksum, which
+// bpf_skb_adjust_room cannot ask the kernel for), whose IPv4 packet
+// ends the frame (no Ethernet padding), with a TCP or UDP checksum (not
+// a UDP one of 0), and no tag the kernel would push into its data (a
+// second tag on a tagged frame). The rest goes to userspace.
+static __always_inline int csum_fits(struct __sk_buff *skb, struct flow_key *k, struct flow_action *a)
+{
+	__u16 tot_len, check = 1;
+	if (skb->gso_size)
+		return 0;
+	if ((a->flags & (ACT_PUSH_VLAN | ACT_POP_VLAN)) == ACT_PUSH_VLAN && k->vlan_tci)
+		return 0;
+	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, tot_len), &tot_len, 2) ||
+	    skb->len != sizeof(struct ethhdr) + bpf_ntohs(tot_len))
+		return 0;
+	if (k->proto == IPPROTO_UDP &&
+	    bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + sizeof(struct iphdr) + offsetof(struct udphdr, check), &check, 2))
+		return 0;
+	return check != 0;
+}
+
 // decide is the tc path's one lookup: the entry's action copied into v
 // (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Everything
 // that can send the frame to userspace is decided here, before the tap
@@ -709,9 +732,11 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 		return VERDICT_PASS;
 	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&v->key, now);
-	if (!a || (a->flags & (ACT_DECAP | ACT_ENCAP_CSUM)))
+	if (!a || (a->flags & ACT_DECAP))
 		return VERDICT_PASS;
 	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
+		return VERDICT_PASS;
+	if ((a->flags & (ACT_ENCAP | ACT_ENCAP_CSUM)) == (ACT_ENCAP | ACT_ENCAP_CSUM) && !csum_fits(skb, &v->key, a))
 		return VERDICT_PASS;
 	// Counted as the port saw it, with its tag (the skb holds it aside).
 	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
@@ -802,6 +827,45 @@ static __always_inline int skb_vlan(struct __sk_buff *skb, struct flow_action *a
 	return !bpf_skb_vlan_push(skb, proto, bpf_ntohs(a->vlan_tci));
 }
 
+// encap_csum writes the outer UDP checksum into the headers encap wrote
+// in buf, for the frame (csum_fits) whose Ethernet and IPv4 headers are
+// at inner (as it leaves: rewritten). It sums the headers and, for the
+// inner TCP or UDP segment, what its checksum makes that segment sum to
+// once complete: the complement of its pseudo-header's sum (the kernel's
+// local checksum offload, lco_csum). That holds whether the segment's
+// checksum is complete or left to the device (CHECKSUM_PARTIAL, a pod
+// keeping its offloads: the check field holds the pseudo-header sum
+// until the underlay finishes it, after this), and needs no pass over
+// the payload. Only a segment with a wrong checksum gets a different
+// outer one than userspace's sum over the bytes (the receiver drops it
+// at the outer UDP instead of the inner TCP/UDP).
+static __always_inline void encap_csum(__u8 *buf, __u8 *inner, struct flow_key *k, struct flow_action *a)
+{
+	struct iphdr *ip = (void *)(buf + sizeof(struct ethhdr));
+	struct udphdr *uh = (void *)(ip + 1);
+	__u32 *w = (void *)uh; // the UDP and Geneve headers: 4-byte words
+	__u16 *iw = (__u16 *)inner;
+	struct iphdr *iip = (void *)(inner + ETH_HLEN);
+	__u64 s = udp_pseudo(ip, uh);
+#pragma unroll
+	for (int i = 0; i < (sizeof(struct udphdr) + GENEVE_HDR_LEN + TUN_OPTS_MAX) / 4; i++) {
+		if (i * 4 >= sizeof(struct udphdr) + a->encap_hdr_len)
+			break;
+		s += w[i];
+	}
+#pragma unroll
+	for (int i = 0; i < (ETH_HLEN + sizeof(struct iphdr)) / 2; i++)
+		s += iw[i];
+	__u64 l4 = (__u64)iip->saddr + iip->daddr + bpf_htons(k->proto) +
+		   bpf_htons(bpf_ntohs(iip->tot_len) - sizeof(struct iphdr));
+	l4 = (l4 & 0xffffffff) + (l4 >> 32);
+	s += (__u16)~csum_fold((__u32)l4);
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	__u16 c = ~csum_fold((__u32)s);
+	uh->check = c ? c : 0xffff; // 0 means none
+}
+
 // skb_encap puts the (rewritten) frame in Geneve with the outer headers
 // the XDP path writes (encap). bpf_skb_adjust_room opens the room after
 // the Ethernet header and marks the skb as a UDP tunnel with an
@@ -810,21 +874,25 @@ static __always_inline int skb_vlan(struct __sk_buff *skb, struct flow_action *a
 // kept: FIXED_GSO, encap_fits checked it), so the underlay's driver or
 // the kernel's software GSO (__skb_udp_tunnel_segment) cuts it into
 // datagrams, fixing each outer IPv4 length, ID and checksum and UDP
-// length and finishing the inner checksums. The outer UDP checksum stays
-// 0: the helper never sets SKB_GSO_UDP_TUNNEL_CSUM, which is why csum=true
-// ports stay in userspace. The frame's own Ethernet header is then
-// copied in as the inner one.
-static __always_inline int skb_encap(struct __sk_buff *skb, struct flow_action *a)
+// length and finishing the inner checksums. The helper never sets
+// SKB_GSO_UDP_TUNNEL_CSUM, so a super-segment's outer UDP checksum stays
+// 0: csum=true entries take frames only (csum_fits), whose checksum
+// encap_csum computes. The frame's own Ethernet header is then copied in
+// as the inner one.
+static __always_inline int skb_encap(struct __sk_buff *skb, struct flow_key *k, struct flow_action *a)
 {
 	__u32 hdr_len = a->encap_hdr_len;
 	__u32 inner_len = skb->len;
-	__u8 inner_eth[ETH_HLEN];
+	// The inner Ethernet and IPv4 headers, two bytes in (4-byte aligned
+	// IPv4 words).
+	__u64 inner_raw[(2 + ETH_HLEN + sizeof(struct iphdr) + 7) / 8] = {};
+	__u8 *inner_eth = (__u8 *)inner_raw + 2;
 	// Two bytes in, as in skb_key: the outer IPv4 header 4-byte aligned.
 	__u64 raw[(2 + OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX + 7) / 8] = {};
 	__u8 *buf = (__u8 *)raw + 2;
 	if (hdr_len < GENEVE_HDR_LEN || hdr_len > GENEVE_HDR_LEN + TUN_OPTS_MAX)
 		return 0;
-	if (bpf_skb_load_bytes(skb, 0, inner_eth, ETH_HLEN))
+	if (bpf_skb_load_bytes(skb, 0, inner_eth, ETH_HLEN + sizeof(struct iphdr)))
 		return 0;
 	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 | BPF_F_ADJ_ROOM_ENCAP_L4_UDP |
 		      BPF_F_ADJ_ROOM_ENCAP_L2_ETH | BPF_F_ADJ_ROOM_ENCAP_L2(ETH_HLEN);
@@ -832,6 +900,8 @@ static __always_inline int skb_encap(struct __sk_buff *skb, struct flow_action *
 		return 0;
 	if (!encap(buf, buf + OUTER_LEN + GENEVE_HDR_LEN + TUN_OPTS_MAX, a, inner_len))
 		return 0;
+	if (a->flags & ACT_ENCAP_CSUM)
+		encap_csum(buf, inner_eth, k, a);
 	return !bpf_skb_store_bytes(skb, 0, buf, OUTER_LEN + hdr_len, 0) &&
 	       !bpf_skb_store_bytes(skb, OUTER_LEN + hdr_len, inner_eth, ETH_HLEN, 0);
 }
@@ -937,7 +1007,7 @@ int govs_offload_tc(struct __sk_buff *skb)
 	if (!skb_rewrite(skb, &v->key, &v->act) || !skb_vlan(skb, &v->act))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
 	if (v->act.flags & ACT_ENCAP) {
-		if (!skb_encap(skb, &v->act))
+		if (!skb_encap(skb, &v->key, &v->act))
 			return TC_ACT_SHOT;
 		// Through the neighbour layer, not bpf_redirect: that marks the
 		// skb redirected (__bpf_tx_skb), a mark a veth underlay carries
