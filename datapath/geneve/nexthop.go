@@ -87,8 +87,8 @@ func (r *Resolver) NextHop(src, dst [4]byte) (NextHop, error) {
 		return NextHop{}, fmt.Errorf("neighbour %s: %w", netip.AddrFrom4(via), errNoNeighbour)
 	}
 	for _, a := range attrs {
-		if a.typ == unix.NDA_LLADDR && len(a.value) == 6 {
-			nh.MAC = [6]byte(a.value)
+		if a.Type == unix.NDA_LLADDR && len(a.Value) == 6 {
+			nh.MAC = [6]byte(a.Value)
 			return nh, nil
 		}
 	}
@@ -118,12 +118,12 @@ func (r *Resolver) route(src, dst [4]byte) (nh NextHop, via [4]byte, err error) 
 	via, nh.Src = dst, src
 	for _, a := range attrs {
 		switch {
-		case a.typ == unix.RTA_OIF && len(a.value) >= 4:
-			nh.Ifindex = int(binary.NativeEndian.Uint32(a.value))
-		case a.typ == unix.RTA_GATEWAY && len(a.value) == 4:
-			via = [4]byte(a.value)
-		case a.typ == unix.RTA_PREFSRC && len(a.value) == 4 && src == [4]byte{}:
-			nh.Src = [4]byte(a.value)
+		case a.Type == unix.RTA_OIF && len(a.Value) >= 4:
+			nh.Ifindex = int(binary.NativeEndian.Uint32(a.Value))
+		case a.Type == unix.RTA_GATEWAY && len(a.Value) == 4:
+			via = [4]byte(a.Value)
+		case a.Type == unix.RTA_PREFSRC && len(a.Value) == 4 && src == [4]byte{}:
+			nh.Src = [4]byte(a.Value)
 		}
 	}
 	if nh.Ifindex == 0 {
@@ -153,7 +153,7 @@ func (r *Resolver) IsLocal(a netip.Addr) (bool, error) {
 
 // request sends one rtnetlink get request and returns the attributes and
 // the fixed header (hdrLen bytes) of the answer of type answer.
-func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rtattr, []byte, error) {
+func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rtnl.Attr, []byte, error) {
 	r.seq++
 	msg := rtnl.NewMessage(typ, unix.NLM_F_REQUEST, r.seq, payload)
 	if err := unix.Sendto(r.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
@@ -180,28 +180,8 @@ func (r *Resolver) request(typ, answer uint16, payload []byte, hdrLen int) ([]rt
 				}
 				return nil, nil, errors.New("no answer")
 			case m.Header.Type == answer && len(m.Data) >= hdrLen:
-				return parseAttrs(m.Data[hdrLen:]), m.Data[:hdrLen], nil
+				return rtnl.ParseAttrs(m.Data[hdrLen:]), m.Data[:hdrLen], nil
 			}
 		}
 	}
-}
-
-// rtattr is one attribute of an rtnetlink answer.
-type rtattr struct {
-	typ   uint16
-	value []byte
-}
-
-// parseAttrs splits b into attributes; a malformed tail is ignored.
-func parseAttrs(b []byte) []rtattr {
-	var attrs []rtattr
-	for len(b) >= unix.SizeofRtAttr {
-		l := int(binary.NativeEndian.Uint16(b))
-		if l < unix.SizeofRtAttr || l > len(b) {
-			break
-		}
-		attrs = append(attrs, rtattr{typ: binary.NativeEndian.Uint16(b[2:]), value: b[unix.SizeofRtAttr:l]})
-		b = b[min((l+3)&^3, len(b)):]
-	}
-	return attrs
 }

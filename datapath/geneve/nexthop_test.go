@@ -1,28 +1,11 @@
 package geneve
 
 import (
-	"bytes"
 	"net/netip"
 	"testing"
 
 	"github.com/govs-project/govs/datapath/netnstest"
-	"github.com/govs-project/govs/datapath/rtnl"
 )
-
-// FuzzParseAttrs: rtnetlink answers split into attributes never panic,
-// and every attribute lies inside the input.
-func FuzzParseAttrs(f *testing.F) {
-	f.Add(rtnl.AppendAttr(rtnl.AppendAttr(nil, 1, []byte{10, 0, 0, 1}), 4, []byte{2, 0, 0, 0}))
-	f.Add([]byte{3, 0, 1, 0})
-	f.Add([]byte{0xff, 0xff, 1, 0, 1})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, a := range parseAttrs(b) {
-			if len(a.value) > len(b) || (len(a.value) > 0 && !bytes.Contains(b, a.value)) {
-				t.Fatalf("attribute %d of %d bytes is not in the input", a.typ, len(a.value))
-			}
-		}
-	})
-}
 
 // TestResolverNextHop asks the kernel of a fresh namespace for the next
 // hop of a destination on a link with a permanent neighbour, one without a

@@ -1,6 +1,6 @@
 // Package rtnl holds what rtnetlink requests built by hand share: the
-// message header, the route attribute (struct rtattr) encoding and the
-// acknowledgement's error, in host byte order as the kernel reads them.
+// message header, the route attribute (struct rtattr) encoding and
+// splitting, and the acknowledgement's error, in host byte order as the kernel reads them.
 package rtnl
 
 import (
@@ -20,6 +20,27 @@ func AppendAttr(b []byte, typ uint16, data []byte) []byte {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// Attr is one route attribute of a message from the kernel.
+type Attr struct {
+	Type  uint16
+	Value []byte
+}
+
+// ParseAttrs splits b into route attributes; a malformed tail is
+// ignored (syscall.ParseNetlinkRouteAttr panics on some).
+func ParseAttrs(b []byte) []Attr {
+	var attrs []Attr
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(binary.NativeEndian.Uint16(b))
+		if l < unix.SizeofRtAttr || l > len(b) {
+			break
+		}
+		attrs = append(attrs, Attr{Type: binary.NativeEndian.Uint16(b[2:]), Value: b[unix.SizeofRtAttr:l]})
+		b = b[min((l+3)&^3, len(b)):]
+	}
+	return attrs
 }
 
 // NewMessage is one netlink request: the header (struct nlmsghdr, port

@@ -51,3 +51,18 @@ func TestAckError(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseAttrs: rtnetlink answers split into attributes never panic,
+// and every attribute lies inside the input.
+func FuzzParseAttrs(f *testing.F) {
+	f.Add(AppendAttr(AppendAttr(nil, 1, []byte{10, 0, 0, 1}), 4, []byte{2, 0, 0, 0}))
+	f.Add([]byte{3, 0, 1, 0})
+	f.Add([]byte{0xff, 0xff, 1, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, a := range ParseAttrs(b) {
+			if len(a.Value) > len(b) || (len(a.Value) > 0 && !bytes.Contains(b, a.Value)) {
+				t.Fatalf("attribute %d of %d bytes is not in the input", a.Type, len(a.Value))
+			}
+		}
+	})
+}

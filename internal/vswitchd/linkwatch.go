@@ -3,7 +3,6 @@ package vswitchd
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath"
+	"github.com/govs-project/govs/datapath/rtnl"
 	"github.com/govs-project/govs/ofproto"
 )
 
@@ -157,27 +157,16 @@ func readLinkNotification(f *os.File, buf []byte, deadline time.Time, c *linkCha
 }
 
 // ifName is the IFLA_IFNAME attribute of an ifinfomsg and its
-// attributes (syscall.ParseNetlinkRouteAttr panics on some short ones).
+// attributes.
 func ifName(b []byte) (string, bool) {
 	if len(b) < unix.SizeofIfInfomsg {
 		return "", false
 	}
-	b = b[unix.SizeofIfInfomsg:]
-	for len(b) >= unix.SizeofRtAttr {
-		n := int(binary.NativeEndian.Uint16(b[0:2]))
-		typ := binary.NativeEndian.Uint16(b[2:4])
-		if n < unix.SizeofRtAttr || n > len(b) {
-			return "", false
-		}
-		if typ == unix.IFLA_IFNAME {
-			name := string(bytes.TrimRight(b[unix.SizeofRtAttr:n], "\x00"))
+	for _, a := range rtnl.ParseAttrs(b[unix.SizeofIfInfomsg:]) {
+		if a.Type == unix.IFLA_IFNAME {
+			name := string(bytes.TrimRight(a.Value, "\x00"))
 			return name, name != ""
 		}
-		n = (n + unix.NLA_ALIGNTO - 1) &^ (unix.NLA_ALIGNTO - 1)
-		if n > len(b) {
-			break
-		}
-		b = b[n:]
 	}
 	return "", false
 }
