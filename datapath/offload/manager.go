@@ -465,8 +465,8 @@ func (m *Manager) Attach(ifindex int, name string) (io.Closer, error) {
 	return m.k.Attach(ifindex, name)
 }
 
-// AttachTC is Attach for a port with offload metadata: the tc path
-// (Kernel.AttachTC), for a socket that runs TapFilter.
+// AttachTC is Attach for a port on the tc path (Kernel.AttachTC), whose
+// socket is bound to port.UpcallEthertype.
 func (m *Manager) AttachTC(ifindex int, name string) (io.Closer, error) {
 	return m.k.AttachTC(ifindex, name)
 }
@@ -477,16 +477,13 @@ func (m *Manager) AttachUnderlay(ifindex int, name string) (io.Closer, error) {
 	return m.k.AttachUnderlay(ifindex, name)
 }
 
-// TapFilter is the socket filter (fd) of the ports on the tc path.
-func (m *Manager) TapFilter() int { return m.k.TapFilter() }
-
 // TCPath tells whether a system port on the interface name goes on the
-// tc path (its socket then runs TapFilter from before it is bound):
+// tc path (its socket then gets the program's upcalls, not a tap's copy):
 // ports with offload metadata (vnet), which XDP would strip, and veths,
 // for which the tc path costs less per packet than generic XDP
 // (docs/offload.md, "XDP and TCX"), where the kernel has TCX.
 func (m *Manager) TCPath(name string, vnet bool) bool {
-	return vnet || (m.tcx && IsVeth(name))
+	return m.tcx && (vnet || IsVeth(name))
 }
 
 // Retain makes the pinned state outlive this process: closing the ports

@@ -119,7 +119,7 @@ struct {
 // generation[0] is the pipeline generation entries must carry: bumping it
 // disables every entry at once, before userspace gets to delete them.
 // generation[1] non-zero holds the links (Kernel.Hold): no keepalive
-// goes to userspace, whichever program (and socket filter) runs.
+// goes to userspace, whichever program runs.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2);
@@ -588,44 +588,44 @@ int govs_offload(struct xdp_md *ctx)
 // The tc path (docs/offload.md, "XDP and TCX"): ports whose frames carry
 // offload metadata (TSO/GSO super-segments, partial checksums) keep their
 // skbs whole, which generic XDP would linearise and strip of that
-// metadata. Two programs share the decision, because the port's
-// AF_PACKET socket (a ptype_all tap) sees every frame before tc ingress:
+// metadata. The port's AF_PACKET socket is not a tap (a ptype_all tap
+// would see, and pay for, every frame before tc ingress): it is bound to
+// UPCALL_ETH_P and gets only what govs_offload_tc sends up (upcall). The
+// program decides alone, once per frame: forwarded, or sent up.
 //
-//   - govs_tap_filter, the port socket's filter (SO_ATTACH_BPF), decides:
-//     it looks the frame up, takes it from the socket when the entry
-//     forwards it (returns 0) and leaves its verdict, with a copy of the
-//     entry's action, in this CPU's slot;
-//   - govs_offload_tc (TCX ingress) runs next for the same skb on the same
-//     CPU (__netif_receive_skb_core: taps, then sch_handle_ingress, with
-//     no other packet in between) and follows the slot: it forwards with
-//     the copied action or lets the frame go. An entry installed or
-//     removed between the two cannot make the frame reach both the socket
-//     and the output, or neither.
-//
-// When no govs filter ran for the skb (the slot names another frame: no
-// daemon owns the port, a pinned restart), the tc program decides alone.
-#define VERDICT_PASS 1
-#define VERDICT_FWD 2
+// The upcall header (datapath/port/upcall.go has the same values): a frame
+// sent up is [dst][src][UPCALL_ETH_P][X][the frame from its own ethertype
+// on]. X tells what became of the tag the kernel held outside the frame,
+// which the receive path would drop before a protocol-bound socket sees
+// the frame: UPCALL_NO_TAG (no tag), UPCALL_TAG_FOLLOWS (the tag follows
+// as TPID and TCI: 802.1ad, or 802.1Q with VID 4095), else the TCI of an
+// 802.1Q tag. VID 4095 is reserved by 802.1Q, so the codes are never TCIs.
+#define UPCALL_ETH_P 0x88b5 // IEEE 802 Local Experimental Ethertype 1
+#define UPCALL_NO_TAG 0x0fff
+#define UPCALL_TAG_FOLLOWS 0x1fff
+#define VLAN_VID_MASK 0x0fff
+// skb->mark of a frame sent up, so that its second pass through the
+// program is told from a frame a pod sent with UPCALL_ETH_P (a frame from
+// another namespace arrives with the mark cleared, skb_scrub_packet).
+#define UPCALL_MARK 0x676f7673 // "govs"
 
-struct verdict {
-	__u32 ifindex; // the frame's: skb->ifindex and skb->len, as both
-	__u32 len;     // programs see them (the MAC header pushed)
-	__u32 verdict; // VERDICT_*; 0 once the tc program took it
-	__u32 pad;
+// The tc program's working space (the stack is too small for the key,
+// the action and the helpers' buffers), and its per-CPU counters.
+struct tc_scratch {
+	// First, so that key and act keep the alignment the verifier takes
+	// the copies at.
+	__u64 upcalls;       // frames sent up by this CPU
+	__u64 upcall_errors; // frames lost on the way up (a helper failed)
 	struct flow_key key;
 	struct flow_action act;
-	// This CPU's tc program runs: following a filter's verdict, and
-	// deciding alone (no govs filter saw the frame).
-	__u64 followed;
-	__u64 alone;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct verdict);
-} verdicts SEC(".maps");
+	__type(value, struct tc_scratch);
+} scratch SEC(".maps");
 
 // The parts of a flow_action the tc program reads (decide copies them).
 #define ACT_HEAD_LEN offsetof(struct flow_action, pad2)
@@ -636,9 +636,9 @@ struct {
 #define TC_HDR_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct tcphdr))
 #define UDP_HDR_END (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
-// skb_key_at fills k from the headers of the frame at off in the skb (a
-// socket filter has no direct packet access; the tc program reads the
-// same way) and *l4_len with the TCP or UDP header's length; 0: not
+// skb_key_at fills k from the headers of the frame at off in the skb (read
+// with bpf_skb_load_bytes: a super-segment's headers need not be in the
+// linear part) and *l4_len with the TCP or UDP header's length; 0: not
 // forwarded.
 static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct flow_key *k, __u32 *l4_len)
 {
@@ -720,24 +720,22 @@ static __always_inline int csum_fits(struct __sk_buff *skb, struct flow_key *k, 
 	return check != 0;
 }
 
-// decide is the tc path's one lookup: the entry's action copied into v
-// (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Everything
-// that can send the frame to userspace is decided here, before the tap
-// filter takes it from the socket. Decapsulation is skb_decap's (on the
-// underlay, where no filter runs).
-static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
+// decide is the tc path's one lookup: 1 with the entry's action copied
+// into v (counted as forwarded), or 0 (the frame goes up). Decapsulation
+// is govs_underlay_tc's.
+static __always_inline int decide(struct __sk_buff *skb, struct tc_scratch *v)
 {
 	__u32 l4_len = 0;
 	if (!skb_key(skb, &v->key, &l4_len))
-		return VERDICT_PASS;
+		return 0;
 	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&v->key, now);
 	if (!a || (a->flags & ACT_DECAP))
-		return VERDICT_PASS;
+		return 0;
 	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
-		return VERDICT_PASS;
+		return 0;
 	if ((a->flags & (ACT_ENCAP | ACT_ENCAP_CSUM)) == (ACT_ENCAP | ACT_ENCAP_CSUM) && !csum_fits(skb, &v->key, a))
-		return VERDICT_PASS;
+		return 0;
 	// Counted as the port saw it, with its tag (the skb holds it aside).
 	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
 	// Only what the tc program applies: the head (output, flags, MAC,
@@ -746,20 +744,52 @@ static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
 	__builtin_memcpy(&v->act, a, ACT_HEAD_LEN);
 	if (a->flags & ACT_ENCAP)
 		__builtin_memcpy(&v->act.encap_saddr, &a->encap_saddr, ACT_ENCAP_LEN);
-	return VERDICT_FWD;
+	return 1;
 }
 
-SEC("socket")
-int govs_tap_filter(struct __sk_buff *skb)
+// upcall sends the frame up to the port's socket (the header above): the
+// tag held aside goes into the header, the header after the MACs, and the
+// frame to the ingress of its own interface, where eth_type_trans makes
+// UPCALL_ETH_P its protocol. That second pass skips the taps' and tc's
+// work (govs_offload_tc passes it at once) and reaches only the sockets
+// bound to UPCALL_ETH_P: no IP stack, no other handler. A redirect to
+// ingress does not check the MTU (__bpf_rx_skb), so a full-size frame
+// with its header goes up whole.
+static __always_inline int upcall(struct __sk_buff *skb, struct tc_scratch *v)
 {
-	__u32 zero = 0;
-	struct verdict *v = bpf_map_lookup_elem(&verdicts, &zero);
-	if (!v || skb->pkt_type == PACKET_OUTGOING)
-		return skb->len;
-	v->ifindex = skb->ifindex;
-	v->len = skb->len;
-	v->verdict = decide(skb, v);
-	return v->verdict == VERDICT_FWD ? 0 : skb->len;
+	// The header as the words it is in memory (little-endian target):
+	// UPCALL_ETH_P, X and, when the tag follows, its TPID and TCI.
+	__u64 hdr = bpf_htons(UPCALL_ETH_P) | (__u64)bpf_htons(UPCALL_NO_TAG) << 16;
+	__u32 len = 4;
+	__u8 macs[12];
+	if (skb->vlan_present) {
+		__u16 tci = (__u16)skb->vlan_tci;
+		if (skb->vlan_proto == bpf_htons(ETH_P_8021Q) && (tci & VLAN_VID_MASK) != VLAN_VID_MASK) {
+			hdr = bpf_htons(UPCALL_ETH_P) | (__u64)bpf_htons(tci) << 16;
+		} else {
+			hdr = bpf_htons(UPCALL_ETH_P) | (__u64)bpf_htons(UPCALL_TAG_FOLLOWS) << 16 |
+			      (__u64)(__u16)skb->vlan_proto << 32 | (__u64)bpf_htons(tci) << 48;
+			len = 8;
+		}
+		if (bpf_skb_vlan_pop(skb))
+			goto lost;
+	}
+	if (bpf_skb_load_bytes(skb, 0, macs, sizeof(macs)))
+		goto lost;
+	if (len == 8) {
+		if (bpf_skb_change_head(skb, 8, 0) || bpf_skb_store_bytes(skb, 12, &hdr, 8, 0))
+			goto lost;
+	} else if (bpf_skb_change_head(skb, 4, 0) || bpf_skb_store_bytes(skb, 12, &hdr, 4, 0)) {
+		goto lost;
+	}
+	if (bpf_skb_store_bytes(skb, 0, macs, sizeof(macs), 0))
+		goto lost;
+	skb->mark = UPCALL_MARK;
+	v->upcalls++;
+	return bpf_redirect(skb->ifindex, BPF_F_INGRESS);
+lost:
+	v->upcall_errors++;
+	return TC_ACT_SHOT;
 }
 
 #define IP_CSUM_OFF (sizeof(struct ethhdr) + offsetof(struct iphdr, check))
@@ -985,25 +1015,15 @@ static __always_inline int skb_decap(struct __sk_buff *skb)
 SEC("tc")
 int govs_offload_tc(struct __sk_buff *skb)
 {
+	// A frame upcall sent up, on its second pass: on to the socket.
+	if (skb->protocol == bpf_htons(UPCALL_ETH_P) && skb->mark == UPCALL_MARK)
+		return TC_ACT_OK;
 	__u32 zero = 0;
-	struct verdict *v = bpf_map_lookup_elem(&verdicts, &zero);
+	struct tc_scratch *v = bpf_map_lookup_elem(&scratch, &zero);
 	if (!v)
-		return TC_ACT_OK;
-	__u32 verdict = v->verdict;
-	v->verdict = 0;
-	if (verdict && v->ifindex == skb->ifindex && v->len == skb->len) {
-		v->followed++;
-	} else {
-		// No govs filter saw this frame: a Geneve underlay's (no tap of
-		// govs there), or a port's while no govs process runs.
-		int r = skb_decap(skb);
-		if (r >= 0)
-			return r;
-		v->alone++;
-		verdict = decide(skb, v);
-	}
-	if (verdict != VERDICT_FWD)
-		return TC_ACT_OK;
+		return TC_ACT_SHOT; // cannot happen: a one-element array
+	if (!decide(skb, v))
+		return upcall(skb, v);
 	if (!skb_rewrite(skb, &v->key, &v->act) || !skb_vlan(skb, &v->act))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
 	if (v->act.flags & ACT_ENCAP) {
@@ -1021,6 +1041,16 @@ int govs_offload_tc(struct __sk_buff *skb)
 	if (v->act.flags & ACT_PEER)
 		return bpf_redirect_peer(v->act.out_ifindex, 0);
 	return bpf_redirect(v->act.out_ifindex, 0);
+}
+
+// govs_underlay_tc is the program on a Geneve underlay (TCX ingress):
+// what it does not decapsulate goes on to the kernel's UDP stack and the
+// tunnel port's socket, as without it.
+SEC("tc")
+int govs_underlay_tc(struct __sk_buff *skb)
+{
+	int r = skb_decap(skb);
+	return r >= 0 ? r : TC_ACT_OK;
 }
 
 char _license[] SEC("license") = "GPL";
