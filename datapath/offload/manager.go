@@ -897,6 +897,10 @@ type Stats struct {
 	// Installs and Deletes count the entries written and deleted one by
 	// one since the start (not the invalidations' whole-map clears).
 	Installs, Deletes uint64
+	// Upcalls counts the frames the tc program sent up to the ports'
+	// sockets and UpcallsLost those lost on the way, since the maps were
+	// created (pinned, they count across restarts).
+	Upcalls, UpcallsLost uint64
 }
 
 // Stats pushes the kernel counters and returns the totals.
@@ -906,7 +910,14 @@ func (m *Manager) Stats() Stats {
 	if !m.closed {
 		m.pushLocked()
 	}
-	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes, Installs: m.installs, Deletes: m.deletes}
+	st := Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes, Installs: m.installs, Deletes: m.deletes}
+	if !m.closed {
+		var err error
+		if st.Upcalls, st.UpcallsLost, err = m.k.Upcalls(); err != nil {
+			m.log.Warn("offload: upcall counters", zap.Error(err))
+		}
+	}
+	return st
 }
 
 // String names the manager in logs.

@@ -1,6 +1,6 @@
 // Package offload is govs's kernel fast path: an XDP program (a TCX one
-// with a socket filter on veths and ports with offload metadata:
-// bpf/offload.c, "tc path"), attached to the system (AF_PACKET) ports, that forwards the
+// on veths and ports with offload metadata, whose sockets get what it
+// sends up: bpf/offload.c, "tc path"), attached to the system (AF_PACKET) ports, that forwards the
 // packets of established
 // connections whose megaflow decision the Go datapath installed in a BPF
 // hash map, by exact match (see docs/offload.md). The Go pipeline, conntrack
@@ -448,7 +448,7 @@ func nativeU16(v uint16) uint16 { return v>>8 | v<<8 }
 // monotonicNow is the programs' clock, bpf_ktime_get_coarse_ns: the
 // monotonic clock at the last tick (a timer tick's resolution is plenty
 // for keepalives and idle times, and it costs no clock read per packet:
-// bpf_ktime_get_ns was a sixth of the tap filter's time). The same clock
+// bpf_ktime_get_ns was a sixth of the tc path's lookup). The same clock
 // here, so that a time written at install is never ahead of the
 // program's.
 func monotonicNow() uint64 {

@@ -335,12 +335,11 @@ func (k *Kernel) attachPinned(ifindex int, name string, kd linkKind) (io.Closer,
 		return nil, err
 	}
 	// To TCX, the old link goes only once the new one is attached: in
-	// between, the port's socket, which runs the tap filter already,
-	// would take frames the filter decides to forward with no TCX
-	// program to forward them. With both, an old XDP program redirects
-	// first and what it passes meets the filter and the TCX program as
-	// one path (of two TCX programs, the first that reads the slot ends
-	// the chain with its verdict).
+	// between, frames would reach neither an output nor the port's
+	// socket, which is bound for upcalls already (they would go to the
+	// host's stack). With both, an old XDP program redirects first and
+	// what it passes meets the TCX program, which decides it once (of
+	// two TCX programs, the first ends the chain with its verdict).
 	if old != nil {
 		closeLink(old)
 	}

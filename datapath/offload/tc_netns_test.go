@@ -205,7 +205,7 @@ func TestTCPathOnce(t *testing.T) {
 	}
 	sendSeqs(t, cli, 50, nil)
 	if got := recvCount(srv, 300*time.Millisecond); got != 50 {
-		t.Errorf("B received %d of 50 datagrams with no socket filter on the port, want 50 (tc alone)", got)
+		t.Errorf("B received %d of 50 datagrams with no socket on the port, want 50", got)
 	}
 	if c, _, _ := k.Lookup(fk); c.Packets != 50 {
 		t.Errorf("entry counted %d packets, want 50", c.Packets)
