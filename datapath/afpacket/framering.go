@@ -19,7 +19,7 @@ const (
 	v2VLANTCI   = 24
 	v2VLANTPID  = 26
 	v2SockaddrL = unix.SizeofTpacket2Hdr // TPACKET_ALIGN(sizeof(tpacket2_hdr))
-	v2Protocol  = v2SockaddrL + 2 // sll_protocol, big-endian
+	v2Protocol  = v2SockaddrL + 2        // sll_protocol, big-endian
 	v2Pkttype   = v2SockaddrL + 10
 	// v2FixedLen is TPACKET2_HDRLEN: the header plus the sockaddr_ll.
 	v2FixedLen = v2SockaddrL + unix.SizeofSockaddrLinklayer
