@@ -126,7 +126,7 @@ func (r *frameRing) fill(b *port.Batch, n int, c *port.RxCounts) int {
 // frame decodes the slot s into slot n of b and reports whether the frame
 // was handed out. It never reads outside the slot.
 func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *port.RxCounts) bool {
-	upcall := r.opts.upcallFrame(binary.BigEndian.Uint16(s[v2Protocol:]))
+	upcall := r.opts.upcallFrame(s[v2Protocol:])
 	if s[v2Pkttype] == unix.PACKET_OUTGOING {
 		// Our own transmissions (kernels without PACKET_IGNORE_OUTGOING).
 		return false

@@ -79,7 +79,7 @@ func (r *ring) release() {
 	for ; r.relN > 0; r.relN-- {
 		// The kernel zeroes num_pkts when it opens the block again;
 		// doing it now keeps a block it has not opened yet from
-		// showing a stale count to Port.Tap (upcallFramesLeft).
+		// showing a stale count to Port.Tap (framesLeft).
 		binary.NativeEndian.PutUint32(r.mem[r.relFirst*r.blockSize+bdNumPkts:], 0)
 		atomic.StoreUint32(r.blockStatus(r.relFirst), unix.TP_STATUS_KERNEL)
 		r.relFirst++
@@ -183,11 +183,11 @@ func (r *ring) fill(b *port.Batch, n int, c *port.RxCounts) int {
 func (r *ring) frame(hdr int, b *port.Batch, n int, c *port.RxCounts) (bool, int) {
 	blockEnd := (r.cur + 1) * r.blockSize
 	if hdr < 0 || hdr+hdrFixedLen > blockEnd {
-		r.opts.upcallFrame(0) // walked all the same
+		r.opts.skipFrame() // walked all the same
 		return false, 0
 	}
 	h := r.mem[hdr:blockEnd]
-	upcall := r.opts.upcallFrame(binary.BigEndian.Uint16(h[sllProtocol:]))
+	upcall := r.opts.upcallFrame(h[sllProtocol:])
 	nextOff := int(binary.NativeEndian.Uint32(h[hdrNextOffset:]))
 	if nextOff < hdrFixedLen || nextOff >= len(h) {
 		nextOff = 0
@@ -244,16 +244,24 @@ type rxOpts struct {
 }
 
 // upcallFrame reports whether the next frame of the ring, whose
-// sll_protocol (network byte order in the ring) is proto, carries an
-// upcall header. Every frame the ring walks must be asked about, in
-// order, for upcallLeft to count right.
-func (o *rxOpts) upcallFrame(proto uint16) bool {
-	up := o.upcall
+// sll_protocol (big-endian) starts proto, carries an upcall header.
+// Every frame the ring walks must be asked about, in order, for
+// upcallLeft to count right. A tap reads nothing more.
+func (o *rxOpts) upcallFrame(proto []byte) bool {
+	if !o.upcall && o.upcallLeft == 0 {
+		return false
+	}
 	if o.upcallLeft > 0 {
 		o.upcallLeft--
-		up = true
 	}
-	return up && proto == port.UpcallEthertype
+	return binary.BigEndian.Uint16(proto) == port.UpcallEthertype
+}
+
+// skipFrame is upcallFrame for a frame the ring walks without reading it.
+func (o *rxOpts) skipFrame() {
+	if o.upcallLeft > 0 {
+		o.upcallLeft--
+	}
 }
 
 // deliver checks one frame whose header starts h (h ends where the frame's
