@@ -266,3 +266,58 @@ func fold(sum uint32) uint16 {
 	}
 	return uint16(sum)
 }
+
+// A port re-attaching to its re-created interface keeps its mode: in
+// upcall mode it binds 0x88b5 again and sends to the new interface's
+// address; after Tap it binds ETH_P_ALL.
+func TestUpcallPortReattach(t *testing.T) {
+	r := newRig(t, Config{Upcall: true, ReadTimeout: 20 * time.Millisecond}, netnstest.VethOptions{})
+	vo := netnstest.VethOptions{HostMAC: hostMAC, PeerMAC: peerMAC}
+	for round, upcall := range []bool{true, false} {
+		if !upcall {
+			if err := r.Port.Tap(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old := r.Port.Ifindex()
+		r.Veth.Recreate(t, vo)
+		porttest.WaitUp(t, r.Veth)
+		peer := netnstest.NewRawSocket(t, r.NS, r.Veth.Peer)
+		orig := plainFrame(uint32(round), 70)
+		send := orig
+		if upcall {
+			send = port.EncodeUpcall(orig, true, 0x8100, 42)
+			orig = tagged(orig, 0x8100, 42)
+		}
+		b := port.NewBatch(8)
+		var seen [][]byte
+	wait:
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no %x within 5s of the interface's return; got %x", round, orig, seen)
+			}
+			if err := peer.Send(send); err != nil {
+				t.Fatal(err)
+			}
+			n, _ := r.Port.ReadBatch(b)
+			for _, f := range b.Frames[:n] {
+				if bytes.Equal(f, orig) {
+					break wait
+				}
+				if len(seen) < 4 {
+					seen = append(seen, append([]byte(nil), f...))
+				}
+			}
+		}
+		if r.Port.Ifindex() == old || r.Port.Upcall() != upcall {
+			t.Errorf("round %d: ifindex %d (before %d), Upcall() = %v", round, r.Port.Ifindex(), old, r.Port.Upcall())
+		}
+		out := porttest.TestFrame(peerMAC, hostMAC, 100+uint32(round), 60)
+		if n, err := r.Port.WriteBatch([][]byte{out}); n != 1 || err != nil {
+			t.Fatalf("round %d: WriteBatch = %d, %v", round, n, err)
+		}
+		if _, err := peer.RecvMatch(2*time.Second, func(f []byte) bool { return bytes.Equal(f, out) }); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+}
