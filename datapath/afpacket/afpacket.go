@@ -156,9 +156,10 @@ type Port struct {
 	// upcall: the socket is bound to port.UpcallEthertype (Config.Upcall,
 	// until Tap). The rings keep their own copy for the reader.
 	upcall atomic.Bool
-	// txAddr goes with every frame sent while upcall is set: see
-	// setTxAddr.
-	txAddr unix.RawSockaddrLinklayer
+	// txAddr goes with every frame sent when txNamed (while upcall is
+	// set): see setTxAddr. TxMu.
+	txAddr  unix.RawSockaddrLinklayer
+	txNamed bool
 }
 
 var (
@@ -476,6 +477,7 @@ func (p *Port) bind(proto uint16) error {
 // caller holds TxMu (or owns the port, in Bind).
 func (p *Port) setTxAddr(upcall bool) {
 	p.txAddr = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ALL), Ifindex: int32(p.Ifindex())}
+	p.txNamed = upcall
 	for i := range p.msgs {
 		h := &p.msgs[i].hdr
 		h.Name, h.Namelen = nil, 0

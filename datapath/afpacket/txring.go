@@ -130,7 +130,7 @@ func (p *Port) kickTxFlags(flags int) error {
 		// port.UpcallEthertype (setTxAddr): tpacket_snd takes the
 		// protocol and device from it like packet_snd.
 		var addr, addrLen uintptr
-		if p.msgs[0].hdr.Name != nil {
+		if p.txNamed {
 			addr, addrLen = uintptr(unsafe.Pointer(&p.txAddr)), unix.SizeofSockaddrLinklayer
 		}
 		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, uintptr(flags), addr, addrLen)
