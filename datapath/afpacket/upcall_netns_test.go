@@ -23,8 +23,14 @@ func plainFrame(seq uint32, n int) []byte {
 }
 
 // readUntil reads from p until count frames arrived or timeout, copying
-// them out.
+// them out, with their metadata but for the flow hash and the flags
+// other than FlagVLAN.
 func readUntil(t *testing.T, p *Port, count int, timeout time.Duration) ([][]byte, []port.Meta) {
+	return readMeta(t, p, count, timeout, port.FlagVLAN)
+}
+
+// readMeta is readUntil keeping the flags of keep.
+func readMeta(t *testing.T, p *Port, count int, timeout time.Duration, keep port.FrameFlags) ([][]byte, []port.Meta) {
 	t.Helper()
 	b := port.NewBatch(32)
 	var frames [][]byte
@@ -37,7 +43,7 @@ func readUntil(t *testing.T, p *Port, count int, timeout time.Duration) ([][]byt
 		for i := range n {
 			frames = append(frames, append([]byte(nil), b.Frames[i]...))
 			m := b.Meta[i]
-			m.RxHash, m.Flags = 0, m.Flags&port.FlagVLAN
+			m.RxHash, m.Flags = 0, m.Flags&keep
 			metas = append(metas, m)
 		}
 	}
