@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -101,6 +102,15 @@ type Config struct {
 	// it: the kernel fast path's tap filter (offload.Kernel.TapFilter).
 	// 0: none.
 	Filter int
+
+	// Upcall binds the socket to port.UpcallEthertype instead of
+	// ETH_P_ALL: it receives only the frames the kernel fast path's tc
+	// program sends up (see port.UpcallEthertype), after tc, instead of
+	// tapping every frame before it. The port strips the upcall header
+	// and hands out each frame and its port.Meta exactly as a tap would
+	// have (KeepVLANStripped applies the same). Port.Tap turns the port
+	// into a plain tap, for when the tc program cannot be attached.
+	Upcall bool
 }
 
 const (
@@ -142,6 +152,14 @@ type Port struct {
 	maxFrame int
 
 	kernelDrops uint64
+
+	// upcall: the socket is bound to port.UpcallEthertype (Config.Upcall,
+	// until Tap). The rings keep their own copy for the reader.
+	upcall atomic.Bool
+	// txAddr goes with every frame sent when txNamed (while upcall is
+	// set): see setTxAddr. TxMu.
+	txAddr  unix.RawSockaddrLinklayer
+	txNamed bool
 }
 
 var (
@@ -241,6 +259,7 @@ func Open(name string, cfg Config) (*Port, error) {
 	}
 
 	p := &Port{cfg: cfg, fd: -1}
+	p.upcall.Store(cfg.Upcall)
 	busyPoll := cfg.BusyPoll
 	if cfg.RingVersion == TPacketV3 {
 		busyPoll = 0 // blocks are handed over whole: nothing to watch
@@ -295,8 +314,14 @@ func (p *Port) Bind() error {
 		!errors.Is(err, unix.ENOPROTOOPT) {
 		return fmt.Errorf("afpacket %s: PACKET_IGNORE_OUTGOING: %w", name, err)
 	}
-	rx := rxOpts{maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped, vnet: cfg.VnetHdr}
+	upcall := p.upcall.Load()
+	rx := rxOpts{maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped, vnet: cfg.VnetHdr, upcall: upcall}
 	room := v2MacRoom
+	if cfg.Upcall {
+		// A frame sent up is longer by its header: a full-size one
+		// must still fit its slot.
+		room += port.UpcallHeaderMaxLen
+	}
 	maxRx := p.maxFrame
 	if cfg.VnetHdr {
 		// Before any ring: the kernel refuses it afterwards (EBUSY).
@@ -384,9 +409,8 @@ func (p *Port) Bind() error {
 			return fmt.Errorf("afpacket %s: PACKET_MR_PROMISC: %w", name, err)
 		}
 	}
-	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
-	if err := unix.Bind(p.fd, &sll); err != nil {
-		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, ifindex, err)
+	if err := p.bindProtocol(upcall); err != nil {
+		return err
 	}
 
 	// One iovec per frame, or two with the virtio_net_hdr in front.
@@ -406,10 +430,112 @@ func (p *Port) Bind() error {
 			p.iovs[2*i].Len = port.VnetHdrLen
 		}
 	}
+	p.setTxAddr(upcall)
 	return nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// deafProtocol is a protocol no Ethernet frame has (eth_type_trans gives
+// an ethertype of at least 0x0600, ETH_P_802_3 or ETH_P_802_2): bound to
+// it, the socket receives nothing. Binding protocol 0 would not do: the
+// kernel reads it as "keep the bound protocol".
+const deafProtocol = 0x05ff
+
+// bindProtocol binds the socket to the port's interface and the
+// protocol of its mode: port.UpcallEthertype, or every frame (ETH_P_ALL).
+// Binding again is allowed with rings in place; the kernel unhooks the
+// socket from the old protocol first and waits (synchronize_net) until no
+// CPU still delivers a frame through that hook.
+func (p *Port) bindProtocol(upcall bool) error {
+	proto := uint16(unix.ETH_P_ALL)
+	if upcall {
+		proto = port.UpcallEthertype
+	}
+	return p.bind(proto)
+}
+
+func (p *Port) bind(proto uint16) error {
+	sll := unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: p.Ifindex()}
+	if err := unix.Bind(p.fd, &sll); err != nil {
+		return p.Errorf("bind ifindex %d protocol %#04x: %w", sll.Ifindex, proto, err)
+	}
+	return nil
+}
+
+// setTxAddr sets the address every frame is sent to. A socket bound to
+// port.UpcallEthertype must name one: without an address packet_snd (and
+// tpacket_snd for the TX ring) takes skb->protocol from the bound
+// protocol (po->num), so every frame would leave as 0x88b5, and a GSO
+// super-segment with a virtio_net_hdr could not be segmented (no GSO
+// handler for that protocol). With sll_protocol ETH_P_ALL, both set
+// skb->protocol to it and packet_parse_headers then reads the real one
+// from the frame's Ethernet header, as for a socket bound to ETH_P_ALL;
+// the frame goes to the device sll_ifindex names, looked up per send
+// (dev_get_by_index) instead of the socket's cached one. A tap sends
+// without: the kernel already does what the address would say. The
+// caller holds TxMu (or owns the port, in Bind).
+func (p *Port) setTxAddr(upcall bool) {
+	p.txAddr = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ALL), Ifindex: int32(p.Ifindex())}
+	p.txNamed = upcall
+	for i := range p.msgs {
+		h := &p.msgs[i].hdr
+		h.Name, h.Namelen = nil, 0
+		if upcall {
+			h.Name, h.Namelen = (*byte)(unsafe.Pointer(&p.txAddr)), unix.SizeofSockaddrLinklayer
+		}
+	}
+}
+
+// Upcall reports whether the socket is bound to port.UpcallEthertype
+// (Config.Upcall and no Tap since).
+func (p *Port) Upcall() bool { return p.upcall.Load() }
+
+// Tap turns a port opened with Config.Upcall into a plain tap: its socket
+// is bound to ETH_P_ALL on the same interface and receives every frame
+// before tc, as without Config.Upcall; for when the kernel fast path's tc
+// program cannot be attached. It stays a tap across re-attachment.
+//
+// Frames already in the ring from upcall mode still carry their header
+// and are decoded: the socket is first bound to a protocol that receives
+// nothing (the kernel waits until no frame is on its way into the ring),
+// the frames in the ring then are counted, and the reader decodes that
+// many more frames whose sll_protocol is 0x88b5 before it treats the rest
+// as a tap's. A frame arriving while the socket is deaf (microseconds) is
+// not received. Tap holds both locks of the port: no read or write runs
+// meanwhile.
+func (p *Port) Tap() error {
+	p.RxMu.Lock()
+	defer p.RxMu.Unlock()
+	p.TxMu.Lock()
+	defer p.TxMu.Unlock()
+	if !p.upcall.Load() {
+		return nil
+	}
+	if p.Closed() {
+		return p.Errorf("tap: %w", port.ErrClosed)
+	}
+	p.StatMu.Lock() // the socket, as Stats and Bind see it
+	defer p.StatMu.Unlock()
+	if p.fd < 0 {
+		// Detached: the next Bind binds ETH_P_ALL.
+		p.upcall.Store(false)
+		return nil
+	}
+	if err := p.bind(deafProtocol); err != nil {
+		return err
+	}
+	if p.v3 {
+		p.ring.opts.upcallLeft = p.ring.framesLeft()
+		p.ring.opts.upcall = false
+	} else {
+		p.v2.opts.upcallLeft = p.v2.framesLeft()
+		p.v2.opts.upcall = false
+	}
+	p.upcall.Store(false)
+	p.setTxAddr(false)
+	return p.bindProtocol(false)
+}
 
 // ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
 // the ring.
@@ -609,12 +735,12 @@ func (p *Port) CloseSockets() error {
 	}
 	p.pollKernelStats()
 	// The ring's mapping keeps the socket alive until freeRing: make it
-	// deaf now (no promiscuous membership, no protocol bound).
+	// deaf now (no promiscuous membership, a protocol no frame has).
 	if !p.cfg.NoPromisc {
 		mreq := unix.PacketMreq{Ifindex: int32(p.Ifindex()), Type: unix.PACKET_MR_PROMISC}
 		_ = unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_DROP_MEMBERSHIP, &mreq)
 	}
-	_ = unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.Ifindex()})
+	_ = p.bind(deafProtocol)
 	return p.CloseFd(&p.fd, "socket")
 }
 
