@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/port"
 )
 
 // seqCounter counts the datagrams of a flood by their sequence number.
@@ -33,13 +34,6 @@ func (c *seqCounter) add(seq uint32) {
 	c.mu.Unlock()
 }
 
-// upcallEthertype is port.UpcallEthertype, what the tc program's upcalls
-// carry after the MACs, followed by upcallNoTag for an untagged frame.
-const (
-	upcallEthertype = 0x88b5
-	upcallNoTag     = 0x0fff
-)
-
 // tapSeqs reads the frames the raw socket s gets until stop, counting
 // the UDP datagrams to dport by the sequence number in their payload.
 // Upcalls (an untagged frame behind the upcall header) count as the
@@ -53,8 +47,8 @@ func tapSeqs(s *netnstest.RawSocket, dport uint16, c *seqCounter, stop *atomic.B
 			continue
 		}
 		f := buf[:m]
-		if m >= 18 && binary.BigEndian.Uint16(f[12:]) == upcallEthertype && binary.BigEndian.Uint16(f[14:]) == upcallNoTag {
-			f = f[4:] // the MACs are not read
+		if u, err := port.DecodeUpcall(f); err == nil && !u.Tagged {
+			f = f[u.HeaderLen:] // the MACs are not read
 		}
 		if len(f) >= 14+20+8+4 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == unix.IPPROTO_UDP &&
 			binary.BigEndian.Uint16(f[36:]) == dport {
@@ -98,7 +92,7 @@ func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return k, netnstest.NewRawSocketProto(t, p.sw, p.va.Host, upcallEthertype)
+	return k, netnstest.NewRawSocketProto(t, p.sw, p.va.Host, port.UpcallEthertype)
 }
 
 // floodSockets opens B's receiving socket, which can queue a whole
@@ -352,7 +346,7 @@ func TestPinnedXDPToTCOnce(t *testing.T) {
 		if i != n/4 {
 			return
 		}
-		port := netnstest.NewRawSocketProto(t, p.sw, p.va.Host, upcallEthertype)
+		port := netnstest.NewRawSocketProto(t, p.sw, p.va.Host, port.UpcallEthertype)
 		bigBuffers(t, port.FD())
 		readers.Add(1)
 		go tapSeqs(port, 9999, atPort, &stop, &readers)
