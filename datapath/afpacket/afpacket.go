@@ -735,12 +735,12 @@ func (p *Port) CloseSockets() error {
 	}
 	p.pollKernelStats()
 	// The ring's mapping keeps the socket alive until freeRing: make it
-	// deaf now (no promiscuous membership, a protocol no frame has).
+	// deaf now (no promiscuous membership, no protocol bound).
 	if !p.cfg.NoPromisc {
 		mreq := unix.PacketMreq{Ifindex: int32(p.Ifindex()), Type: unix.PACKET_MR_PROMISC}
 		_ = unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_DROP_MEMBERSHIP, &mreq)
 	}
-	_ = p.bind(deafProtocol)
+	_ = unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.Ifindex()})
 	return p.CloseFd(&p.fd, "socket")
 }
 
