@@ -10,6 +10,11 @@
 // per wakeup. TPACKET_V3 (Config.RingVersion) packs frames into blocks the
 // kernel hands over when full or when the block timer fires, which costs a
 // lone frame up to Config.BlockTimeout (at least 1 ms) of latency.
+//
+// A port is a tap (its socket bound to ETH_P_ALL: every frame, before tc)
+// or, with Config.Upcall, receives only what the kernel fast path's tc
+// program sends up with an upcall header (port.UpcallEthertype), which it
+// strips, so the loop sees the same frames and metadata either way.
 package afpacket
 
 import (
