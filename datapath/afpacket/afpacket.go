@@ -10,6 +10,11 @@
 // per wakeup. TPACKET_V3 (Config.RingVersion) packs frames into blocks the
 // kernel hands over when full or when the block timer fires, which costs a
 // lone frame up to Config.BlockTimeout (at least 1 ms) of latency.
+//
+// A port is a tap (its socket bound to ETH_P_ALL: every frame, before tc)
+// or, with Config.Upcall, receives only what the kernel fast path's tc
+// program sends up with an upcall header (port.UpcallEthertype), which it
+// strips, so the loop sees the same frames and metadata either way.
 package afpacket
 
 import (
@@ -160,6 +165,9 @@ type Port struct {
 	// set): see setTxAddr. TxMu.
 	txAddr  unix.RawSockaddrLinklayer
 	txNamed bool
+	// tapPending: Tap could not take RxMu (a reader asleep in poll(2)
+	// holds it); the reader's next Fill leaves upcall mode.
+	tapPending atomic.Bool
 }
 
 var (
@@ -171,6 +179,10 @@ var (
 // Fill implements port.Ring: it hands out ready frames of the receive
 // ring into b.Frames[n:] without blocking.
 func (p *Port) Fill(b *port.Batch, n int, c *port.RxCounts) int {
+	if p.tapPending.Load() {
+		p.tapPending.Store(false)
+		p.v2.opts.upcall, p.ring.opts.upcall = false, false
+	}
 	if p.v3 {
 		return p.ring.fill(b, n, c)
 	}
@@ -502,11 +514,11 @@ func (p *Port) Upcall() bool { return p.upcall.Load() }
 // the frames in the ring then are counted, and the reader decodes that
 // many more frames whose sll_protocol is 0x88b5 before it treats the rest
 // as a tap's. A frame arriving while the socket is deaf (microseconds) is
-// not received. Tap holds both locks of the port: no read or write runs
-// meanwhile.
+// not received. The count needs the reader's lock (RxMu); a ReadBatch
+// asleep in poll(2) holds it as long as no frame comes, which also means
+// the ring holds none to decode: after tapRxWait Tap leaves the switch
+// to the reader's next Fill. No write runs meanwhile (TxMu).
 func (p *Port) Tap() error {
-	p.RxMu.Lock()
-	defer p.RxMu.Unlock()
 	p.TxMu.Lock()
 	defer p.TxMu.Unlock()
 	if !p.upcall.Load() {
@@ -525,16 +537,38 @@ func (p *Port) Tap() error {
 	if err := p.bind(deafProtocol); err != nil {
 		return err
 	}
-	if p.v3 {
-		p.ring.opts.upcallLeft = p.ring.framesLeft()
-		p.ring.opts.upcall = false
+	// TryLock only: the reader takes RxMu before TxMu (re-attachment).
+	if p.tryLockRx(tapRxWait) {
+		if p.v3 {
+			p.ring.opts.upcallLeft = p.ring.framesLeft()
+			p.ring.opts.upcall = false
+		} else {
+			p.v2.opts.upcallLeft = p.v2.framesLeft()
+			p.v2.opts.upcall = false
+		}
+		p.RxMu.Unlock()
 	} else {
-		p.v2.opts.upcallLeft = p.v2.framesLeft()
-		p.v2.opts.upcall = false
+		p.tapPending.Store(true)
 	}
 	p.upcall.Store(false)
 	p.setTxAddr(false)
 	return p.bindProtocol(false)
+}
+
+// tapRxWait bounds how long Tap tries to take the reader's lock: far
+// longer than a Fill, which never blocks.
+const tapRxWait = 20 * time.Millisecond
+
+// tryLockRx takes RxMu if it comes free within d.
+func (p *Port) tryLockRx(d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(time.Millisecond) {
+		if p.RxMu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
@@ -735,12 +769,12 @@ func (p *Port) CloseSockets() error {
 	}
 	p.pollKernelStats()
 	// The ring's mapping keeps the socket alive until freeRing: make it
-	// deaf now (no promiscuous membership, a protocol no frame has).
+	// deaf now (no promiscuous membership, no protocol bound).
 	if !p.cfg.NoPromisc {
 		mreq := unix.PacketMreq{Ifindex: int32(p.Ifindex()), Type: unix.PACKET_MR_PROMISC}
 		_ = unix.SetsockoptPacketMreq(p.fd, unix.SOL_PACKET, unix.PACKET_DROP_MEMBERSHIP, &mreq)
 	}
-	_ = p.bind(deafProtocol)
+	_ = unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: p.Ifindex()})
 	return p.CloseFd(&p.fd, "socket")
 }
 

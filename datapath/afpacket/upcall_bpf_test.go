@@ -36,7 +36,7 @@ func upcallAllProgram() asm.Instructions {
 		beUpcall       = 0xb588 // htons(0x88b5) as the kernel loads it
 		be8021Q        = 0x0081
 	)
-	return asm.Instructions{
+	prog := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
 		asm.JEq.Imm(asm.R2, beUpcall, "pass"),
@@ -75,22 +75,10 @@ func upcallAllProgram() asm.Instructions {
 		asm.Mov.Imm(asm.R4, 12),
 		asm.FnSkbLoadBytes.Call(),
 		asm.JNE.Imm(asm.R0, 0, "drop"),
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.Mov.Imm(asm.R2, 0),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, macs),
-		asm.Mov.Imm(asm.R4, 12),
-		asm.Mov.Imm(asm.R5, 0),
-		asm.FnSkbStoreBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "drop"),
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.Mov.Imm(asm.R2, 12),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, hdr),
-		asm.Mov.Reg(asm.R4, asm.R8),
-		asm.Mov.Imm(asm.R5, 0),
-		asm.FnSkbStoreBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "drop"),
+	}
+	prog = append(prog, skbStore(asm.Mov.Imm(asm.R2, 0), macs, asm.Mov.Imm(asm.R4, 12))...)
+	prog = append(prog, skbStore(asm.Mov.Imm(asm.R2, 12), hdr, asm.Mov.Reg(asm.R4, asm.R8))...)
+	return append(prog,
 		asm.LoadMem(asm.R1, asm.R6, skbIfindex, asm.Word),
 		asm.Mov.Imm(asm.R2, 1), // BPF_F_INGRESS
 		asm.FnRedirect.Call(),
@@ -99,6 +87,18 @@ func upcallAllProgram() asm.Instructions {
 		asm.Return(),
 		asm.Mov.Imm(asm.R0, 2).WithSymbol("drop"), // TCX_DROP
 		asm.Return(),
+	)
+}
+
+// skbStore is bpf_skb_store_bytes(skb in r6, offset set by off, the stack
+// at fp+stack, length set by n), dropping the frame on an error.
+func skbStore(off asm.Instruction, stack int32, n asm.Instruction) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6), off,
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, stack), n,
+		asm.Mov.Imm(asm.R5, 0),
+		asm.FnSkbStoreBytes.Call(),
+		asm.JNE.Imm(asm.R0, 0, "drop"),
 	}
 }
 

@@ -327,3 +327,58 @@ func TestUpcallPortReattach(t *testing.T) {
 		}
 	}
 }
+
+// Tap does not wait for a reader asleep in ReadBatch without a read
+// timeout (it holds the reader's lock until a frame comes, and none comes
+// to a socket in upcall mode without the tc program): the reader then
+// takes the ordinary frames that wake it.
+func TestUpcallTapWithSleepingReader(t *testing.T) {
+	for _, rv := range rxRings[:2] {
+		t.Run(rv.name, func(t *testing.T) {
+			r := newRig(t, withRing(Config{Upcall: true}, rv), netnstest.VethOptions{})
+			got := make(chan []byte, 1)
+			go func() {
+				b := port.NewBatch(8)
+				for {
+					n, err := r.Port.ReadBatch(b)
+					if err != nil {
+						close(got)
+						return
+					}
+					for _, f := range b.Frames[:n] {
+						if binary.BigEndian.Uint16(f[12:]) == plainEtherType {
+							got <- append([]byte(nil), f...)
+							return
+						}
+					}
+				}
+			}()
+			time.Sleep(50 * time.Millisecond) // asleep in poll(2)
+			done := make(chan error, 1)
+			go func() { done <- r.Port.Tap() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("Tap still waiting after 2s")
+			}
+			f := plainFrame(1, 64)
+			if err := r.Peer.Send(f); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case g, ok := <-got:
+				if !ok || !bytes.Equal(g, f) {
+					t.Fatalf("reader got %x (open %v), want %x", g, ok, f)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("sleeping reader got no frame after Tap")
+			}
+			if r.Port.Upcall() || r.Port.v2.opts.upcall || r.Port.ring.opts.upcall {
+				t.Error("still in upcall mode after Tap")
+			}
+		})
+	}
+}
