@@ -7,117 +7,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
-
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/offload"
 	"github.com/govs-project/govs/datapath/port"
 	"golang.org/x/sys/unix"
 )
 
-// upcallAllProgram is a TCX ingress program that sends every frame up
-// the way the kernel fast path sends a miss up (port.UpcallEthertype):
-// bpf_skb_change_head makes room at the front, the MACs move there, the
-// header follows them with the out-of-frame VLAN tag in X (or after it),
-// and bpf_redirect(BPF_F_INGRESS) hands the frame to the same ingress
-// again, where it passes (its protocol is now 0x88b5). A stand-in for the
-// real program (datapath/offload), small enough to read next to the
-// format.
-func upcallAllProgram() asm.Instructions {
-	const (
-		skbProtocol    = 16 // struct __sk_buff
-		skbVLANPresent = 20
-		skbVLANTCI     = 24
-		skbVLANProto   = 28
-		skbIfindex     = 40
-		hdr            = -16 // the header on the stack: 0x88b5, X, [TPID, TCI]
-		macs           = -32
-		beUpcall       = 0xb588 // htons(0x88b5) as the kernel loads it
-		be8021Q        = 0x0081
-	)
-	prog := asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R6, skbProtocol, asm.Word),
-		asm.JEq.Imm(asm.R2, beUpcall, "pass"),
-		asm.Mov.Imm(asm.R8, 4),
-		asm.StoreImm(asm.RFP, hdr, beUpcall, asm.Half),
-		asm.LoadMem(asm.R2, asm.R6, skbVLANPresent, asm.Word),
-		asm.JNE.Imm(asm.R2, 0, "tagged"),
-		asm.StoreImm(asm.RFP, hdr+2, 0xff0f, asm.Half), // X = 0x0fff
-		asm.Ja.Label("push"),
-		asm.LoadMem(asm.R7, asm.R6, skbVLANTCI, asm.Word).WithSymbol("tagged"),
-		asm.LoadMem(asm.R3, asm.R6, skbVLANProto, asm.Word),
-		asm.JNE.Imm(asm.R3, be8021Q, "long"),
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.And.Imm(asm.R2, 0x0fff),
-		asm.JEq.Imm(asm.R2, 0x0fff, "long"),
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.HostTo(asm.BE, asm.R2, asm.Half),
-		asm.StoreMem(asm.RFP, hdr+2, asm.R2, asm.Half), // X = TCI
-		asm.Ja.Label("push"),
-		asm.Mov.Imm(asm.R8, 8).WithSymbol("long"),
-		asm.StoreImm(asm.RFP, hdr+2, 0xff1f, asm.Half), // X = 0x1fff
-		asm.StoreMem(asm.RFP, hdr+4, asm.R3, asm.Half), // TPID, network order already
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.HostTo(asm.BE, asm.R2, asm.Half),
-		asm.StoreMem(asm.RFP, hdr+6, asm.R2, asm.Half),
-
-		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("push"),
-		asm.Mov.Reg(asm.R2, asm.R8),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnSkbChangeHead.Call(),
-		asm.JNE.Imm(asm.R0, 0, "drop"),
-		asm.Mov.Reg(asm.R1, asm.R6), // the MACs, now r8 bytes in
-		asm.Mov.Reg(asm.R2, asm.R8),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, macs),
-		asm.Mov.Imm(asm.R4, 12),
-		asm.FnSkbLoadBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "drop"),
-	}
-	prog = append(prog, skbStore(asm.Mov.Imm(asm.R2, 0), macs, asm.Mov.Imm(asm.R4, 12))...)
-	prog = append(prog, skbStore(asm.Mov.Imm(asm.R2, 12), hdr, asm.Mov.Reg(asm.R4, asm.R8))...)
-	return append(prog,
-		asm.LoadMem(asm.R1, asm.R6, skbIfindex, asm.Word),
-		asm.Mov.Imm(asm.R2, 1), // BPF_F_INGRESS
-		asm.FnRedirect.Call(),
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("pass"), // TCX_PASS
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, 2).WithSymbol("drop"), // TCX_DROP
-		asm.Return(),
-	)
-}
-
-// skbStore is bpf_skb_store_bytes(skb in r6, offset set by off, the stack
-// at fp+stack, length set by n), dropping the frame on an error.
-func skbStore(off asm.Instruction, stack int32, n asm.Instruction) asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R1, asm.R6), off,
-		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, stack), n,
-		asm.Mov.Imm(asm.R5, 0),
-		asm.FnSkbStoreBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "drop"),
-	}
-}
-
-// attachUpcallAll attaches upcallAllProgram at TCX ingress of ifname (in
-// the test's namespace) until the test ends.
+// attachUpcallAll attaches the kernel fast path's tc program (datapath/
+// offload, bpf/offload.c) to ifname with no entries: every frame goes up,
+// as a miss does.
 func attachUpcallAll(t *testing.T, ifname string) {
 	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, Instructions: upcallAllProgram(), License: "GPL"})
+	k, err := offload.Load("")
 	if err != nil {
-		t.Fatalf("load upcall program: %v", err)
+		t.Fatalf("load the offload program: %v", err)
 	}
-	t.Cleanup(func() { prog.Close() })
+	t.Cleanup(func() { k.Close() })
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
+	l, err := k.AttachTC(ifi.Index, ifname)
 	if err != nil {
-		t.Fatalf("attach upcall program: %v", err)
+		t.Fatalf("attach the tc program: %v", err)
 	}
 	t.Cleanup(func() { l.Close() })
 }

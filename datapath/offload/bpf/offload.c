@@ -771,8 +771,9 @@ static __always_inline int upcall(struct __sk_buff *skb, struct tc_scratch *v)
 			      (__u64)(__u16)skb->vlan_proto << 32 | (__u64)bpf_htons(tci) << 48;
 			len = 8;
 		}
-		if (bpf_skb_vlan_pop(skb))
-			goto lost;
+		// Left on the skb: the second pass clears it before the socket
+		// (bpf_skb_vlan_pop would also move a second tag out of the
+		// frame into its place).
 	}
 	if (bpf_skb_load_bytes(skb, 0, macs, sizeof(macs)))
 		goto lost;
