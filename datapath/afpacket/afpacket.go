@@ -165,6 +165,8 @@ type Port struct {
 	// set): see setTxAddr. TxMu.
 	txAddr  unix.RawSockaddrLinklayer
 	txNamed bool
+	// bound: Bind ran before (the next one re-attaches).
+	bound bool
 	// tapPending: Tap could not take RxMu (a reader asleep in poll(2)
 	// holds it); the reader's next Fill leaves upcall mode.
 	tapPending atomic.Bool
@@ -326,6 +328,14 @@ func (p *Port) Bind() error {
 		!errors.Is(err, unix.ENOPROTOOPT) {
 		return fmt.Errorf("afpacket %s: PACKET_IGNORE_OUTGOING: %w", name, err)
 	}
+	if p.bound && p.upcall.Load() {
+		// Bound again to a re-created interface: the tc program that
+		// sends frames up was on the one that is gone (the bridge attaches
+		// it when the port is added), so a socket bound for upcalls would
+		// get nothing. The port goes on as a tap, in userspace.
+		p.upcall.Store(false)
+	}
+	p.bound = true
 	upcall := p.upcall.Load()
 	rx := rxOpts{maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped, vnet: cfg.VnetHdr, upcall: upcall}
 	room := v2MacRoom
@@ -506,7 +516,8 @@ func (p *Port) Upcall() bool { return p.upcall.Load() }
 // Tap turns a port opened with Config.Upcall into a plain tap: its socket
 // is bound to ETH_P_ALL on the same interface and receives every frame
 // before tc, as without Config.Upcall; for when the kernel fast path's tc
-// program cannot be attached. It stays a tap across re-attachment.
+// program cannot be attached. It stays a tap across re-attachment (as
+// does a port in upcall mode: see Bind).
 //
 // Frames already in the ring from upcall mode still carry their header
 // and are decoded: the socket is first bound to a protocol that receives
