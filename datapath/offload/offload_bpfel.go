@@ -71,7 +71,6 @@ type offloadTcScratch struct {
 	UpcallErrors uint64
 	Key          offloadFlowKey
 	_            [4]byte
-	Act          offloadFlowAction
 }
 
 // Names of all BPF objects in the ELF.

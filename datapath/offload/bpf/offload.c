@@ -609,15 +609,12 @@ int govs_offload(struct xdp_md *ctx)
 // another namespace arrives with the mark cleared, skb_scrub_packet).
 #define UPCALL_MARK 0x676f7673 // "govs"
 
-// The tc program's working space (the stack is too small for the key,
-// the action and the helpers' buffers), and its per-CPU counters.
+// The tc program's working space (the stack is too small for the key
+// and the helpers' buffers), and its per-CPU counters.
 struct tc_scratch {
-	// First, so that key and act keep the alignment the verifier takes
-	// the copies at.
 	__u64 upcalls;       // frames sent up by this CPU
 	__u64 upcall_errors; // frames lost on the way up (a helper failed)
 	struct flow_key key;
-	struct flow_action act;
 };
 
 struct {
@@ -627,9 +624,6 @@ struct {
 	__type(value, struct tc_scratch);
 } scratch SEC(".maps");
 
-// The parts of a flow_action the tc program reads (decide copies them).
-#define ACT_HEAD_LEN offsetof(struct flow_action, pad2)
-#define ACT_ENCAP_LEN (sizeof(struct flow_action) - offsetof(struct flow_action, encap_saddr))
 
 // What the tc path reads of a frame: Ethernet, IPv4 without options and
 // the TCP header (a UDP frame needs 42 of these bytes).
@@ -672,10 +666,30 @@ static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct f
 	return 1;
 }
 
-// skb_key is skb_key_at for the frame itself.
+// skb_key is skb_key_at for the frame itself, read in place when its
+// headers are in the skb's linear part (a frame a pod's stack built:
+// almost always), which saves copying them out.
 static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __u32 *l4_len)
 {
-	return skb_key_at(skb, 0, k, l4_len);
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	if (data + TC_HDR_LEN > end)
+		return skb_key_at(skb, 0, k, l4_len);
+	// The kernel took the outer tag out of the frame before tc
+	// (skb_vlan_untag): a tag still in it is a second one.
+	if (!parse(data, end, k, 0))
+		return 0;
+	if (skb->vlan_present) {
+		// 802.1Q only, as in skb_key_at.
+		if (skb->vlan_proto != bpf_htons(ETH_P_8021Q))
+			return 0;
+		k->vlan_tci = (__u16)skb->vlan_tci | VLAN_CFI;
+	}
+	*l4_len = sizeof(struct udphdr);
+	if (k->proto == IPPROTO_TCP)
+		*l4_len = ((struct tcphdr *)(data + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
+	k->ifindex = skb->ifindex;
+	return 1;
 }
 
 // encap_fits tells whether the tc program can put the frame in Geneve
@@ -720,10 +734,10 @@ static __always_inline int csum_fits(struct __sk_buff *skb, struct flow_key *k, 
 	return check != 0;
 }
 
-// decide is the tc path's one lookup: 1 with the entry's action copied
-// into v (counted as forwarded), or 0 (the frame goes up). Decapsulation
-// is govs_underlay_tc's.
-static __always_inline int decide(struct __sk_buff *skb, struct tc_scratch *v)
+// decide is the tc path's one lookup: the entry that forwards the frame
+// (counted), its key in v, or 0 (the frame goes up). Decapsulation is
+// govs_underlay_tc's.
+static __always_inline struct flow_action *decide(struct __sk_buff *skb, struct tc_scratch *v)
 {
 	__u32 l4_len = 0;
 	if (!skb_key(skb, &v->key, &l4_len))
@@ -738,13 +752,7 @@ static __always_inline int decide(struct __sk_buff *skb, struct tc_scratch *v)
 		return 0;
 	// Counted as the port saw it, with its tag (the skb holds it aside).
 	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
-	// Only what the tc program applies: the head (output, flags, MAC,
-	// VLAN and NAT writes) and, for a tunnel, the outer headers; the
-	// entry's counters and clocks stay behind.
-	__builtin_memcpy(&v->act, a, ACT_HEAD_LEN);
-	if (a->flags & ACT_ENCAP)
-		__builtin_memcpy(&v->act.encap_saddr, &a->encap_saddr, ACT_ENCAP_LEN);
-	return 1;
+	return a;
 }
 
 // upcall sends the frame up to the port's socket (the header above): the
@@ -1023,12 +1031,15 @@ int govs_offload_tc(struct __sk_buff *skb)
 	struct tc_scratch *v = bpf_map_lookup_elem(&scratch, &zero);
 	if (!v)
 		return TC_ACT_SHOT; // cannot happen: a one-element array
-	if (!decide(skb, v))
+	// The entry's memory stays valid while the program runs (RCU), even
+	// if userspace deletes it meanwhile, as in XDP.
+	struct flow_action *a = decide(skb, v);
+	if (!a)
 		return upcall(skb, v);
-	if (!skb_rewrite(skb, &v->key, &v->act) || !skb_vlan(skb, &v->act))
+	if (!skb_rewrite(skb, &v->key, a) || !skb_vlan(skb, a))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
-	if (v->act.flags & ACT_ENCAP) {
-		if (!skb_encap(skb, &v->key, &v->act))
+	if (a->flags & ACT_ENCAP) {
+		if (!skb_encap(skb, &v->key, a))
 			return TC_ACT_SHOT;
 		// Through the neighbour layer, not bpf_redirect: that marks the
 		// skb redirected (__bpf_tx_skb), a mark a veth underlay carries
@@ -1037,11 +1048,11 @@ int govs_offload_tc(struct __sk_buff *skb)
 		// would decapsulate in userspace. The neighbour layer writes
 		// the same outer Ethernet addresses (the entry was installed
 		// once geneve.Resolver found that neighbour on this interface).
-		return bpf_redirect_neigh(v->act.out_ifindex, 0, 0, 0);
+		return bpf_redirect_neigh(a->out_ifindex, 0, 0, 0);
 	}
-	if (v->act.flags & ACT_PEER)
-		return bpf_redirect_peer(v->act.out_ifindex, 0);
-	return bpf_redirect(v->act.out_ifindex, 0);
+	if (a->flags & ACT_PEER)
+		return bpf_redirect_peer(a->out_ifindex, 0);
+	return bpf_redirect(a->out_ifindex, 0);
 }
 
 // govs_underlay_tc is the program on a Geneve underlay (TCX ingress):
