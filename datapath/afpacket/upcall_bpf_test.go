@@ -46,18 +46,24 @@ func TestUpcallFromTCProgram(t *testing.T) {
 			attachUpcallAll(t, r.Veth.Host)
 
 			var sent [][]byte
-			for i, tag := range []struct{ tpid, tci uint16 }{{}, {0x8100, 10}, {0x8100, 0}, {0x88a8, 0xe123}, {0x8100, 0x0fff}} {
-				f := plainFrame(uint32(i), 200)
-				if tag.tpid != 0 {
-					f = tagged(f, tag.tpid, tag.tci)
+			// Each tag form around a frame the program grows in front
+			// (bpf_skb_change_head) and around an IPv4 one, which it
+			// grows after the Ethernet header (bpf_skb_adjust_room).
+			for _, et := range []uint16{plainEtherType, unix.ETH_P_IP} {
+				for i, tag := range []struct{ tpid, tci uint16 }{{}, {0x8100, 10}, {0x8100, 0}, {0x88a8, 0xe123}, {0x8100, 0x0fff}} {
+					f := plainFrame(uint32(len(sent)+i), 200)
+					binary.BigEndian.PutUint16(f[12:], et)
+					if tag.tpid != 0 {
+						f = tagged(f, tag.tpid, tag.tci)
+					}
+					sent = append(sent, f)
 				}
-				sent = append(sent, f)
 			}
 			// QinQ: the outer tag goes out of the frame, the inner stays.
-			sent = append(sent, tagged(tagged(plainFrame(9, 200), 0x8100, 7), 0x88a8, 300))
+			sent = append(sent, tagged(tagged(plainFrame(19, 200), 0x8100, 7), 0x88a8, 300))
 			// Full size: sent up 4 and 8 bytes longer than the MTU
 			// allows (a redirect to ingress does not check it).
-			sent = append(sent, plainFrame(10, 1514), tagged(plainFrame(11, 1514), 0x8100, 0xffff))
+			sent = append(sent, plainFrame(20, 1514), tagged(plainFrame(21, 1514), 0x8100, 0xffff))
 			for _, f := range sent {
 				if err := r.Peer.Send(f); err != nil {
 					t.Fatal(err)

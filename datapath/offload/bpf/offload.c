@@ -765,33 +765,39 @@ static __always_inline struct flow_action *decide(struct __sk_buff *skb, struct 
 // with its header goes up whole.
 static __always_inline int upcall(struct __sk_buff *skb, struct tc_scratch *v)
 {
-	// The header as the words it is in memory (little-endian target):
-	// UPCALL_ETH_P, X and, when the tag follows, its TPID and TCI.
-	__u64 hdr = bpf_htons(UPCALL_ETH_P) | (__u64)bpf_htons(UPCALL_NO_TAG) << 16;
-	__u32 len = 4;
-	__u8 macs[12];
-	if (skb->vlan_present) {
-		__u16 tci = (__u16)skb->vlan_tci;
-		if (skb->vlan_proto == bpf_htons(ETH_P_8021Q) && (tci & VLAN_VID_MASK) != VLAN_VID_MASK) {
-			hdr = bpf_htons(UPCALL_ETH_P) | (__u64)bpf_htons(tci) << 16;
-		} else {
-			hdr = bpf_htons(UPCALL_ETH_P) | (__u64)bpf_htons(UPCALL_TAG_FOLLOWS) << 16 |
-			      (__u64)(__u16)skb->vlan_proto << 32 | (__u64)bpf_htons(tci) << 48;
-			len = 8;
-		}
-		// Left on the skb: the second pass clears it before the socket
-		// (bpf_skb_vlan_pop would also move a second tag out of the
-		// frame into its place).
-	}
-	if (bpf_skb_load_bytes(skb, 0, macs, sizeof(macs)))
+	struct ethhdr eth;
+	__u16 tci = (__u16)skb->vlan_tci;
+	// The tag, if any, is left on the skb: the second pass clears it
+	// before the socket (bpf_skb_vlan_pop would also move a second tag
+	// out of the frame into its place).
+	int follows = skb->vlan_present &&
+		      (skb->vlan_proto != bpf_htons(ETH_P_8021Q) || (tci & VLAN_VID_MASK) == VLAN_VID_MASK);
+	__u16 x = skb->vlan_present ? tci : UPCALL_NO_TAG;
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 		goto lost;
-	if (len == 8) {
-		if (bpf_skb_change_head(skb, 8, 0) || bpf_skb_store_bytes(skb, 12, &hdr, 8, 0))
+	// IPv4 and IPv6 get the room after the Ethernet header
+	// (bpf_skb_adjust_room moves the MACs), which copies the skb's head
+	// only if that is shared: a TCP segment is a clone whose header is
+	// its own. bpf_skb_change_head, which the others need (adjust_room
+	// takes IP only), copies the head of every clone.
+	int ip = skb->protocol == bpf_htons(ETH_P_IP) || skb->protocol == bpf_htons(ETH_P_IPV6);
+	if (follows) {
+		__u16 hdr[5] = {bpf_htons(UPCALL_ETH_P), bpf_htons(UPCALL_TAG_FOLLOWS), (__u16)skb->vlan_proto,
+				bpf_htons(tci), eth.h_proto};
+		if (ip ? bpf_skb_adjust_room(skb, 8, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_FIXED_GSO)
+		       : bpf_skb_change_head(skb, 8, 0))
 			goto lost;
-	} else if (bpf_skb_change_head(skb, 4, 0) || bpf_skb_store_bytes(skb, 12, &hdr, 4, 0)) {
-		goto lost;
+		if (bpf_skb_store_bytes(skb, 12, hdr, sizeof(hdr), 0))
+			goto lost;
+	} else {
+		__u16 hdr[3] = {bpf_htons(UPCALL_ETH_P), bpf_htons(x), eth.h_proto};
+		if (ip ? bpf_skb_adjust_room(skb, 4, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_FIXED_GSO)
+		       : bpf_skb_change_head(skb, 4, 0))
+			goto lost;
+		if (bpf_skb_store_bytes(skb, 12, hdr, sizeof(hdr), 0))
+			goto lost;
 	}
-	if (bpf_skb_store_bytes(skb, 0, macs, sizeof(macs), 0))
+	if (!ip && bpf_skb_store_bytes(skb, 0, &eth, 12, 0))
 		goto lost;
 	skb->mark = UPCALL_MARK;
 	v->upcalls++;
