@@ -102,12 +102,6 @@ type Config struct {
 	// Not with TxRing.
 	VnetHdr bool
 
-	// Filter is a BPF socket filter program (its fd) the socket runs
-	// from before it is bound, so that no frame reaches the port without
-	// it: the kernel fast path's tap filter (offload.Kernel.TapFilter).
-	// 0: none.
-	Filter int
-
 	// Upcall binds the socket to port.UpcallEthertype instead of
 	// ETH_P_ALL: it receives only the frames the kernel fast path's tc
 	// program sends up (see port.UpcallEthertype), after tc, instead of
@@ -313,11 +307,6 @@ func (p *Port) Bind() error {
 	version := unix.TPACKET_V3
 	if cfg.RingVersion == TPacketV2 {
 		version = unix.TPACKET_V2
-	}
-	if cfg.Filter > 0 {
-		if err := unix.SetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ATTACH_BPF, cfg.Filter); err != nil {
-			return fmt.Errorf("afpacket %s: SO_ATTACH_BPF: %w", name, err)
-		}
 	}
 	if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_VERSION, version); err != nil {
 		return fmt.Errorf("afpacket %s: PACKET_VERSION TPACKET_V%d: %w", name, cfg.RingVersion, err)
@@ -762,9 +751,6 @@ func getsockoptStats(fd int, st unsafe.Pointer, size uintptr) bool {
 		uintptr(st), uintptr(unsafe.Pointer(&l)), 0)
 	return errno == 0
 }
-
-// Filter is the socket filter the port's socket runs (Config.Filter).
-func (p *Port) Filter() int { return p.cfg.Filter }
 
 // Close implements port.Port (port.Base.Close): the socket goes at once,
 // the ring once the loop has given back the frames it holds.
