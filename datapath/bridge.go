@@ -383,9 +383,7 @@ func (b *Bridge) AddPortWith(ofport uint32, p port.Port, kind string, opts PortO
 	next.indexTunnels()
 	b.ports.Store(next)
 
-	if !opts.NoOffload {
-		b.attachOffload(bp, kind)
-	}
+	b.attachOffload(bp, kind, opts.NoOffload)
 	l := newLoop(b, bp)
 	bp.loop = l
 	if bp.poller != nil && b.pmd.poll {

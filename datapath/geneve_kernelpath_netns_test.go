@@ -155,7 +155,7 @@ func newGeneveKPWith(t *testing.T, kernel [2]bool, option, vnet, tc, underlayOff
 			}
 			cfg := afpacket.Config{VnetHdr: vnet}
 			if (vnet || tc) && n.m != nil {
-				cfg.Filter = n.m.TapFilter()
+				cfg.Upcall = true
 			}
 			pt, err := afpacket.Open(v.Host, cfg)
 			if err != nil {

@@ -20,8 +20,8 @@ import (
 )
 
 // The kernel fast path's hooks (docs/offload.md): an XDP program on each
-// system port (a TCX one with the tap filter on veths and ports with
-// offload metadata, and a TCX one on a Geneve underlay) forwards what the
+// system port (a TCX one on veths and ports with offload metadata, whose
+// sockets get what it sends up, and one on a Geneve underlay) forwards what the
 // megaflow cache decided for established connections; the port loops
 // install its entries.
 
@@ -41,34 +41,61 @@ func (b *Bridge) Offload() *offload.Manager { return b.offload }
 // ifindexer is a port backed by a kernel interface (AF_PACKET).
 type ifindexer interface{ Ifindex() int }
 
-// attachOffload puts the program on a system port's interface; a port it
-// cannot attach to works as before, in userspace.
-func (b *Bridge) attachOffload(bp *bridgePort, kind string) {
-	if g, ok := bp.p.(*geneve.Port); ok && b.offload != nil && !b.CacheDisabled {
+// upcallPort is a port whose socket gets the tc program's upcalls
+// (afpacket.Config.Upcall) instead of tapping its interface.
+type upcallPort interface {
+	Upcall() bool
+	// Tap makes the socket a tap again, for a port the tc program could
+	// not be attached to.
+	Tap() error
+}
+
+// attachOffload puts the program on a system port's interface (unless
+// the port opted out: noOffload); a port it cannot attach to works as
+// before, in userspace.
+func (b *Bridge) attachOffload(bp *bridgePort, kind string, noOffload bool) {
+	if g, ok := bp.p.(*geneve.Port); ok && b.offload != nil && !b.CacheDisabled && !noOffload {
 		b.attachTunnelOffload(bp, g)
 		return
 	}
+	up, _ := bp.p.(upcallPort)
+	upcall := up != nil && up.Upcall()
 	ix, ok := bp.p.(ifindexer)
-	if b.offload == nil || kind != KindSystem || !ok || b.CacheDisabled {
+	if b.offload == nil || kind != KindSystem || !ok || b.CacheDisabled || noOffload {
+		if upcall {
+			b.tapAgain(bp, up, errors.New("no kernel fast path for the port"))
+		}
 		return
 	}
-	// A port whose socket runs the tap filter (from before it was bound)
-	// gets the tc path; the daemon gives it to veths and to ports with
-	// offload metadata, which XDP would strip (Manager.TCPath). Others
-	// get XDP.
+	// A port whose socket gets upcalls gets the tc path; the daemon gives
+	// it to veths and to ports with offload metadata, which XDP would
+	// strip (Manager.TCPath). Others get XDP.
 	attach := b.offload.Attach
-	if f, ok := bp.p.(interface{ Filter() int }); ok && f.Filter() == b.offload.TapFilter() {
+	if upcall {
 		attach = b.offload.AttachTC
 	} else if bp.vnet != nil {
-		b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket does not run the tap filter"))
+		b.offloadAttachFailed(bp, errors.New("a port with offload metadata (vnet_hdr) whose socket is a tap"))
 		return
 	}
 	x, err := attach(ix.Ifindex(), bp.p.Name())
 	if err != nil {
+		if upcall {
+			b.tapAgain(bp, up, err)
+			return
+		}
 		b.offloadAttachFailed(bp, err)
 		return
 	}
 	bp.xdp, bp.ifindex, bp.off, bp.offID = x, ix.Ifindex(), b.offload, uint32(ix.Ifindex())
+}
+
+// tapAgain makes the socket of a port that gets no tc program a tap
+// (nothing would send it frames), the port then in userspace only.
+func (b *Bridge) tapAgain(bp *bridgePort, up upcallPort, why error) {
+	if err := up.Tap(); err != nil {
+		why = fmt.Errorf("%w; and its socket cannot tap the interface: %w", why, err)
+	}
+	b.offloadAttachFailed(bp, why)
 }
 
 func (b *Bridge) offloadAttachFailed(bp *bridgePort, err error) {

@@ -135,7 +135,7 @@ func (s *kpSetup) start(t *testing.T, kernel bool) {
 	// ports from the switch namespace.
 	cfg := afpacket.Config{VnetHdr: s.vnet}
 	if (s.vnet || s.tc) && kernel {
-		cfg.Filter = s.m.TapFilter()
+		cfg.Upcall = true
 	}
 	err := s.sw.Do(func() error {
 		for i, name := range s.hosts {
@@ -699,5 +699,5 @@ func TestNetnsKernelPathRestartDNAT(t *testing.T) {
 // kernel path is the tc path: the DNAT differential (a Service stream
 // and UDP, same delivery with the path on and off) with the kernel
 // forwarding most of the stream as super-segments (more bytes per packet
-// than the MTU), the tap filter keeping them from the ports' sockets.
+// than the MTU), the ports' sockets getting only what it sends up.
 func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 0, 32<<20) }

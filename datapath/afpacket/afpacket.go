@@ -10,12 +10,18 @@
 // per wakeup. TPACKET_V3 (Config.RingVersion) packs frames into blocks the
 // kernel hands over when full or when the block timer fires, which costs a
 // lone frame up to Config.BlockTimeout (at least 1 ms) of latency.
+//
+// A port is a tap (its socket bound to ETH_P_ALL: every frame, before tc)
+// or, with Config.Upcall, receives only what the kernel fast path's tc
+// program sends up with an upcall header (port.UpcallEthertype), which it
+// strips, so the loop sees the same frames and metadata either way.
 package afpacket
 
 import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -96,11 +102,14 @@ type Config struct {
 	// Not with TxRing.
 	VnetHdr bool
 
-	// Filter is a BPF socket filter program (its fd) the socket runs
-	// from before it is bound, so that no frame reaches the port without
-	// it: the kernel fast path's tap filter (offload.Kernel.TapFilter).
-	// 0: none.
-	Filter int
+	// Upcall binds the socket to port.UpcallEthertype instead of
+	// ETH_P_ALL: it receives only the frames the kernel fast path's tc
+	// program sends up (see port.UpcallEthertype), after tc, instead of
+	// tapping every frame before it. The port strips the upcall header
+	// and hands out each frame and its port.Meta exactly as a tap would
+	// have (KeepVLANStripped applies the same). Port.Tap turns the port
+	// into a plain tap, for when the tc program cannot be attached.
+	Upcall bool
 }
 
 const (
@@ -142,6 +151,19 @@ type Port struct {
 	maxFrame int
 
 	kernelDrops uint64
+
+	// upcall: the socket is bound to port.UpcallEthertype (Config.Upcall,
+	// until Tap). The rings keep their own copy for the reader.
+	upcall atomic.Bool
+	// txAddr goes with every frame sent when txNamed (while upcall is
+	// set): see setTxAddr. TxMu.
+	txAddr  unix.RawSockaddrLinklayer
+	txNamed bool
+	// bound: Bind ran before (the next one re-attaches).
+	bound bool
+	// tapPending: Tap could not take RxMu (a reader asleep in poll(2)
+	// holds it); the reader's next Fill leaves upcall mode.
+	tapPending atomic.Bool
 }
 
 var (
@@ -153,6 +175,10 @@ var (
 // Fill implements port.Ring: it hands out ready frames of the receive
 // ring into b.Frames[n:] without blocking.
 func (p *Port) Fill(b *port.Batch, n int, c *port.RxCounts) int {
+	if p.tapPending.Load() {
+		p.tapPending.Store(false)
+		p.v2.opts.upcall, p.ring.opts.upcall = false, false
+	}
 	if p.v3 {
 		return p.ring.fill(b, n, c)
 	}
@@ -241,6 +267,7 @@ func Open(name string, cfg Config) (*Port, error) {
 	}
 
 	p := &Port{cfg: cfg, fd: -1}
+	p.upcall.Store(cfg.Upcall)
 	busyPoll := cfg.BusyPoll
 	if cfg.RingVersion == TPacketV3 {
 		busyPoll = 0 // blocks are handed over whole: nothing to watch
@@ -281,11 +308,6 @@ func (p *Port) Bind() error {
 	if cfg.RingVersion == TPacketV2 {
 		version = unix.TPACKET_V2
 	}
-	if cfg.Filter > 0 {
-		if err := unix.SetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ATTACH_BPF, cfg.Filter); err != nil {
-			return fmt.Errorf("afpacket %s: SO_ATTACH_BPF: %w", name, err)
-		}
-	}
 	if err := unix.SetsockoptInt(p.fd, unix.SOL_PACKET, unix.PACKET_VERSION, version); err != nil {
 		return fmt.Errorf("afpacket %s: PACKET_VERSION TPACKET_V%d: %w", name, cfg.RingVersion, err)
 	}
@@ -295,8 +317,22 @@ func (p *Port) Bind() error {
 		!errors.Is(err, unix.ENOPROTOOPT) {
 		return fmt.Errorf("afpacket %s: PACKET_IGNORE_OUTGOING: %w", name, err)
 	}
-	rx := rxOpts{maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped, vnet: cfg.VnetHdr}
+	if p.bound && p.upcall.Load() {
+		// Bound again to a re-created interface: the tc program that
+		// sends frames up was on the one that is gone (the bridge attaches
+		// it when the port is added), so a socket bound for upcalls would
+		// get nothing. The port goes on as a tap, in userspace.
+		p.upcall.Store(false)
+	}
+	p.bound = true
+	upcall := p.upcall.Load()
+	rx := rxOpts{maxFrame: p.maxFrame, reinsertV: !cfg.KeepVLANStripped, vnet: cfg.VnetHdr, upcall: upcall}
 	room := v2MacRoom
+	if cfg.Upcall {
+		// A frame sent up is longer by its header: a full-size one
+		// must still fit its slot.
+		room += port.UpcallHeaderMaxLen
+	}
 	maxRx := p.maxFrame
 	if cfg.VnetHdr {
 		// Before any ring: the kernel refuses it afterwards (EBUSY).
@@ -384,9 +420,8 @@ func (p *Port) Bind() error {
 			return fmt.Errorf("afpacket %s: PACKET_MR_PROMISC: %w", name, err)
 		}
 	}
-	sll := unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}
-	if err := unix.Bind(p.fd, &sll); err != nil {
-		return fmt.Errorf("afpacket %s: bind ifindex %d: %w", name, ifindex, err)
+	if err := p.bindProtocol(upcall); err != nil {
+		return err
 	}
 
 	// One iovec per frame, or two with the virtio_net_hdr in front.
@@ -406,10 +441,135 @@ func (p *Port) Bind() error {
 			p.iovs[2*i].Len = port.VnetHdrLen
 		}
 	}
+	p.setTxAddr(upcall)
 	return nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// deafProtocol is a protocol no Ethernet frame has (eth_type_trans gives
+// an ethertype of at least 0x0600, ETH_P_802_3 or ETH_P_802_2): bound to
+// it, the socket receives nothing. Binding protocol 0 would not do: the
+// kernel reads it as "keep the bound protocol".
+const deafProtocol = 0x05ff
+
+// bindProtocol binds the socket to the port's interface and the
+// protocol of its mode: port.UpcallEthertype, or every frame (ETH_P_ALL).
+// Binding again is allowed with rings in place; the kernel unhooks the
+// socket from the old protocol first and waits (synchronize_net) until no
+// CPU still delivers a frame through that hook.
+func (p *Port) bindProtocol(upcall bool) error {
+	proto := uint16(unix.ETH_P_ALL)
+	if upcall {
+		proto = port.UpcallEthertype
+	}
+	return p.bind(proto)
+}
+
+func (p *Port) bind(proto uint16) error {
+	sll := unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: p.Ifindex()}
+	if err := unix.Bind(p.fd, &sll); err != nil {
+		return p.Errorf("bind ifindex %d protocol %#04x: %w", sll.Ifindex, proto, err)
+	}
+	return nil
+}
+
+// setTxAddr sets the address every frame is sent to. A socket bound to
+// port.UpcallEthertype must name one: without an address packet_snd (and
+// tpacket_snd for the TX ring) takes skb->protocol from the bound
+// protocol (po->num), so every frame would leave as 0x88b5, and a GSO
+// super-segment with a virtio_net_hdr could not be segmented (no GSO
+// handler for that protocol). With sll_protocol ETH_P_ALL, both set
+// skb->protocol to it and packet_parse_headers then reads the real one
+// from the frame's Ethernet header, as for a socket bound to ETH_P_ALL;
+// the frame goes to the device sll_ifindex names, looked up per send
+// (dev_get_by_index) instead of the socket's cached one. A tap sends
+// without: the kernel already does what the address would say. The
+// caller holds TxMu (or owns the port, in Bind).
+func (p *Port) setTxAddr(upcall bool) {
+	p.txAddr = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(unix.ETH_P_ALL), Ifindex: int32(p.Ifindex())}
+	p.txNamed = upcall
+	for i := range p.msgs {
+		h := &p.msgs[i].hdr
+		h.Name, h.Namelen = nil, 0
+		if upcall {
+			h.Name, h.Namelen = (*byte)(unsafe.Pointer(&p.txAddr)), unix.SizeofSockaddrLinklayer
+		}
+	}
+}
+
+// Upcall reports whether the socket is bound to port.UpcallEthertype
+// (Config.Upcall and no Tap since).
+func (p *Port) Upcall() bool { return p.upcall.Load() }
+
+// Tap turns a port opened with Config.Upcall into a plain tap: its socket
+// is bound to ETH_P_ALL on the same interface and receives every frame
+// before tc, as without Config.Upcall; for when the kernel fast path's tc
+// program cannot be attached. It stays a tap across re-attachment (as
+// does a port in upcall mode: see Bind).
+//
+// Frames already in the ring from upcall mode still carry their header
+// and are decoded: the socket is first bound to a protocol that receives
+// nothing (the kernel waits until no frame is on its way into the ring),
+// the frames in the ring then are counted, and the reader decodes that
+// many more frames whose sll_protocol is 0x88b5 before it treats the rest
+// as a tap's. A frame arriving while the socket is deaf (microseconds) is
+// not received. The count needs the reader's lock (RxMu); a ReadBatch
+// asleep in poll(2) holds it as long as no frame comes, which also means
+// the ring holds none to decode: after tapRxWait Tap leaves the switch
+// to the reader's next Fill. No write runs meanwhile (TxMu).
+func (p *Port) Tap() error {
+	p.TxMu.Lock()
+	defer p.TxMu.Unlock()
+	if !p.upcall.Load() {
+		return nil
+	}
+	if p.Closed() {
+		return p.Errorf("tap: %w", port.ErrClosed)
+	}
+	p.StatMu.Lock() // the socket, as Stats and Bind see it
+	defer p.StatMu.Unlock()
+	if p.fd < 0 {
+		// Detached: the next Bind binds ETH_P_ALL.
+		p.upcall.Store(false)
+		return nil
+	}
+	if err := p.bind(deafProtocol); err != nil {
+		return err
+	}
+	// TryLock only: the reader takes RxMu before TxMu (re-attachment).
+	if p.tryLockRx(tapRxWait) {
+		if p.v3 {
+			p.ring.opts.upcallLeft = p.ring.framesLeft()
+			p.ring.opts.upcall = false
+		} else {
+			p.v2.opts.upcallLeft = p.v2.framesLeft()
+			p.v2.opts.upcall = false
+		}
+		p.RxMu.Unlock()
+	} else {
+		p.tapPending.Store(true)
+	}
+	p.upcall.Store(false)
+	p.setTxAddr(false)
+	return p.bindProtocol(false)
+}
+
+// tapRxWait bounds how long Tap tries to take the reader's lock: far
+// longer than a Fill, which never blocks.
+const tapRxWait = 20 * time.Millisecond
+
+// tryLockRx takes RxMu if it comes free within d.
+func (p *Port) tryLockRx(d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(time.Millisecond) {
+		if p.RxMu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
 
 // ReadBatch implements port.Port (port.Base.ReadRing). Frames point into
 // the ring.
@@ -591,9 +751,6 @@ func getsockoptStats(fd int, st unsafe.Pointer, size uintptr) bool {
 		uintptr(st), uintptr(unsafe.Pointer(&l)), 0)
 	return errno == 0
 }
-
-// Filter is the socket filter the port's socket runs (Config.Filter).
-func (p *Port) Filter() int { return p.cfg.Filter }
 
 // Close implements port.Port (port.Base.Close): the socket goes at once,
 // the ring once the loop has given back the frames it holds.

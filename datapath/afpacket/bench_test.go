@@ -70,6 +70,13 @@ func BenchmarkTxSendmmsg(b *testing.B) {
 	porttest.BenchTxSizes(b, &kind, func(name string) (*Port, error) { return Open(name, Config{}) })
 }
 
+// BenchmarkTxSendmmsgUpcall: the same on a socket bound to the upcall
+// ethertype, whose frames name an ETH_P_ALL address (the kernel looks the
+// device up per frame).
+func BenchmarkTxSendmmsgUpcall(b *testing.B) {
+	porttest.BenchTxSizes(b, &kind, func(name string) (*Port, error) { return Open(name, Config{Upcall: true}) })
+}
+
 // BenchmarkTxRing: WriteBatch of 32 frames through PACKET_TX_RING, whose
 // slot layout follows the socket's ring version.
 func BenchmarkTxRing(b *testing.B) {

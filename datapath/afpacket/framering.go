@@ -19,6 +19,7 @@ const (
 	v2VLANTCI   = 24
 	v2VLANTPID  = 26
 	v2SockaddrL = unix.SizeofTpacket2Hdr // TPACKET_ALIGN(sizeof(tpacket2_hdr))
+	v2Protocol  = v2SockaddrL + 2        // sll_protocol, big-endian
 	v2Pkttype   = v2SockaddrL + 10
 	// v2FixedLen is TPACKET2_HDRLEN: the header plus the sockaddr_ll.
 	v2FixedLen = v2SockaddrL + unix.SizeofSockaddrLinklayer
@@ -125,6 +126,7 @@ func (r *frameRing) fill(b *port.Batch, n int, c *port.RxCounts) int {
 // frame decodes the slot s into slot n of b and reports whether the frame
 // was handed out. It never reads outside the slot.
 func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *port.RxCounts) bool {
+	upcall := r.opts.upcallFrame(s[v2Protocol:])
 	if s[v2Pkttype] == unix.PACKET_OUTGOING {
 		// Our own transmissions (kernels without PACKET_IGNORE_OUTGOING).
 		return false
@@ -137,8 +139,25 @@ func (r *frameRing) frame(s []byte, status uint32, b *port.Batch, n int, c *port
 		status:   status,
 		tci:      uint32(binary.NativeEndian.Uint16(s[v2VLANTCI:])),
 		tpid:     binary.NativeEndian.Uint16(s[v2VLANTPID:]),
+		upcall:   upcall,
 	}
 	return deliver(s, &hf, &r.opts, b, n, c)
+}
+
+// framesLeft counts the frames in the ring the walk has not reached: the
+// slots handed over from cur on. Only exact while the kernel writes
+// nothing (Port.Tap). The caller holds RxMu.
+func (r *frameRing) framesLeft() int {
+	n := 0
+	for i := r.cur; n < r.frameNr-r.relN; n++ {
+		if atomic.LoadUint32(slotStatus(r.slot(i)))&unix.TP_STATUS_USER == 0 {
+			break
+		}
+		if i++; i == r.frameNr {
+			i = 0
+		}
+	}
+	return n
 }
 
 // slotOffset is where slot i of a ring of perBlock slots of frameSize

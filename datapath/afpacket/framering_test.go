@@ -45,6 +45,7 @@ func buildFrameRing(t testing.TB, slotSize int, slots ...*synthFrame) []byte {
 		ne.PutUint16(h[v2VLANTCI:], uint16(f.tci))
 		ne.PutUint16(h[v2VLANTPID:], f.tpid)
 		h[v2Pkttype] = f.pkttype
+		f.writeSockaddrVnet(h, v2Protocol, mac)
 		copy(h[mac:], f.data)
 	}
 	return mem
@@ -262,6 +263,9 @@ func FuzzFrameRingFill(f *testing.F) {
 		&synthFrame{data: ethFrame(14, 2), status: unix.TP_STATUS_VLAN_VALID, tci: 3}))
 	f.Add(buildFrameRing(f, slot, &synthFrame{data: ethFrame(100, 1), mac: v2FixedLen, status: unix.TP_STATUS_VLAN_VALID},
 		&synthFrame{data: ethFrame(30, 2), pkttype: unix.PACKET_OUTGOING}, &synthFrame{data: ethFrame(30, 2), snaplen: 500}))
+	// An odd length turns upcall mode on.
+	f.Add(append(buildFrameRing(f, slot, &synthFrame{data: port.EncodeUpcall(ethFrame(60, 1), false, 0, 0), proto: port.UpcallEthertype},
+		&synthFrame{data: port.EncodeUpcall(ethFrame(30, 2), true, 0x8100, 0x0fff), proto: port.UpcallEthertype}), 0))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const nr = 4
 		mem := make([]byte, nr*slot)
@@ -271,7 +275,7 @@ func FuzzFrameRingFill(f *testing.F) {
 			binary.NativeEndian.PutUint32(s[v2Status:], binary.NativeEndian.Uint32(s[v2Status:])|unix.TP_STATUS_USER)
 		}
 		const maxFrame = 200
-		r := frameRing{mem: mem, frameSize: slot, frameNr: nr, opts: rxOpts{maxFrame: maxFrame, reinsertV: true}}
+		r := frameRing{mem: mem, frameSize: slot, frameNr: nr, opts: rxOpts{maxFrame: maxFrame, reinsertV: true, upcall: len(data)%2 == 1}}
 		b := port.NewBatch(3)
 		total := 0
 		for range 3 {

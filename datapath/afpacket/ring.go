@@ -30,6 +30,7 @@ const (
 	hdrVLANTPID   = 36
 	// struct sockaddr_ll follows the header at TPACKET_ALIGN(sizeof(tpacket3_hdr)).
 	hdrSockaddrLL = unix.SizeofTpacket3Hdr
+	sllProtocol   = hdrSockaddrLL + 2 // big-endian, like on the wire
 	sllPkttype    = hdrSockaddrLL + 10
 	// hdrFixedLen is what the kernel writes before the frame's headroom:
 	// the header plus the sockaddr_ll. Re-inserting a VLAN tag may use the
@@ -76,12 +77,42 @@ func (r *ring) held() bool { return r.relN > 0 }
 // release gives the blocks walked by the last read back to the kernel.
 func (r *ring) release() {
 	for ; r.relN > 0; r.relN-- {
+		// The kernel zeroes num_pkts when it opens the block again;
+		// doing it now keeps a block it has not opened yet from
+		// showing a stale count to Port.Tap (framesLeft).
+		binary.NativeEndian.PutUint32(r.mem[r.relFirst*r.blockSize+bdNumPkts:], 0)
 		atomic.StoreUint32(r.blockStatus(r.relFirst), unix.TP_STATUS_KERNEL)
 		r.relFirst++
 		if r.relFirst == r.blockNr {
 			r.relFirst = 0
 		}
 	}
+}
+
+// framesLeft counts the frames in the ring the walk has not reached: the
+// rest of the current block, every block handed over after it, and the
+// block the kernel is filling. Only exact while the kernel writes
+// nothing (Port.Tap). The caller holds RxMu.
+func (r *ring) framesLeft() int {
+	n, i := 0, r.cur
+	for k := 0; k < r.blockNr-r.relN; k++ {
+		user := atomic.LoadUint32(r.blockStatus(i))&unix.TP_STATUS_USER != 0
+		switch {
+		case k == 0 && r.inBlock:
+			n += r.pktLeft
+		default:
+			// A block the kernel owns is the one it fills (or one it has
+			// not opened, whose count release zeroed).
+			n += int(binary.NativeEndian.Uint32(r.mem[i*r.blockSize+bdNumPkts:]))
+		}
+		if !user {
+			break
+		}
+		if i++; i == r.blockNr {
+			i = 0
+		}
+	}
+	return n
 }
 
 // finishBlock marks the current block as walked and moves to the next one.
@@ -152,9 +183,11 @@ func (r *ring) fill(b *port.Batch, n int, c *port.RxCounts) int {
 func (r *ring) frame(hdr int, b *port.Batch, n int, c *port.RxCounts) (bool, int) {
 	blockEnd := (r.cur + 1) * r.blockSize
 	if hdr < 0 || hdr+hdrFixedLen > blockEnd {
+		r.opts.skipFrame() // walked all the same
 		return false, 0
 	}
 	h := r.mem[hdr:blockEnd]
+	upcall := r.opts.upcallFrame(h[sllProtocol:])
 	nextOff := int(binary.NativeEndian.Uint32(h[hdrNextOffset:]))
 	if nextOff < hdrFixedLen || nextOff >= len(h) {
 		nextOff = 0
@@ -172,6 +205,7 @@ func (r *ring) frame(hdr int, b *port.Batch, n int, c *port.RxCounts) (bool, int
 		tci:    binary.NativeEndian.Uint32(h[hdrVLANTCI:]),
 		tpid:   binary.NativeEndian.Uint16(h[hdrVLANTPID:]),
 		rxHash: binary.NativeEndian.Uint32(h[hdrRxHash:]),
+		upcall: upcall,
 	}
 	return deliver(h, &hf, &r.opts, b, n, c), nextOff
 }
@@ -187,6 +221,10 @@ type rxHeader struct {
 	tci      uint32 // tp_vlan_tci
 	tpid     uint16 // tp_vlan_tpid
 	rxHash   uint32 // tp_rxhash (TPACKET_V3 only)
+	// upcall: the frame carries the kernel fast path's upcall header
+	// (port.UpcallEthertype): the socket was bound to that protocol
+	// when the kernel wrote it, and sll_protocol says so.
+	upcall bool
 }
 
 // rxOpts is how a receive ring treats the frames it hands out.
@@ -196,6 +234,34 @@ type rxOpts struct {
 	// vnet: a virtio_net_hdr precedes each frame (PACKET_VNET_HDR), and
 	// GSO frames up to port.MaxGSOFrameLen are accepted.
 	vnet bool
+	// upcall: the socket is bound to port.UpcallEthertype (Config.Upcall
+	// and no Port.Tap since), so a frame whose sll_protocol is that
+	// carries the kernel fast path's upcall header. upcallLeft: after
+	// Port.Tap, the frames still in the ring from before, which decode
+	// the same way. The reader's, guarded by RxMu.
+	upcall     bool
+	upcallLeft int
+}
+
+// upcallFrame reports whether the next frame of the ring, whose
+// sll_protocol (big-endian) starts proto, carries an upcall header.
+// Every frame the ring walks must be asked about, in order, for
+// upcallLeft to count right. A tap reads nothing more.
+func (o *rxOpts) upcallFrame(proto []byte) bool {
+	if !o.upcall && o.upcallLeft == 0 {
+		return false
+	}
+	if o.upcallLeft > 0 {
+		o.upcallLeft--
+	}
+	return binary.BigEndian.Uint16(proto) == port.UpcallEthertype
+}
+
+// skipFrame is upcallFrame for a frame the ring walks without reading it.
+func (o *rxOpts) skipFrame() {
+	if o.upcallLeft > 0 {
+		o.upcallLeft--
+	}
 }
 
 // deliver checks one frame whose header starts h (h ends where the frame's
@@ -238,9 +304,15 @@ func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *port.RxC
 	}
 	frame := h[mac : mac+snaplen]
 
-	// Like OVS, a zero TCI without TP_STATUS_VLAN_VALID means no tag
-	// (kernels before 3.0 had no such bit).
-	if f.tci != 0 || f.status&unix.TP_STATUS_VLAN_VALID != 0 {
+	if f.upcall {
+		var ok bool
+		if frame, ok = stripUpcall(frame, m, o.reinsertV); !ok {
+			c.Errors++
+			return false
+		}
+	} else if f.tci != 0 || f.status&unix.TP_STATUS_VLAN_VALID != 0 {
+		// Like OVS, a zero TCI without TP_STATUS_VLAN_VALID means no
+		// tag (kernels before 3.0 had no such bit).
 		tpid := uint16(unix.ETH_P_8021Q)
 		if f.status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
 			tpid = f.tpid
@@ -263,6 +335,47 @@ func deliver(h []byte, f *rxHeader, o *rxOpts, b *port.Batch, n int, c *port.RxC
 	c.Packets++
 	c.Bytes += uint64(len(frame))
 	return true
+}
+
+// stripUpcall turns a frame the kernel fast path sent up (port.DecodeUpcall)
+// into the frame and metadata an ETH_P_ALL tap would have delivered: the
+// header goes, the VLAN tag it carries goes into m (and back into the
+// frame when reinsertV), all in place by moving the two MAC addresses
+// forward over the bytes removed. An 802.1Q tag put back costs nothing:
+// the header's X already sits where the TCI goes. The kernel counted the
+// header in the virtio_net_hdr's offsets, so they lose the bytes removed.
+// It reports false for a malformed header.
+func stripUpcall(frame []byte, m *port.Meta, reinsertV bool) ([]byte, bool) {
+	u, err := port.DecodeUpcall(frame)
+	if err != nil {
+		return nil, false
+	}
+	remove := u.HeaderLen
+	if u.Tagged {
+		m.VLANTPID, m.VLANTCI, m.Flags = u.TPID, u.TCI, m.Flags|port.FlagVLAN
+		if reinsertV {
+			// The tag stays: its 4 bytes end where the header ends.
+			remove -= port.VLANHeaderLen
+			binary.BigEndian.PutUint16(frame[remove+12:], u.TPID)
+			binary.BigEndian.PutUint16(frame[remove+14:], u.TCI)
+		}
+	}
+	if v := &m.Vnet; m.Flags&port.FlagVnet != 0 {
+		if v.Flags&port.VnetFlagNeedsCsum != 0 {
+			if int(v.CsumStart) < 12+remove {
+				return nil, false // the checksum would start in the MACs
+			}
+			v.CsumStart -= uint16(remove)
+		}
+		if int(v.HdrLen) >= remove {
+			v.HdrLen -= uint16(remove)
+		}
+	}
+	if remove > 0 {
+		copy(frame[remove:remove+12], frame[:12])
+		frame = frame[remove:]
+	}
+	return frame, true
 }
 
 // insertVLAN puts the tag the kernel moved into the frame header back

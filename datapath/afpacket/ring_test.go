@@ -20,7 +20,18 @@ type synthFrame struct {
 	tci      uint32
 	tpid     uint16
 	pkttype  uint8
-	nextZero bool // write tp_next_offset 0 (corrupt chain unless last)
+	nextZero bool          // write tp_next_offset 0 (corrupt chain unless last)
+	proto    uint16        // sll_protocol
+	vnet     *port.VnetHdr // written right before tp_mac
+}
+
+// writeSockaddrVnet writes what buildRing and buildFrameRing write alike
+// for f in the frame header h: sll_protocol at proto, the virtio_net_hdr.
+func (f *synthFrame) writeSockaddrVnet(h []byte, proto, mac int) {
+	binary.BigEndian.PutUint16(h[proto:], f.proto)
+	if f.vnet != nil {
+		f.vnet.Encode(h[mac-port.VnetHdrLen:])
+	}
 }
 
 const testBlockSize = 8192
@@ -75,6 +86,7 @@ func buildRingSized(t testing.TB, blockSize int, blocks ...[]synthFrame) []byte 
 			ne.PutUint32(h[hdrVLANTCI:], f.tci)
 			ne.PutUint16(h[hdrVLANTPID:], f.tpid)
 			h[sllPkttype] = f.pkttype
+			f.writeSockaddrVnet(h, sllProtocol, mac)
 			copy(h[mac:], f.data)
 			off += size
 		}
@@ -268,6 +280,10 @@ func FuzzRingFill(f *testing.F) {
 	const bs = 512
 	f.Add(buildRingSized(f, bs, []synthFrame{{data: ethFrame(60, 1)}, {data: ethFrame(14, 2), status: unix.TP_STATUS_VLAN_VALID, tci: 3}}))
 	f.Add(buildRingSized(f, bs, []synthFrame{{data: ethFrame(60, 1), nextZero: true}}, []synthFrame{{data: ethFrame(30, 2), mac: hdrFixedLen}}))
+	// An odd length turns upcall mode on.
+	f.Add(append(buildRingSized(f, bs, []synthFrame{
+		{data: port.EncodeUpcall(ethFrame(60, 1), true, 0x88a8, 3), proto: port.UpcallEthertype},
+		{data: port.EncodeUpcall(ethFrame(14, 1), true, 0x8100, 3), proto: port.UpcallEthertype}}), 0))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := make([]byte, 2*bs)
 		copy(mem, data)
@@ -275,7 +291,7 @@ func FuzzRingFill(f *testing.F) {
 		binary.NativeEndian.PutUint32(mem[bdBlockStatus:], unix.TP_STATUS_USER)
 		binary.NativeEndian.PutUint32(mem[bs+bdBlockStatus:], unix.TP_STATUS_USER)
 		const maxFrame = 200
-		r := ring{mem: mem, blockSize: bs, blockNr: 2, opts: rxOpts{maxFrame: maxFrame, reinsertV: true}}
+		r := ring{mem: mem, blockSize: bs, blockNr: 2, opts: rxOpts{maxFrame: maxFrame, reinsertV: true, upcall: len(data)%2 == 1}}
 		b := port.NewBatch(4)
 		for range 4 {
 			r.release()

@@ -126,7 +126,14 @@ func (p *Port) kickTx() error { return p.kickTxFlags(unix.MSG_DONTWAIT) }
 
 func (p *Port) kickTxFlags(flags int) error {
 	for {
-		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, uintptr(flags), 0, 0)
+		// With the upcall address when the socket is bound to
+		// port.UpcallEthertype (setTxAddr): tpacket_snd takes the
+		// protocol and device from it like packet_snd.
+		var addr, addrLen uintptr
+		if p.txNamed {
+			addr, addrLen = uintptr(unsafe.Pointer(&p.txAddr)), unix.SizeofSockaddrLinklayer
+		}
+		_, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, uintptr(flags), addr, addrLen)
 		switch errno {
 		case 0, unix.EAGAIN, unix.ENOBUFS:
 			// EAGAIN/ENOBUFS: the kernel keeps the unsent slots marked

@@ -449,12 +449,13 @@ type RawSocket struct {
 // t.Cleanup. It does not see its own transmissions.
 func NewRawSocket(t T, ns *NS, ifname string) *RawSocket {
 	t.Helper()
-	return NewRawSocketFilter(t, ns, ifname, 0)
+	return NewRawSocketProto(t, ns, ifname, unix.ETH_P_ALL)
 }
 
-// NewRawSocketFilter is NewRawSocket with a BPF socket filter program
-// (its fd; 0: none) attached before the socket is bound, as a port's.
-func NewRawSocketFilter(t T, ns *NS, ifname string, filter int) *RawSocket {
+// NewRawSocketProto is NewRawSocket bound to one protocol (ethertype):
+// it gets only the frames of that protocol, after tc ingress, where an
+// ETH_P_ALL socket is a tap that sees every frame before it.
+func NewRawSocketProto(t T, ns *NS, ifname string, proto uint16) *RawSocket {
 	t.Helper()
 	s := RawSocket{fd: -1}
 	err := ns.Do(func() error {
@@ -470,12 +471,6 @@ func NewRawSocketFilter(t T, ns *NS, ifname string, filter int) *RawSocket {
 		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 			return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
 		}
-		if filter > 0 {
-			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ATTACH_BPF, filter); err != nil {
-				return fmt.Errorf("SO_ATTACH_BPF: %w", err)
-			}
-		}
-		proto := uint16(unix.ETH_P_ALL)
 		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto<<8 | proto>>8, Ifindex: ifi.Index})
 	})
 	if s.fd >= 0 {

@@ -465,8 +465,8 @@ func (m *Manager) Attach(ifindex int, name string) (io.Closer, error) {
 	return m.k.Attach(ifindex, name)
 }
 
-// AttachTC is Attach for a port with offload metadata: the tc path
-// (Kernel.AttachTC), for a socket that runs TapFilter.
+// AttachTC is Attach for a port on the tc path (Kernel.AttachTC), whose
+// socket is bound to port.UpcallEthertype.
 func (m *Manager) AttachTC(ifindex int, name string) (io.Closer, error) {
 	return m.k.AttachTC(ifindex, name)
 }
@@ -477,16 +477,13 @@ func (m *Manager) AttachUnderlay(ifindex int, name string) (io.Closer, error) {
 	return m.k.AttachUnderlay(ifindex, name)
 }
 
-// TapFilter is the socket filter (fd) of the ports on the tc path.
-func (m *Manager) TapFilter() int { return m.k.TapFilter() }
-
 // TCPath tells whether a system port on the interface name goes on the
-// tc path (its socket then runs TapFilter from before it is bound):
+// tc path (its socket then gets the program's upcalls, not a tap's copy):
 // ports with offload metadata (vnet), which XDP would strip, and veths,
 // for which the tc path costs less per packet than generic XDP
 // (docs/offload.md, "XDP and TCX"), where the kernel has TCX.
 func (m *Manager) TCPath(name string, vnet bool) bool {
-	return vnet || (m.tcx && IsVeth(name))
+	return m.tcx && (vnet || IsVeth(name))
 }
 
 // Retain makes the pinned state outlive this process: closing the ports
@@ -900,6 +897,10 @@ type Stats struct {
 	// Installs and Deletes count the entries written and deleted one by
 	// one since the start (not the invalidations' whole-map clears).
 	Installs, Deletes uint64
+	// Upcalls counts the frames the tc program sent up to the ports'
+	// sockets and UpcallsLost those lost on the way, since the maps were
+	// created (pinned, they count across restarts).
+	Upcalls, UpcallsLost uint64
 }
 
 // Stats pushes the kernel counters and returns the totals.
@@ -909,7 +910,14 @@ func (m *Manager) Stats() Stats {
 	if !m.closed {
 		m.pushLocked()
 	}
-	return Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes, Installs: m.installs, Deletes: m.deletes}
+	st := Stats{Entries: len(m.entries), Packets: m.packets, Bytes: m.bytes, Installs: m.installs, Deletes: m.deletes}
+	if !m.closed {
+		var err error
+		if st.Upcalls, st.UpcallsLost, err = m.k.Upcalls(); err != nil {
+			m.log.Warn("offload: upcall counters", zap.Error(err))
+		}
+	}
+	return st
 }
 
 // String names the manager in logs.

@@ -1,6 +1,6 @@
 // Package offload is govs's kernel fast path: an XDP program (a TCX one
-// with a socket filter on veths and ports with offload metadata:
-// bpf/offload.c, "tc path"), attached to the system (AF_PACKET) ports, that forwards the
+// on veths and ports with offload metadata, whose sockets get what it
+// sends up: bpf/offload.c, "tc path"), attached to the system (AF_PACKET) ports, that forwards the
 // packets of established
 // connections whose megaflow decision the Go datapath installed in a BPF
 // hash map, by exact match (see docs/offload.md). The Go pipeline, conntrack
@@ -235,36 +235,33 @@ func (k *Kernel) Close() error {
 // the datapath cleaned up, whatever becomes of the process. name is the
 // port's name, the link's pin.
 func (k *Kernel) Attach(ifindex int, name string) (io.Closer, error) {
-	return k.attach(ifindex, name, false)
+	return k.attach(ifindex, name, linkXDP)
 }
 
-// AttachTC attaches the tc path to a port whose frames carry offload
-// metadata: the program at TCX ingress, which keeps super-segments and
-// partial checksums whole. The port's AF_PACKET socket must have run
-// TapFilter since before it was bound (afpacket.Config.Filter): the tap
-// sees every frame before tc ingress, and the filter is what takes the
-// frames the tc program forwards away from it (docs/offload.md).
+// AttachTC attaches the tc path to a port (a veth, or one whose frames
+// carry offload metadata): the program at TCX ingress, which keeps
+// super-segments and partial checksums whole and sends up every frame it
+// does not forward (upcall in bpf/offload.c). The port's AF_PACKET socket
+// must be bound to port.UpcallEthertype (afpacket.Config.Upcall), not be
+// a tap: a tap would see every frame before tc ingress, those the
+// program forwards too (docs/offload.md).
 func (k *Kernel) AttachTC(ifindex int, name string) (io.Closer, error) {
-	return k.attach(ifindex, name, true)
+	return k.attach(ifindex, name, linkTC)
 }
 
 // AttachUnderlay attaches the program to a Geneve underlay interface
 // (name: the interface's, its link's pin) at TCX ingress, where it
 // decapsulates the datagrams of entries with ActDecap (skb_decap in
 // bpf/offload.c); the others go on to the kernel's UDP stack and the
-// tunnel port's socket. No tap filter: govs has no tap on the underlay.
-// TCX rather than generic XDP: the skb is kept as it came (generic XDP
+// tunnel port's socket (govs_underlay_tc: no upcall, govs has no port
+// there). TCX rather than generic XDP: the skb is kept as it came (generic XDP
 // copies every non-linear skb or one with little headroom, as the
 // datagrams the sending node's GSO cut from a super-segment are) and the
 // pod gets it in the same pass (bpf_redirect_peer), which measured 0.69x
 // the CPU per TCP segment (docs/offload.md, "Decapsulation on tc").
 func (k *Kernel) AttachUnderlay(ifindex int, name string) (io.Closer, error) {
-	return k.attach(ifindex, name, true)
+	return k.attach(ifindex, name, linkUnderlay)
 }
-
-// TapFilter is the socket filter program (its fd) of ports on the tc
-// path: SO_ATTACH_BPF it to the port's AF_PACKET socket before bind.
-func (k *Kernel) TapFilter() int { return k.objs.GovsTapFilter.FD() }
 
 // HaveTCX tells whether the kernel attaches TCX links (Linux 6.6):
 // asked with an ifindex no interface has, which such a kernel refuses
@@ -277,30 +274,60 @@ func (k *Kernel) HaveTCX() bool {
 	return !errors.Is(err, ebpf.ErrNotSupported)
 }
 
-func (k *Kernel) attach(ifindex int, name string, tc bool) (io.Closer, error) {
+// linkKind is what a link attaches: XDP on a port, the tc path on a
+// port, or decapsulation on a Geneve underlay (both TCX ingress).
+type linkKind uint8
+
+const (
+	linkXDP linkKind = iota
+	linkTC
+	linkUnderlay
+)
+
+// tcx tells whether links of the kind are TCX ingress links (else XDP).
+func (kd linkKind) tcx() bool { return kd != linkXDP }
+
+// programs are the three programs, one per linkKind: the Kernel's, or
+// the hold copies (Kernel.Hold).
+type programs struct{ xdp, tc, underlay *ebpf.Program }
+
+func (ps programs) of(kd linkKind) *ebpf.Program {
+	switch kd {
+	case linkTC:
+		return ps.tc
+	case linkUnderlay:
+		return ps.underlay
+	}
+	return ps.xdp
+}
+
+func (ps programs) close() {
+	ps.xdp.Close()
+	ps.tc.Close()
+	ps.underlay.Close()
+}
+
+func (k *Kernel) attach(ifindex int, name string, kd linkKind) (io.Closer, error) {
 	k.veth.Store(uint32(ifindex), isVeth(ifindex))
 	if k.pins != nil {
-		return k.attachPinned(ifindex, name, tc)
+		return k.attachPinned(ifindex, name, kd)
 	}
-	l, err := k.attachLink(ifindex, tc, k.program(tc))
+	l, err := k.attachLink(ifindex, kd, k.programs().of(kd))
 	if err != nil {
 		return nil, err
 	}
 	return &portLink{l: l, k: k, ifindex: ifindex}, nil
 }
 
-// program is the Kernel's program for an XDP or a TCX link.
-func (k *Kernel) program(tc bool) *ebpf.Program {
-	if tc {
-		return k.objs.GovsOffloadTc
-	}
-	return k.objs.GovsOffload
+// programs are the Kernel's programs (with keepalives).
+func (k *Kernel) programs() programs {
+	return programs{xdp: k.objs.GovsOffload, tc: k.objs.GovsOffloadTc, underlay: k.objs.GovsUnderlayTc}
 }
 
-func (k *Kernel) attachLink(ifindex int, tc bool, prog *ebpf.Program) (link.Link, error) {
+func (k *Kernel) attachLink(ifindex int, kd linkKind, prog *ebpf.Program) (link.Link, error) {
 	var l link.Link
 	var err error
-	if tc {
+	if kd.tcx() {
 		l, err = link.AttachTCX(link.TCXOptions{Program: prog, Interface: ifindex, Attach: ebpf.AttachTCXIngress})
 	} else {
 		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: link.XDPGenericMode})
@@ -421,7 +448,7 @@ func nativeU16(v uint16) uint16 { return v>>8 | v<<8 }
 // monotonicNow is the programs' clock, bpf_ktime_get_coarse_ns: the
 // monotonic clock at the last tick (a timer tick's resolution is plenty
 // for keepalives and idle times, and it costs no clock read per packet:
-// bpf_ktime_get_ns was a sixth of the tap filter's time). The same clock
+// bpf_ktime_get_ns was a sixth of the tc path's lookup). The same clock
 // here, so that a time written at install is never ahead of the
 // program's.
 func monotonicNow() uint64 {
@@ -593,19 +620,18 @@ func (k *Kernel) Clear() error {
 	return nil
 }
 
-// TCRuns counts the tc program's runs on every CPU: following a tap
-// filter's verdict, and deciding alone (no govs socket filter saw the
-// frame: no daemon owns the port).
-func (k *Kernel) TCRuns() (followed, alone uint64, err error) {
-	var vs []offloadVerdict
-	if err := k.objs.Verdicts.Lookup(uint32(0), &vs); err != nil {
+// Upcalls counts, over every CPU, the frames the tc program sent up to
+// the ports' sockets and those lost on the way (a helper failed).
+func (k *Kernel) Upcalls() (sent, lost uint64, err error) {
+	var vs []offloadTcScratch
+	if err := k.objs.Scratch.Lookup(uint32(0), &vs); err != nil {
 		return 0, 0, fmt.Errorf("read tc path counters: %w", err)
 	}
 	for i := range vs {
-		followed += vs[i].Followed
-		alone += vs[i].Alone
+		sent += vs[i].Upcalls
+		lost += vs[i].UpcallErrors
 	}
-	return followed, alone, nil
+	return sent, lost, nil
 }
 
 // Len counts the entries (tests, dump-cache).

@@ -65,30 +65,25 @@ type offloadFlowKey struct {
 	TunOpts   [8]uint32
 }
 
-type offloadVerdict struct {
-	_        structs.HostLayout
-	Ifindex  uint32
-	Len      uint32
-	Verdict  uint32
-	Pad      uint32
-	Key      offloadFlowKey
-	_        [4]byte
-	Act      offloadFlowAction
-	Followed uint64
-	Alone    uint64
+type offloadTcScratch struct {
+	_            structs.HostLayout
+	Upcalls      uint64
+	UpcallErrors uint64
+	Key          offloadFlowKey
+	_            [4]byte
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	offloadMapFlows          = "flows"
-	offloadMapGeneration     = "generation"
-	offloadMapVerdicts       = "verdicts"
-	offloadProgGovsOffload   = "govs_offload"
-	offloadProgGovsOffloadTc = "govs_offload_tc"
-	offloadProgGovsTapFilter = "govs_tap_filter"
-	offloadVarPassIntervalNs = "pass_interval_ns"
+	offloadMapFlows           = "flows"
+	offloadMapGeneration      = "generation"
+	offloadMapScratch         = "scratch"
+	offloadProgGovsOffload    = "govs_offload"
+	offloadProgGovsOffloadTc  = "govs_offload_tc"
+	offloadProgGovsUnderlayTc = "govs_underlay_tc"
+	offloadVarPassIntervalNs  = "pass_interval_ns"
 )
 
 // loadOffload returns the embedded CollectionSpec for offload.
@@ -133,9 +128,9 @@ type offloadSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type offloadProgramSpecs struct {
-	GovsOffload   *ebpf.ProgramSpec `ebpf:"govs_offload"`
-	GovsOffloadTc *ebpf.ProgramSpec `ebpf:"govs_offload_tc"`
-	GovsTapFilter *ebpf.ProgramSpec `ebpf:"govs_tap_filter"`
+	GovsOffload    *ebpf.ProgramSpec `ebpf:"govs_offload"`
+	GovsOffloadTc  *ebpf.ProgramSpec `ebpf:"govs_offload_tc"`
+	GovsUnderlayTc *ebpf.ProgramSpec `ebpf:"govs_underlay_tc"`
 }
 
 // offloadMapSpecs contains maps before they are loaded into the kernel.
@@ -144,7 +139,7 @@ type offloadProgramSpecs struct {
 type offloadMapSpecs struct {
 	Flows      *ebpf.MapSpec `ebpf:"flows"`
 	Generation *ebpf.MapSpec `ebpf:"generation"`
-	Verdicts   *ebpf.MapSpec `ebpf:"verdicts"`
+	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 }
 
 // offloadVariableSpecs contains global variables before they are loaded into the kernel.
@@ -176,14 +171,14 @@ func (o *offloadObjects) Close() error {
 type offloadMaps struct {
 	Flows      *ebpf.Map `ebpf:"flows"`
 	Generation *ebpf.Map `ebpf:"generation"`
-	Verdicts   *ebpf.Map `ebpf:"verdicts"`
+	Scratch    *ebpf.Map `ebpf:"scratch"`
 }
 
 func (m *offloadMaps) Close() error {
 	return _OffloadClose(
 		m.Flows,
 		m.Generation,
-		m.Verdicts,
+		m.Scratch,
 	)
 }
 
@@ -198,16 +193,16 @@ type offloadVariables struct {
 //
 // It can be passed to loadOffloadObjects or ebpf.CollectionSpec.LoadAndAssign.
 type offloadPrograms struct {
-	GovsOffload   *ebpf.Program `ebpf:"govs_offload"`
-	GovsOffloadTc *ebpf.Program `ebpf:"govs_offload_tc"`
-	GovsTapFilter *ebpf.Program `ebpf:"govs_tap_filter"`
+	GovsOffload    *ebpf.Program `ebpf:"govs_offload"`
+	GovsOffloadTc  *ebpf.Program `ebpf:"govs_offload_tc"`
+	GovsUnderlayTc *ebpf.Program `ebpf:"govs_underlay_tc"`
 }
 
 func (p *offloadPrograms) Close() error {
 	return _OffloadClose(
 		p.GovsOffload,
 		p.GovsOffloadTc,
-		p.GovsTapFilter,
+		p.GovsUnderlayTc,
 	)
 }
 

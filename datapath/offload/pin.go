@@ -186,10 +186,9 @@ type pins struct {
 
 	mu      sync.Mutex
 	claimed map[string]*portLink // the port links of this process, by pin name
-	// hold is the program without keepalives the XDP links run while no
-	// process can take them (nil: the links run the Kernel's program),
-	// holdTC the TCX links'.
-	hold, holdTC *ebpf.Program
+	// hold are the programs without keepalives the links run while no
+	// process can take them (nil: the links run the Kernel's programs).
+	hold *programs
 }
 
 func (p *pins) mapDir() string  { return filepath.Join(p.dir, p.version) }
@@ -268,7 +267,7 @@ type portLink struct {
 	l       link.Link
 	path    string // its pin ("" when not pinned)
 	p       *pins  // nil: not pinned
-	tc      bool   // a TCX link (else XDP)
+	kind    linkKind
 	k       *Kernel
 	ifindex int
 }
@@ -295,17 +294,17 @@ func (pl *portLink) Close() error {
 // through its pinned link: a link a previous process left on that
 // interface is moved to this program in one step (bpf_link_update: the
 // interface is never without a program), any other is replaced.
-func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, error) {
+func (k *Kernel) attachPinned(ifindex int, name string, kd linkKind) (io.Closer, error) {
 	p := k.pins
 	if name == "" || strings.ContainsRune(name, '/') {
 		return nil, fmt.Errorf("attach offload program: bad port name %q", name)
 	}
 	path := filepath.Join(p.linkDir(), name)
-	pl := &portLink{path: path, p: p, tc: tc, k: k, ifindex: ifindex}
+	pl := &portLink{path: path, p: p, kind: kd, k: k, ifindex: ifindex}
 	var old link.Link
 	if l, err := link.LoadPinnedLink(path, nil); err == nil {
-		if linkOn(l, ifindex, tc) {
-			if err := l.Update(k.linkProgram(tc)); err == nil {
+		if linkOn(l, ifindex, kd.tcx()) {
+			if err := l.Update(k.linkProgram(kd)); err == nil {
 				pl.l = l
 				return p.claim(pl), nil
 			}
@@ -318,7 +317,7 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		os.Remove(path)
 	}
-	if old != nil && !tc {
+	if old != nil && !kd.tcx() {
 		// To XDP, the old link goes first: the port's socket runs no
 		// filter, so in between every frame reaches it once, while a
 		// TCX program left next to XDP would forward, deciding alone,
@@ -326,22 +325,21 @@ func (k *Kernel) attachPinned(ifindex int, name string, tc bool) (io.Closer, err
 		closeLink(old)
 		old = nil
 	}
-	l, err := k.attachLink(ifindex, tc, k.linkProgram(tc))
+	l, err := k.attachLink(ifindex, kd, k.linkProgram(kd))
 	if err != nil && old != nil {
 		closeLink(old)
 		old = nil
-		l, err = k.attachLink(ifindex, tc, k.linkProgram(tc))
+		l, err = k.attachLink(ifindex, kd, k.linkProgram(kd))
 	}
 	if err != nil {
 		return nil, err
 	}
 	// To TCX, the old link goes only once the new one is attached: in
-	// between, the port's socket, which runs the tap filter already,
-	// would take frames the filter decides to forward with no TCX
-	// program to forward them. With both, an old XDP program redirects
-	// first and what it passes meets the filter and the TCX program as
-	// one path (of two TCX programs, the first that reads the slot ends
-	// the chain with its verdict).
+	// between, frames would reach neither an output nor the port's
+	// socket, which is bound for upcalls already (they would go to the
+	// host's stack). With both, an old XDP program redirects first and
+	// what it passes meets the TCX program, which decides it once (of
+	// two TCX programs, the first ends the chain with its verdict).
 	if old != nil {
 		closeLink(old)
 	}
@@ -379,20 +377,17 @@ func (p *pins) claim(pl *portLink) *portLink {
 	return pl
 }
 
-// linkProgram is the program new links of a mode run: the hold program
+// linkProgram is the program new links of a kind run: the hold program
 // while there is one.
-func (k *Kernel) linkProgram(tc bool) *ebpf.Program {
+func (k *Kernel) linkProgram(kd linkKind) *ebpf.Program {
 	if k.pins != nil {
 		k.pins.mu.Lock()
 		defer k.pins.mu.Unlock()
 		if k.pins.hold != nil {
-			if tc {
-				return k.pins.holdTC
-			}
-			return k.pins.hold
+			return k.pins.hold.of(kd)
 		}
 	}
-	return k.program(tc)
+	return k.programs().of(kd)
 }
 
 // Hold moves the ports' links (and those attached later) to a copy of
@@ -423,34 +418,33 @@ func (k *Kernel) Hold() error {
 		replace[name] = m
 	}
 	var objs struct {
-		Prog   *ebpf.Program `ebpf:"govs_offload"`
-		ProgTC *ebpf.Program `ebpf:"govs_offload_tc"`
+		Prog         *ebpf.Program `ebpf:"govs_offload"`
+		ProgTC       *ebpf.Program `ebpf:"govs_offload_tc"`
+		ProgUnderlay *ebpf.Program `ebpf:"govs_underlay_tc"`
 	}
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 		return fmt.Errorf("load hold program: %w", err)
 	}
-	// The sockets' filters are the Kernel's (with keepalives): the held
-	// flag stops their keepalives too, and a next process's while it has
-	// not revalidated.
+	// The held flag stops the keepalives of whichever program runs (a
+	// next process's too, while it has not revalidated).
+	hold := &programs{xdp: objs.Prog, tc: objs.ProgTC, underlay: objs.ProgUnderlay}
 	if err := k.objs.Generation.Put(uint32(1), uint64(1)); err != nil {
-		objs.Prog.Close()
-		objs.ProgTC.Close()
+		hold.close()
 		return fmt.Errorf("hold offload links: %w", err)
 	}
 	p := k.pins
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closeHoldLocked()
-	p.hold, p.holdTC = objs.Prog, objs.ProgTC
-	return p.updateLinksLocked(objs.Prog, objs.ProgTC)
+	p.hold = hold
+	return p.updateLinksLocked(*hold)
 }
 
 func (p *pins) closeHoldLocked() {
 	if p.hold != nil {
-		p.hold.Close()
-		p.holdTC.Close()
+		p.hold.close()
 	}
-	p.hold, p.holdTC = nil, nil
+	p.hold = nil
 }
 
 // Release moves the links back to the Kernel's program, with keepalives.
@@ -464,7 +458,7 @@ func (k *Kernel) Release() error {
 	if p.hold == nil {
 		return nil
 	}
-	err := p.updateLinksLocked(k.objs.GovsOffload, k.objs.GovsOffloadTc)
+	err := p.updateLinksLocked(k.programs())
 	p.closeHoldLocked()
 	if perr := k.objs.Generation.Put(uint32(1), uint64(0)); perr != nil {
 		err = errors.Join(err, fmt.Errorf("release offload links: %w", perr))
@@ -472,14 +466,10 @@ func (k *Kernel) Release() error {
 	return err
 }
 
-func (p *pins) updateLinksLocked(prog, progTC *ebpf.Program) error {
+func (p *pins) updateLinksLocked(ps programs) error {
 	var errs []error
 	for name, pl := range p.claimed {
-		to := prog
-		if pl.tc {
-			to = progTC
-		}
-		if err := pl.l.Update(to); err != nil {
+		if err := pl.l.Update(ps.of(pl.kind)); err != nil {
 			errs = append(errs, fmt.Errorf("move the offload link of %s: %w", name, err))
 		}
 	}

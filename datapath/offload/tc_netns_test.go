@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govs-project/govs/datapath/netnstest"
+	"github.com/govs-project/govs/datapath/port"
 )
 
 // seqCounter counts the datagrams of a flood by their sequence number.
@@ -35,6 +36,8 @@ func (c *seqCounter) add(seq uint32) {
 
 // tapSeqs reads the frames the raw socket s gets until stop, counting
 // the UDP datagrams to dport by the sequence number in their payload.
+// Upcalls (an untagged frame behind the upcall header) count as the
+// frame they carry.
 func tapSeqs(s *netnstest.RawSocket, dport uint16, c *seqCounter, stop *atomic.Bool, done *sync.WaitGroup) {
 	defer done.Done()
 	buf := make([]byte, 65536)
@@ -44,7 +47,10 @@ func tapSeqs(s *netnstest.RawSocket, dport uint16, c *seqCounter, stop *atomic.B
 			continue
 		}
 		f := buf[:m]
-		if m >= 14+20+8+4 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == unix.IPPROTO_UDP &&
+		if u, err := port.DecodeUpcall(f); err == nil && !u.Tagged {
+			f = f[u.HeaderLen:] // the MACs are not read
+		}
+		if len(f) >= 14+20+8+4 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == unix.IPPROTO_UDP &&
 			binary.BigEndian.Uint16(f[36:]) == dport {
 			c.add(binary.BigEndian.Uint32(f[42:]))
 		}
@@ -73,8 +79,8 @@ func bigBuffers(t *testing.T, fd int) {
 }
 
 // tcPath loads the program, attaches the tc path to A's port and opens
-// the port's socket: a raw socket running the tap filter from before it
-// is bound. Everything goes in t.Cleanup.
+// the port's socket: a raw socket bound to the upcall ethertype, as a
+// port's. Everything goes in t.Cleanup.
 func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
 	k, err := Load("")
 	if err != nil {
@@ -86,7 +92,7 @@ func (p *pair) tcPath(t *testing.T) (*Kernel, *netnstest.RawSocket) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return k, netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+	return k, netnstest.NewRawSocketProto(t, p.sw, p.va.Host, port.UpcallEthertype)
 }
 
 // floodSockets opens B's receiving socket, which can queue a whole
@@ -102,15 +108,14 @@ func (p *pair) floodSockets(t *testing.T) (srv, cli *net.UDPConn) {
 	return srv, cli
 }
 
-// TestTCPathOnce: on the tc path (ports with offload metadata) every frame
-// is handled exactly once. A UDP flood from A crosses the ingress port
-// while its entry is installed and deleted again and again; each datagram
-// must reach exactly one of B (forwarded by the tc program) and the
-// port's socket (a raw ETH_P_ALL socket running the tap filter, as a
-// port's does). A raw socket without the filter on the same port sees
-// every frame: the tap runs before tc ingress, so without the filter the
-// forwarded datagrams would be duplicated. With no filtered socket (no
-// daemon) the tc program forwards alone.
+// TestTCPathOnce: on the tc path every frame is handled exactly once. A
+// UDP flood from A crosses the ingress port while its entry is installed
+// and deleted again and again; each datagram must reach exactly one of B
+// (forwarded by the tc program) and the port's socket (bound to the
+// upcall ethertype, as a port's: it gets what the program sends up). A
+// tap (an ETH_P_ALL socket) on the same port sees every frame: it runs
+// before tc ingress, which is why the port's socket is not one. With no
+// socket (no daemon) the tc program forwards as before.
 func TestTCPathOnce(t *testing.T) {
 	p := newPair(t)
 	k, port := p.tcPath(t)
@@ -119,7 +124,7 @@ func TestTCPathOnce(t *testing.T) {
 	bigBuffers(t, plain.FD())
 	srv, cli := p.floodSockets(t)
 
-	followed0, alone0, err := k.TCRuns()
+	up0, lost0, err := k.Upcalls()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,45 +169,40 @@ func TestTCPathOnce(t *testing.T) {
 	readers.Wait()
 
 	o := countOnce(t, atB, atPort)
-	plainMiss := 0
+	// The tap sees each datagram as it came, and an upcall's again as
+	// the program sent it up (what tcpdump on the port shows too).
+	plainOff := 0
 	for i := range n {
-		if atPlain.n[i] != 1 {
-			plainMiss++
+		if atPlain.n[i] != 1+atPort.n[i] {
+			plainOff++
 		}
 	}
 	t.Logf("%d datagrams, %d entry changes: %d forwarded by tc, %d to the port's socket", n, changes, o.fwd, o.passed)
 	if o.fwd == 0 || o.passed == 0 {
 		t.Errorf("forwarded %d, passed %d: the flood did not cross installs and deletes", o.fwd, o.passed)
 	}
-	if plainMiss != 0 {
-		t.Errorf("a tap without the filter missed %d datagrams; it sees every frame before tc ingress", plainMiss)
+	if plainOff != 0 {
+		t.Errorf("a tap saw %d datagrams other than once, plus once more when sent up; it sees every frame before tc ingress", plainOff)
 	}
-
-	// Every frame's verdict came from the filter: the tc program never
-	// looked the entry up itself while the port's socket was open.
-	followed, alone, err := k.TCRuns()
+	up, lost, err := k.Upcalls()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if followed-followed0 < n || alone != alone0 {
-		t.Errorf("the tc program followed the filter %d times and decided alone %d times during the flood, want >= %d and 0",
-			followed-followed0, alone-alone0, n)
+	if up-up0 < uint64(o.passed) || lost != lost0 {
+		t.Errorf("the program counted %d upcalls and %d lost, want >= %d (the datagrams at the socket) and 0", up-up0, lost-lost0, o.passed)
 	}
 
-	// No filtered socket (no daemon: a pinned restart): tc decides alone.
+	// No port socket (no daemon: a pinned restart): the entry forwards.
 	port.Close()
 	if err := k.Install(fk, act, 1); err != nil {
 		t.Fatal(err)
 	}
 	sendSeqs(t, cli, 50, nil)
 	if got := recvCount(srv, 300*time.Millisecond); got != 50 {
-		t.Errorf("B received %d of 50 datagrams with no socket filter on the port, want 50 (tc alone)", got)
+		t.Errorf("B received %d of 50 datagrams with no socket on the port, want 50", got)
 	}
 	if c, _, _ := k.Lookup(fk); c.Packets != 50 {
 		t.Errorf("entry counted %d packets, want 50", c.Packets)
-	}
-	if _, alone2, err := k.TCRuns(); err != nil || alone2-alone < 50 {
-		t.Errorf("the tc program decided alone %d times without a filtered socket (%v), want >= 50", alone2-alone, err)
 	}
 }
 
@@ -294,11 +294,11 @@ func TestTCPath(t *testing.T) {
 
 // TestPinnedXDPToTCOnce: an older govs left an XDP link pinned on a veth
 // port that this one puts on the tc path. The new process adopts the
-// pins (held: no keepalives), opens the port's socket with the tap
-// filter and attaches: the pinned XDP link gives way to a TCX link. A
-// flood across the change reaches B exactly once per datagram; had the
-// XDP link gone before the TCX link came, the filter would have taken
-// frames from the socket with nothing to forward them.
+// pins (held: no keepalives), opens the port's socket (bound to the
+// upcall ethertype) and attaches: the pinned XDP link gives way to a TCX
+// link. A flood across the change reaches B exactly once per datagram;
+// had the XDP link gone before the TCX link came, frames would have gone
+// to the host's stack in between, reaching neither.
 func TestPinnedXDPToTCOnce(t *testing.T) {
 	netnstest.RequireRoot(t)
 	p := newPair(t)
@@ -340,13 +340,13 @@ func TestPinnedXDPToTCOnce(t *testing.T) {
 	var readers sync.WaitGroup
 	readers.Add(1)
 	go udpSeqs(srv, atB, &stop, &readers)
-	// The daemon's order: the socket (filter first), then the link.
+	// The daemon's order: the socket, then the link.
 	attached := make(chan error, 1)
 	sendSeqs(t, cli, n, func(i int) {
 		if i != n/4 {
 			return
 		}
-		port := netnstest.NewRawSocketFilter(t, p.sw, p.va.Host, k.TapFilter())
+		port := netnstest.NewRawSocketProto(t, p.sw, p.va.Host, port.UpcallEthertype)
 		bigBuffers(t, port.FD())
 		readers.Add(1)
 		go tapSeqs(port, 9999, atPort, &stop, &readers)

@@ -187,7 +187,7 @@ func TestWorker1Seed(t *testing.T) { testWorker1Seed(t, startWorker1(t)) }
 func TestWorker1SeedKernelPath(t *testing.T) { testWorker1Seed(t, startWorker1(t, "--offload=ebpf")) }
 
 // The same with the pods' offloads on and userspace-tso-enable: the pod
-// ports are on the kernel path's tc path (TCX and the tap filter).
+// ports are on the kernel path's tc path (TCX, sockets getting upcalls).
 func TestWorker1SeedKernelPathOffloadsOn(t *testing.T) {
 	_, vswitchd := binaries(t)
 	w := startWorker1OVSDBWith(t, offloadVswitchd(t, vswitchd, "--offload=ebpf", "--bpffs=none"), true)

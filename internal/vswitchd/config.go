@@ -73,7 +73,7 @@ type PortConfig struct {
 	NoOffload bool `yaml:"no_offload"`
 	// offload is the kernel fast path of a system port's bridge (set
 	// when the port opens, see startPort): it says whether the port goes
-	// on the tc path and gives the socket filter that path needs.
+	// on the tc path (its socket then bound for the program's upcalls).
 	offload *offload.Manager
 	// PrevOFPort is the number the port had before (the OVSDB's
 	// Interface.ofport), which it gets back when nothing asks for another.

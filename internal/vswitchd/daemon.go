@@ -165,8 +165,9 @@ func (d *Daemon) openSystem(cfg PortConfig) (port.Port, error) {
 	c := afpacket.Config{VnetHdr: o.vnet, FrameCount: o.rxDesc}
 	if cfg.offload != nil && cfg.offload.TCPath(cfg.Name, o.vnet) {
 		// The kernel fast path's tc program forwards from this port;
-		// its socket runs the tap filter (else the port gets XDP).
-		c.Filter = cfg.offload.TapFilter()
+		// its socket gets what the program sends up (else the port
+		// gets XDP, and its socket taps the interface).
+		c.Upcall = true
 	}
 	return afpacket.Open(cfg.Name, c)
 }

@@ -177,8 +177,8 @@ func (d *Daemon) conntrackFlushed() {
 func dumpOffload(s *strings.Builder, dp *datapath.Bridge) {
 	if m := dp.Offload(); m != nil {
 		st := m.Stats()
-		fmt.Fprintf(s, "  kernel entries: %d\n  kernel hits: %d packets, %d bytes\n  kernel installs: %d, deletes: %d\n",
-			st.Entries, st.Packets, st.Bytes, st.Installs, st.Deletes)
+		fmt.Fprintf(s, "  kernel entries: %d\n  kernel hits: %d packets, %d bytes\n  kernel installs: %d, deletes: %d\n  kernel upcalls: %d, lost: %d\n",
+			st.Entries, st.Packets, st.Bytes, st.Installs, st.Deletes, st.Upcalls, st.UpcallsLost)
 	}
 }
 

@@ -68,7 +68,10 @@ table=1,ct_state=+est+trk,ip,in_port=2,actions=output:1`
 	if st.Installs != 2 || st.Deletes != 0 {
 		t.Errorf("kernel path: %d installs and %d deletes, want 2 (one per direction) and 0", st.Installs, st.Deletes)
 	}
-	if want := fmt.Sprintf("  kernel entries: 2\n  kernel hits: %d packets, %d bytes\n  kernel installs: 2, deletes: 0\n", st.Packets, st.Bytes); !strings.HasSuffix(out, want) {
+	if st.Upcalls == 0 || st.UpcallsLost != 0 {
+		t.Errorf("kernel path: %d upcalls, %d lost; want the packets before the installs sent up, none lost", st.Upcalls, st.UpcallsLost)
+	}
+	if want := fmt.Sprintf("  kernel entries: 2\n  kernel hits: %d packets, %d bytes\n  kernel installs: 2, deletes: 0\n  kernel upcalls: %d, lost: 0\n", st.Packets, st.Bytes, st.Upcalls); !strings.HasSuffix(out, want) {
 		t.Errorf("dump-cache:\n%s\nwant it to end with\n%s", out, want)
 	}
 	if _, err := d.FlushConntrack(nil); err != nil {

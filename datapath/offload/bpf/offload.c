@@ -119,7 +119,7 @@ struct {
 // generation[0] is the pipeline generation entries must carry: bumping it
 // disables every entry at once, before userspace gets to delete them.
 // generation[1] non-zero holds the links (Kernel.Hold): no keepalive
-// goes to userspace, whichever program (and socket filter) runs.
+// goes to userspace, whichever program runs.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2);
@@ -588,57 +588,51 @@ int govs_offload(struct xdp_md *ctx)
 // The tc path (docs/offload.md, "XDP and TCX"): ports whose frames carry
 // offload metadata (TSO/GSO super-segments, partial checksums) keep their
 // skbs whole, which generic XDP would linearise and strip of that
-// metadata. Two programs share the decision, because the port's
-// AF_PACKET socket (a ptype_all tap) sees every frame before tc ingress:
+// metadata. The port's AF_PACKET socket is not a tap (a ptype_all tap
+// would see, and pay for, every frame before tc ingress): it is bound to
+// UPCALL_ETH_P and gets only what govs_offload_tc sends up (upcall). The
+// program decides alone, once per frame: forwarded, or sent up.
 //
-//   - govs_tap_filter, the port socket's filter (SO_ATTACH_BPF), decides:
-//     it looks the frame up, takes it from the socket when the entry
-//     forwards it (returns 0) and leaves its verdict, with a copy of the
-//     entry's action, in this CPU's slot;
-//   - govs_offload_tc (TCX ingress) runs next for the same skb on the same
-//     CPU (__netif_receive_skb_core: taps, then sch_handle_ingress, with
-//     no other packet in between) and follows the slot: it forwards with
-//     the copied action or lets the frame go. An entry installed or
-//     removed between the two cannot make the frame reach both the socket
-//     and the output, or neither.
-//
-// When no govs filter ran for the skb (the slot names another frame: no
-// daemon owns the port, a pinned restart), the tc program decides alone.
-#define VERDICT_PASS 1
-#define VERDICT_FWD 2
+// The upcall header (datapath/port/upcall.go has the same values): a frame
+// sent up is [dst][src][UPCALL_ETH_P][X][the frame from its own ethertype
+// on]. X tells what became of the tag the kernel held outside the frame,
+// which the receive path would drop before a protocol-bound socket sees
+// the frame: UPCALL_NO_TAG (no tag), UPCALL_TAG_FOLLOWS (the tag follows
+// as TPID and TCI: 802.1ad, or 802.1Q with VID 4095), else the TCI of an
+// 802.1Q tag. VID 4095 is reserved by 802.1Q, so the codes are never TCIs.
+#define UPCALL_ETH_P 0x88b5 // IEEE 802 Local Experimental Ethertype 1
+#define UPCALL_NO_TAG 0x0fff
+#define UPCALL_TAG_FOLLOWS 0x1fff
+#define VLAN_VID_MASK 0x0fff
+// skb->mark of a frame sent up, so that its second pass through the
+// program is told from a frame a pod sent with UPCALL_ETH_P (a frame from
+// another namespace arrives with the mark cleared, skb_scrub_packet).
+#define UPCALL_MARK 0x676f7673 // "govs"
 
-struct verdict {
-	__u32 ifindex; // the frame's: skb->ifindex and skb->len, as both
-	__u32 len;     // programs see them (the MAC header pushed)
-	__u32 verdict; // VERDICT_*; 0 once the tc program took it
-	__u32 pad;
+// The tc program's working space (the stack is too small for the key
+// and the helpers' buffers), and its per-CPU counters.
+struct tc_scratch {
+	__u64 upcalls;       // frames sent up by this CPU
+	__u64 upcall_errors; // frames lost on the way up (a helper failed)
 	struct flow_key key;
-	struct flow_action act;
-	// This CPU's tc program runs: following a filter's verdict, and
-	// deciding alone (no govs filter saw the frame).
-	__u64 followed;
-	__u64 alone;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct verdict);
-} verdicts SEC(".maps");
+	__type(value, struct tc_scratch);
+} scratch SEC(".maps");
 
-// The parts of a flow_action the tc program reads (decide copies them).
-#define ACT_HEAD_LEN offsetof(struct flow_action, pad2)
-#define ACT_ENCAP_LEN (sizeof(struct flow_action) - offsetof(struct flow_action, encap_saddr))
 
 // What the tc path reads of a frame: Ethernet, IPv4 without options and
 // the TCP header (a UDP frame needs 42 of these bytes).
 #define TC_HDR_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct tcphdr))
 #define UDP_HDR_END (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
-// skb_key_at fills k from the headers of the frame at off in the skb (a
-// socket filter has no direct packet access; the tc program reads the
-// same way) and *l4_len with the TCP or UDP header's length; 0: not
+// skb_key_at fills k from the headers of the frame at off in the skb (read
+// with bpf_skb_load_bytes: a super-segment's headers need not be in the
+// linear part) and *l4_len with the TCP or UDP header's length; 0: not
 // forwarded.
 static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct flow_key *k, __u32 *l4_len)
 {
@@ -672,10 +666,30 @@ static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct f
 	return 1;
 }
 
-// skb_key is skb_key_at for the frame itself.
+// skb_key is skb_key_at for the frame itself, read in place when its
+// headers are in the skb's linear part (a frame a pod's stack built:
+// almost always), which saves copying them out.
 static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __u32 *l4_len)
 {
-	return skb_key_at(skb, 0, k, l4_len);
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	if (data + TC_HDR_LEN > end)
+		return skb_key_at(skb, 0, k, l4_len);
+	// The kernel took the outer tag out of the frame before tc
+	// (skb_vlan_untag): a tag still in it is a second one.
+	if (!parse(data, end, k, 0))
+		return 0;
+	if (skb->vlan_present) {
+		// 802.1Q only, as in skb_key_at.
+		if (skb->vlan_proto != bpf_htons(ETH_P_8021Q))
+			return 0;
+		k->vlan_tci = (__u16)skb->vlan_tci | VLAN_CFI;
+	}
+	*l4_len = sizeof(struct udphdr);
+	if (k->proto == IPPROTO_TCP)
+		*l4_len = ((struct tcphdr *)(data + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
+	k->ifindex = skb->ifindex;
+	return 1;
 }
 
 // encap_fits tells whether the tc program can put the frame in Geneve
@@ -720,46 +734,77 @@ static __always_inline int csum_fits(struct __sk_buff *skb, struct flow_key *k, 
 	return check != 0;
 }
 
-// decide is the tc path's one lookup: the entry's action copied into v
-// (counted as forwarded) and VERDICT_FWD, or VERDICT_PASS. Everything
-// that can send the frame to userspace is decided here, before the tap
-// filter takes it from the socket. Decapsulation is skb_decap's (on the
-// underlay, where no filter runs).
-static __always_inline __u32 decide(struct __sk_buff *skb, struct verdict *v)
+// decide is the tc path's one lookup: the entry that forwards the frame
+// (counted), its key in v, or 0 (the frame goes up). Decapsulation is
+// govs_underlay_tc's.
+static __always_inline struct flow_action *decide(struct __sk_buff *skb, struct tc_scratch *v)
 {
 	__u32 l4_len = 0;
 	if (!skb_key(skb, &v->key, &l4_len))
-		return VERDICT_PASS;
+		return 0;
 	__u64 now = bpf_ktime_get_coarse_ns();
 	struct flow_action *a = take(&v->key, now);
 	if (!a || (a->flags & ACT_DECAP))
-		return VERDICT_PASS;
+		return 0;
 	if ((a->flags & ACT_ENCAP) && !encap_fits(skb, a, l4_len))
-		return VERDICT_PASS;
+		return 0;
 	if ((a->flags & (ACT_ENCAP | ACT_ENCAP_CSUM)) == (ACT_ENCAP | ACT_ENCAP_CSUM) && !csum_fits(skb, &v->key, a))
-		return VERDICT_PASS;
+		return 0;
 	// Counted as the port saw it, with its tag (the skb holds it aside).
 	count(a, skb->len + (v->key.vlan_tci ? VLAN_HLEN : 0), now);
-	// Only what the tc program applies: the head (output, flags, MAC,
-	// VLAN and NAT writes) and, for a tunnel, the outer headers; the
-	// entry's counters and clocks stay behind.
-	__builtin_memcpy(&v->act, a, ACT_HEAD_LEN);
-	if (a->flags & ACT_ENCAP)
-		__builtin_memcpy(&v->act.encap_saddr, &a->encap_saddr, ACT_ENCAP_LEN);
-	return VERDICT_FWD;
+	return a;
 }
 
-SEC("socket")
-int govs_tap_filter(struct __sk_buff *skb)
+// upcall sends the frame up to the port's socket (the header above): the
+// tag held aside goes into the header, the header after the MACs, and the
+// frame to the ingress of its own interface, where eth_type_trans makes
+// UPCALL_ETH_P its protocol. That second pass skips the taps' and tc's
+// work (govs_offload_tc passes it at once) and reaches only the sockets
+// bound to UPCALL_ETH_P: no IP stack, no other handler. A redirect to
+// ingress does not check the MTU (__bpf_rx_skb), so a full-size frame
+// with its header goes up whole.
+static __always_inline int upcall(struct __sk_buff *skb, struct tc_scratch *v)
 {
-	__u32 zero = 0;
-	struct verdict *v = bpf_map_lookup_elem(&verdicts, &zero);
-	if (!v || skb->pkt_type == PACKET_OUTGOING)
-		return skb->len;
-	v->ifindex = skb->ifindex;
-	v->len = skb->len;
-	v->verdict = decide(skb, v);
-	return v->verdict == VERDICT_FWD ? 0 : skb->len;
+	struct ethhdr eth;
+	__u16 tci = (__u16)skb->vlan_tci;
+	// The tag, if any, is left on the skb: the second pass clears it
+	// before the socket (bpf_skb_vlan_pop would also move a second tag
+	// out of the frame into its place).
+	int follows = skb->vlan_present &&
+		      (skb->vlan_proto != bpf_htons(ETH_P_8021Q) || (tci & VLAN_VID_MASK) == VLAN_VID_MASK);
+	__u16 x = skb->vlan_present ? tci : UPCALL_NO_TAG;
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+		goto lost;
+	// IPv4 and IPv6 get the room after the Ethernet header
+	// (bpf_skb_adjust_room moves the MACs), which copies the skb's head
+	// only if that is shared: a TCP segment is a clone whose header is
+	// its own. bpf_skb_change_head, which the others need (adjust_room
+	// takes IP only), copies the head of every clone.
+	int ip = skb->protocol == bpf_htons(ETH_P_IP) || skb->protocol == bpf_htons(ETH_P_IPV6);
+	if (follows) {
+		__u16 hdr[5] = {bpf_htons(UPCALL_ETH_P), bpf_htons(UPCALL_TAG_FOLLOWS), (__u16)skb->vlan_proto,
+				bpf_htons(tci), eth.h_proto};
+		if (ip ? bpf_skb_adjust_room(skb, 8, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_FIXED_GSO)
+		       : bpf_skb_change_head(skb, 8, 0))
+			goto lost;
+		if (bpf_skb_store_bytes(skb, 12, hdr, sizeof(hdr), 0))
+			goto lost;
+	} else {
+		__u16 hdr[3] = {bpf_htons(UPCALL_ETH_P), bpf_htons(x), eth.h_proto};
+		if (ip ? bpf_skb_adjust_room(skb, 4, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_FIXED_GSO)
+		       : bpf_skb_change_head(skb, 4, 0))
+			goto lost;
+		if (bpf_skb_store_bytes(skb, 12, hdr, sizeof(hdr), 0))
+			goto lost;
+	}
+	if (!ip && bpf_skb_store_bytes(skb, 0, &eth, 12, 0))
+		goto lost;
+	skb->mark = UPCALL_MARK;
+	v->upcalls++;
+	return bpf_redirect(skb->ifindex, BPF_F_INGRESS);
+lost:
+	v->upcall_errors++;
+	return TC_ACT_SHOT;
 }
 
 #define IP_CSUM_OFF (sizeof(struct ethhdr) + offsetof(struct iphdr, check))
@@ -985,29 +1030,22 @@ static __always_inline int skb_decap(struct __sk_buff *skb)
 SEC("tc")
 int govs_offload_tc(struct __sk_buff *skb)
 {
+	// A frame upcall sent up, on its second pass: on to the socket.
+	if (skb->protocol == bpf_htons(UPCALL_ETH_P) && skb->mark == UPCALL_MARK)
+		return TC_ACT_OK;
 	__u32 zero = 0;
-	struct verdict *v = bpf_map_lookup_elem(&verdicts, &zero);
+	struct tc_scratch *v = bpf_map_lookup_elem(&scratch, &zero);
 	if (!v)
-		return TC_ACT_OK;
-	__u32 verdict = v->verdict;
-	v->verdict = 0;
-	if (verdict && v->ifindex == skb->ifindex && v->len == skb->len) {
-		v->followed++;
-	} else {
-		// No govs filter saw this frame: a Geneve underlay's (no tap of
-		// govs there), or a port's while no govs process runs.
-		int r = skb_decap(skb);
-		if (r >= 0)
-			return r;
-		v->alone++;
-		verdict = decide(skb, v);
-	}
-	if (verdict != VERDICT_FWD)
-		return TC_ACT_OK;
-	if (!skb_rewrite(skb, &v->key, &v->act) || !skb_vlan(skb, &v->act))
+		return TC_ACT_SHOT; // cannot happen: a one-element array
+	// The entry's memory stays valid while the program runs (RCU), even
+	// if userspace deletes it meanwhile, as in XDP.
+	struct flow_action *a = decide(skb, v);
+	if (!a)
+		return upcall(skb, v);
+	if (!skb_rewrite(skb, &v->key, a) || !skb_vlan(skb, a))
 		return TC_ACT_SHOT; // changed half-way: lost, as XDP_ABORTED
-	if (v->act.flags & ACT_ENCAP) {
-		if (!skb_encap(skb, &v->key, &v->act))
+	if (a->flags & ACT_ENCAP) {
+		if (!skb_encap(skb, &v->key, a))
 			return TC_ACT_SHOT;
 		// Through the neighbour layer, not bpf_redirect: that marks the
 		// skb redirected (__bpf_tx_skb), a mark a veth underlay carries
@@ -1016,11 +1054,21 @@ int govs_offload_tc(struct __sk_buff *skb)
 		// would decapsulate in userspace. The neighbour layer writes
 		// the same outer Ethernet addresses (the entry was installed
 		// once geneve.Resolver found that neighbour on this interface).
-		return bpf_redirect_neigh(v->act.out_ifindex, 0, 0, 0);
+		return bpf_redirect_neigh(a->out_ifindex, 0, 0, 0);
 	}
-	if (v->act.flags & ACT_PEER)
-		return bpf_redirect_peer(v->act.out_ifindex, 0);
-	return bpf_redirect(v->act.out_ifindex, 0);
+	if (a->flags & ACT_PEER)
+		return bpf_redirect_peer(a->out_ifindex, 0);
+	return bpf_redirect(a->out_ifindex, 0);
+}
+
+// govs_underlay_tc is the program on a Geneve underlay (TCX ingress):
+// what it does not decapsulate goes on to the kernel's UDP stack and the
+// tunnel port's socket, as without it.
+SEC("tc")
+int govs_underlay_tc(struct __sk_buff *skb)
+{
+	int r = skb_decap(skb);
+	return r >= 0 ? r : TC_ACT_OK;
 }
 
 char _license[] SEC("license") = "GPL";
