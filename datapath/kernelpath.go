@@ -302,9 +302,18 @@ func (l *loop) initOffload() {
 // own).
 func (ps *portSet) offloadIfindex(ofport uint32) (int, bool) {
 	if bp := ps.byNo[ofport]; bp != nil && bp.xdp != nil && bp.geneve == nil && bp.config.Load()&(PortConfigDown|PortConfigNoFwd) == 0 {
-		return bp.ifindex, true
+		return bp.ifindex, bp.sameInterface()
 	}
 	return 0, false
+}
+
+// sameInterface tells whether the port is still on the interface its
+// program was attached to: one re-created under the same name (the port
+// re-attached to it, as a tap) has another ifindex, which no entry may
+// redirect to or match on.
+func (bp *bridgePort) sameInterface() bool {
+	ix, ok := bp.p.(ifindexer)
+	return ok && ix.Ifindex() == bp.ifindex
 }
 
 // offloadOutput resolves an output port for the program: a system port
@@ -316,7 +325,7 @@ func (l *loop) offloadOutput(ofport uint32, final *flowtable.Key) (int, uint32, 
 		return 0, 0, nil, false
 	}
 	if bp.geneve == nil {
-		return bp.ifindex, bp.offID, nil, bp.xdp != nil
+		return bp.ifindex, bp.offID, nil, bp.xdp != nil && bp.sameInterface()
 	}
 	// A frame from a port on the tc path keeps its offload metadata when
 	// the program encapsulates it: only an underlay that finishes it

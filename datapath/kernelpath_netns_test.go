@@ -65,6 +65,8 @@ type kpSetup struct {
 	// txvlanOff: the pods' veths put tags in the frames' data, not in the
 	// skb's accelerated tag (generic XDP sees only the data).
 	txvlanOff bool
+	// veths: A's and B's.
+	veths [2]*netnstest.Veth
 }
 
 func newKPSetup(t *testing.T, kernel bool, timeouts conntrack.Timeouts) *kpSetup {
@@ -93,7 +95,7 @@ func newKPSetupWith(t *testing.T, kernel bool, s *kpSetup) *kpSetup {
 			netnstest.VLANTrunk(t, ns, vs[i].Peer, s.vlan[i], s.txvlanOff)
 		}
 	}
-	s.peerA, s.hosts = vs[0].Peer, [2]string{vs[0].Host, vs[1].Host}
+	s.peerA, s.hosts, s.veths = vs[0].Peer, [2]string{vs[0].Host, vs[1].Host}, vs
 	t.Cleanup(func() {
 		if err := s.b.Close(); err != nil {
 			t.Errorf("close bridge: %v", err)
@@ -701,3 +703,33 @@ func TestNetnsKernelPathRestartDNAT(t *testing.T) {
 // forwarding most of the stream as super-segments (more bytes per packet
 // than the MTU), the ports' sockets getting only what it sends up.
 func TestNetnsKernelPathOffloadsOn(t *testing.T) { testKernelPathDNAT(t, true, 0, 32<<20) }
+
+// TestNetnsKernelPathRecreatedPort: B's interface is deleted and created
+// again under its name while the bridge runs. The port binds to the new
+// one as a tap (the program was on the interface that is gone), and the
+// kernel path must not redirect to the old ifindex: established UDP
+// from A to B, which the kernel forwarded before, is answered every time
+// after (without the check, A's entry toward B lost every datagram after
+// the fourth).
+func TestNetnsKernelPathRecreatedPort(t *testing.T) {
+	s := newKPSetupWith(t, true, &kpSetup{flows: kpFlows, tc: true})
+	if got := s.udpPingPong(t, 5300, 50, 64); got != 50 {
+		t.Fatalf("before: %d/50 answers", got)
+	}
+	if st := s.m.Stats(); st.Packets == 0 {
+		t.Fatalf("before: the kernel forwarded nothing (%+v)", st)
+	}
+	s.veths[1].Recreate(t, netnstest.VethOptions{PeerAddr: "10.210.0.2/24", PeerMAC: kpMACB})
+	// The port re-attaches within a few of its 100 ms retries.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.udpPingPong(t, 5301, 1, 64) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("B does not answer after its interface came back")
+		}
+	}
+	for i, port := range []int{5302, 5303, 5304} {
+		if got := s.udpPingPong(t, port, 50, 64); got != 50 {
+			t.Errorf("after, flow %d: %d/50 answers", i, got)
+		}
+	}
+}
