@@ -478,7 +478,9 @@ func TestNetnsReattachRecreatedInterface(t *testing.T) {
 			for round := range 2 {
 				oldIndex := bp.p.Ifindex()
 				vb.Recreate(t, optsB)
-				waitPing(t, nsA, "10.206.0.2", 5*time.Second)
+				// 10 s: the re-attach retries every 100 ms, but a loaded CI
+				// machine once took more than 5 s (afpacket PMD).
+				waitPing(t, nsA, "10.206.0.2", 10*time.Second)
 				if got := bp.p.Ifindex(); got == oldIndex {
 					t.Errorf("round %d: port 2 still bound to ifindex %d", round, got)
 				}
