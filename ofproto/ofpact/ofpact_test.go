@@ -108,6 +108,10 @@ var samples = []sample{
 	{text: "set_tunnel:0", of13: "set_field:0->tun_id", of15: "set_field:0->tun_id"},
 	{text: "set_tunnel64:0x5", of13: "set_field:0x5->tun_id", of15: "set_field:0x5->tun_id"},
 	{text: "set_tunnel:0x123456789", of10: "set_tunnel64:0x123456789", of13: "set_field:0x123456789->tun_id", of15: "set_field:0x123456789->tun_id"},
+	// An all-zero mask: no NXAST_REG_LOAD at all before 1.5, as OVS
+	// prints it (ovs-ofctl parse-flow: "output:1"; OVS 1.5 prints the
+	// value as ANY).
+	{text: "set_field:0/0->reg0,output:1", of10: "output:1", of13: "output:1"},
 }
 
 func (s sample) want(v ofptext.Version) string {

@@ -347,6 +347,17 @@ func legacyRaw(f *flowtable.Field) (string, bool) {
 	return "", false
 }
 
+// encodesToNothing tells whether a is a set-field with an all-zero mask
+// in a version before OpenFlow 1.5: it goes as NXAST_REG_LOAD, one per
+// run of mask bits (set_field_to_nxast), so as no action at all, and
+// OVS's printout of it (ovs-ofctl parse-flow, dump-flows) leaves it out.
+// OpenFlow 1.5 sends it as a masked OFPAT_SET_FIELD.
+func encodesToNothing(a flowtable.Action, o *ofptext.PrintOptions) bool {
+	sf, ok := a.(*flowtable.SetField)
+	return ok && o.Ver() < ofptext.OF15 && formOf(sf) == nil && !sf.Field.IsTunMetadata() &&
+		sf.Mask != nil && ofptext.AllZero(sf.Mask)
+}
+
 // formatSetField prints a set-field action the way it comes back from an
 // OVS switch in the given version (lib/ofp-actions.c encode_SET_FIELD and
 // format_SET_FIELD).
@@ -437,7 +448,8 @@ func formatLoad(b *strings.Builder, a *flowtable.SetField) {
 		ofs = end
 	}
 	if first {
-		// An all-zero mask loads nothing; OVS would not produce one.
+		// An all-zero mask loads nothing (FormatActions leaves such an
+		// action out, as OVS does); not to print nothing at all here.
 		b.WriteString("load:0->" + ofptext.SubfieldString(flowtable.Whole(f)))
 	}
 }
@@ -563,7 +575,6 @@ func (t Encoder) regLoad(out []wire.Action, f *flowtable.Field, value, mask []by
 		idx := len(buf) - 1 - i/8
 		return idx >= 0 && buf[idx]&(1<<uint(i%8)) != 0
 	}
-	n := 0
 	for ofs := 0; ofs < f.Bits; {
 		if !bit(mask, ofs) {
 			ofs++
@@ -581,12 +592,10 @@ func (t Encoder) regLoad(out []wire.Action, f *flowtable.Field, value, mask []by
 			}
 		}
 		out = append(out, &wire.ActionRegLoad{Dst: ref, Ofs: uint16(ofs), NBits: uint16(end - ofs), Value: val})
-		n++
 		ofs = end
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("load into %s with an empty mask", f.Name)
-	}
+	// An all-zero mask writes nothing and goes as no action at all, as in
+	// OVS (set_field_to_nxast; FormatActions leaves it out too).
 	return out, nil
 }
 

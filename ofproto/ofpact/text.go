@@ -81,16 +81,22 @@ func table(e ofptext.KV, s string) (uint8, error) {
 }
 
 // FormatActions prints an action list as OVS does (ofpacts_format).
+// OVS prints what it would send, so an action that encodes to nothing in
+// the version is left out (encodesToNothing).
 func FormatActions(b *strings.Builder, acts []flowtable.Action, o *ofptext.PrintOptions) {
-	if len(acts) == 0 {
-		b.WriteString("drop")
-		return
-	}
-	for i, a := range acts {
-		if i > 0 {
+	n := 0
+	for _, a := range acts {
+		if encodesToNothing(a, o) {
+			continue
+		}
+		if n > 0 {
 			b.WriteByte(',')
 		}
 		FormatAction(b, a, o)
+		n++
+	}
+	if n == 0 {
+		b.WriteString("drop")
 	}
 }
 
