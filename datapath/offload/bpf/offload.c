@@ -630,25 +630,15 @@ struct {
 #define TC_HDR_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct tcphdr))
 #define UDP_HDR_END (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
-// skb_key_at fills k from the headers of the frame at off in the skb (read
-// with bpf_skb_load_bytes: a super-segment's headers need not be in the
-// linear part) and *l4_len with the TCP or UDP header's length; 0: not
-// forwarded.
-static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct flow_key *k, __u32 *l4_len)
+// key_of fills k from the frame's headers between eth and end (a copy on
+// the stack, or the packet itself), with the tag the kernel holds aside
+// and the ingress interface, and *l4_len with the TCP or UDP header's
+// length; 0: not forwarded.
+static __always_inline int key_of(struct __sk_buff *skb, void *eth, void *end, struct flow_key *k, __u32 *l4_len)
 {
-	// Two bytes in, so that the IPv4 and TCP headers are 4-byte aligned
-	// on the stack as the verifier wants.
-	// Left uninitialised: parse reads no byte past the n loaded.
-	__u64 raw[(TC_HDR_LEN + 2 + 7) / 8];
-	__u8 *buf = (__u8 *)raw + 2;
-	__u32 n = TC_HDR_LEN;
-	if (skb->len < off + TC_HDR_LEN)
-		n = UDP_HDR_END;
-	if (skb->len < off + n || bpf_skb_load_bytes(skb, off, buf, n))
-		return 0;
-	// The kernel took the outer tag out of the frame before the taps
+	// The kernel took the outer tag out of the frame before tc
 	// (skb_vlan_untag): a tag still in it is a second one.
-	if (!parse((struct ethhdr *)buf, buf + n, k, 0))
+	if (!parse(eth, end, k, 0))
 		return 0;
 	if (skb->vlan_present) {
 		// 802.1Q only, as XDP's parse: an 802.1ad tag goes to userspace,
@@ -661,9 +651,27 @@ static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct f
 	}
 	*l4_len = sizeof(struct udphdr);
 	if (k->proto == IPPROTO_TCP)
-		*l4_len = ((struct tcphdr *)(buf + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
+		*l4_len = ((struct tcphdr *)(eth + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
 	k->ifindex = skb->ifindex;
 	return 1;
+}
+
+// skb_key_at fills k (key_of) from the headers of the frame at off in
+// the skb, copied out with bpf_skb_load_bytes (a super-segment's headers
+// need not be in the linear part).
+static __always_inline int skb_key_at(struct __sk_buff *skb, __u32 off, struct flow_key *k, __u32 *l4_len)
+{
+	// Two bytes in, so that the IPv4 and TCP headers are 4-byte aligned
+	// on the stack as the verifier wants.
+	// Left uninitialised: parse reads no byte past the n loaded.
+	__u64 raw[(TC_HDR_LEN + 2 + 7) / 8];
+	__u8 *buf = (__u8 *)raw + 2;
+	__u32 n = TC_HDR_LEN;
+	if (skb->len < off + TC_HDR_LEN)
+		n = UDP_HDR_END;
+	if (skb->len < off + n || bpf_skb_load_bytes(skb, off, buf, n))
+		return 0;
+	return key_of(skb, buf, buf + n, k, l4_len);
 }
 
 // skb_key is skb_key_at for the frame itself, read in place when its
@@ -675,21 +683,7 @@ static __always_inline int skb_key(struct __sk_buff *skb, struct flow_key *k, __
 	void *end = (void *)(long)skb->data_end;
 	if (data + TC_HDR_LEN > end)
 		return skb_key_at(skb, 0, k, l4_len);
-	// The kernel took the outer tag out of the frame before tc
-	// (skb_vlan_untag): a tag still in it is a second one.
-	if (!parse(data, end, k, 0))
-		return 0;
-	if (skb->vlan_present) {
-		// 802.1Q only, as in skb_key_at.
-		if (skb->vlan_proto != bpf_htons(ETH_P_8021Q))
-			return 0;
-		k->vlan_tci = (__u16)skb->vlan_tci | VLAN_CFI;
-	}
-	*l4_len = sizeof(struct udphdr);
-	if (k->proto == IPPROTO_TCP)
-		*l4_len = ((struct tcphdr *)(data + sizeof(struct ethhdr) + sizeof(struct iphdr)))->doff * 4;
-	k->ifindex = skb->ifindex;
-	return 1;
+	return key_of(skb, data, end, k, l4_len);
 }
 
 // encap_fits tells whether the tc program can put the frame in Geneve
